@@ -1,0 +1,147 @@
+"""What every algorithm is: declared hyperparameters, ``setup`` and ``round``.
+
+An algorithm owns all of its state (global model, per-client models, server
+state, random streams), so families with personalised models, edge servers or
+server-side selection fit the same three methods. ``round`` returns what was
+communicated, so accounting is the algorithm's own statement of what it sends.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..problem import Problem
+
+DENSE_VALUE_BYTES = 8  # float64
+SPARSE_ENTRY_BYTES = 12  # float64 value + int32 index
+
+
+def dense_bytes(n_values: int) -> int:
+    """Bytes to send ``n_values`` numbers as a dense vector."""
+    return DENSE_VALUE_BYTES * int(n_values)
+
+
+def sparse_bytes(nnz: int) -> int:
+    """Bytes to send a sparse vector with ``nnz`` non-zeros (value + index each)."""
+    return SPARSE_ENTRY_BYTES * int(nnz)
+
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Hyperparameter:
+    """A declared hyperparameter: type, default, valid range and a one-line doc.
+
+    ``kind`` is ``int``, ``float`` or ``str``. ``full_ok`` lets an int take the
+    string ``"full"`` (stored as None: the whole local data set).
+    """
+
+    name: str
+    kind: type
+    doc: str
+    default: Any = _REQUIRED
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False  # True: value must be > low, else >= low
+    choices: tuple[str, ...] | None = None
+    full_ok: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def validate(self, value: Any, where: str) -> Any:
+        """Return ``value`` normalised, or raise ConfigError naming ``where``."""
+        if self.full_ok and value in ("full", None):
+            return None
+        if self.kind is str:
+            if not isinstance(value, str) or (self.choices and value not in self.choices):
+                raise ConfigError(
+                    f"{where}: must be one of {', '.join(self.choices or ())}, got {value!r}"
+                )
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            extra = " or 'full'" if self.full_ok else ""
+            raise ConfigError(f"{where}: must be a number{extra}, got {value!r}")
+        if self.kind is int:
+            if float(value) != int(value):
+                raise ConfigError(f"{where}: must be an integer, got {value!r}")
+            value = int(value)
+        else:
+            value = float(value)
+            if not np.isfinite(value):
+                raise ConfigError(f"{where}: must be finite, got {value!r}")
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            op = ">" if self.low_open else ">="
+            raise ConfigError(f"{where}: must be {op} {self.low:g}, got {value!r}")
+        if self.high is not None and value > self.high:
+            raise ConfigError(f"{where}: must be <= {self.high:g}, got {value!r}")
+        return value
+
+
+@dataclass
+class RoundCost:
+    """What one round cost: bytes sent up (clients to server) and down, summed over
+    clients, and the local iterations each client ran."""
+
+    bytes_up: int
+    bytes_down: int
+    local_iterations: int
+
+
+class Algorithm(ABC):
+    """Base class: subclasses declare ``name`` and ``hyperparameters`` and implement
+    ``setup``, ``round`` and ``model``."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    hyperparameters: ClassVar[tuple[Hyperparameter, ...]]
+
+    def __init__(self, problem: Problem, params: dict[str, Any], seed: int):
+        self.problem = problem
+        self.params = params
+        self.seed = seed
+
+    @classmethod
+    def validate_params(cls, params: dict[str, Any], where: str = "params") -> dict[str, Any]:
+        """Check ``params`` against the declarations; fill defaults; raise ConfigError."""
+        if not isinstance(params, dict):
+            raise ConfigError(f"{where}: must be a mapping, got {params!r}")
+        declared = {h.name: h for h in cls.hyperparameters}
+        for key in params:
+            if key not in declared:
+                raise ConfigError(
+                    f"{where}.{key}: unknown hyperparameter for {cls.name} "
+                    f"(known: {', '.join(declared)})"
+                )
+        out = {}
+        for h in cls.hyperparameters:
+            if h.name in params:
+                out[h.name] = h.validate(params[h.name], f"{where}.{h.name}")
+            elif h.required:
+                raise ConfigError(f"{where}.{h.name}: required by {cls.name}")
+            else:
+                out[h.name] = h.default
+        return out
+
+    def check_problem(self, where: str = "params") -> None:
+        """Raise ConfigError if the hyperparameters cannot apply to this problem."""
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Allocate state; the model starts at x_0."""
+
+    @abstractmethod
+    def round(self, t: int) -> RoundCost:
+        """Run communication round ``t`` (0-based) and report what it sent."""
+
+    @property
+    @abstractmethod
+    def model(self) -> np.ndarray:
+        """The global model W, shape (n_outputs, n_features), that is evaluated."""

@@ -1,0 +1,130 @@
+"""Fed-HT, FedIter-HT and Distributed-IHT (seed papers 000/001; spec seed-000-001-fedht.md).
+
+All three run local minibatch SGD on every client from the broadcast model and
+let the server take ``H_tau`` of the weighted average:
+
+* Fed-HT: K plain local steps; uplink dense, downlink tau-sparse.
+* FedIter-HT: ``H_tau`` after every local step; uplink and downlink tau-sparse.
+* Distributed-IHT: one stochastic gradient step per round (Fed-HT with K = 1);
+  the worker sends its dense gradient.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from .. import kernels as K
+from ..errors import ConfigError
+from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
+
+STEPSIZE = Hyperparameter("stepsize", float, "constant step size gamma", low=0.0, low_open=True)
+SPARSITY = Hyperparameter("sparsity", int, "tau: non-zeros kept per class by H_tau", low=1)
+LOCAL_STEPS = Hyperparameter("local_steps", int, "K: local steps per round", default=5, low=1)
+BATCH_SIZE = Hyperparameter(
+    "batch_size",
+    int,
+    "minibatch size per local step, or 'full' (deterministic)",
+    default=10,
+    low=1,
+    full_ok=True,
+)
+BATCH_GROWTH = Hyperparameter(
+    "batch_growth",
+    float,
+    "per-round batch growth g: b_t = ceil(b * g**t), the papers' Gamma/omega**t with omega = 1/g",
+    default=1.0,
+    low=1.0,
+)
+
+
+class _LocalSGDHardThreshold(Algorithm):
+    """Shared implementation; subclasses set the local thresholding and upload encoding."""
+
+    threshold_locally: ClassVar[bool]
+    hyperparameters = (STEPSIZE, SPARSITY, LOCAL_STEPS, BATCH_SIZE, BATCH_GROWTH)
+
+    def check_problem(self, where: str = "params") -> None:
+        d = self.problem.n_features
+        if self.params["sparsity"] > d:
+            raise ConfigError(
+                f"{where}.sparsity: {self.params['sparsity']} is larger than the dimension {d} "
+                f"of dataset {self.problem.data.name}"
+            )
+
+    def setup(self) -> None:
+        pb = self.problem
+        self.W = np.zeros(pb.shape)
+        self.W_local = np.empty((pb.n_clients, *pb.shape))
+        self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
+        self.rng = K.client_states(self.seed, pb.n_clients)
+        self.work = K.thread_buffers(*pb.shape)
+        self.scratch = np.empty(pb.n_features)
+
+    def batch_at(self, t: int) -> int:
+        """Minibatch size in round t; 0 means the whole local data set."""
+        b = self.params["batch_size"]
+        if b is None:
+            return 0
+        growth = self.params["batch_growth"]
+        return b if growth == 1.0 else math.ceil(b * growth**t)
+
+    def round(self, t: int) -> RoundCost:
+        pb, prm = self.problem, self.params
+        n = pb.n_clients
+        bytes_down = n * sparse_bytes(np.count_nonzero(self.W))  # broadcast of H_tau(x_t)
+        K.local_sgd_round(
+            pb.data.kernel_X,
+            pb.data.y,
+            pb.data.client_ptr,
+            self.W,
+            self.W_local,
+            self.perm,
+            self.rng,
+            prm["local_steps"],
+            self.batch_at(t),
+            prm["stepsize"],
+            pb.loss_code,
+            pb.l2,
+            prm["sparsity"] if self.threshold_locally else 0,
+            self.work,
+        )
+        if self.threshold_locally:
+            bytes_up = sparse_bytes(K.nnz_per_client(self.W_local).sum())
+        else:
+            bytes_up = n * dense_bytes(self.W.size)
+        K.aggregate(self.W_local, pb.p, prm["sparsity"], self.W, self.scratch)
+        return RoundCost(bytes_up, bytes_down, prm["local_steps"])
+
+    @property
+    def model(self) -> np.ndarray:
+        return self.W
+
+
+class FedHT(_LocalSGDHardThreshold):
+    name = "fedht"
+    summary = "Fed-HT: K local SGD steps, server H_tau of the average (dense uplink)"
+    threshold_locally = False
+
+
+class FedIterHT(_LocalSGDHardThreshold):
+    name = "fediterht"
+    summary = "FedIter-HT: H_tau after every local step and at the server (sparse both ways)"
+    threshold_locally = True
+
+
+class DistributedIHT(_LocalSGDHardThreshold):
+    name = "distiht"
+    summary = "Distributed-IHT: one stochastic gradient per worker per round, server H_tau"
+    threshold_locally = False
+    hyperparameters = (
+        STEPSIZE,
+        SPARSITY,
+        Hyperparameter(
+            "local_steps", int, "always 1 (one gradient per round)", default=1, low=1, high=1
+        ),
+        BATCH_SIZE,
+        BATCH_GROWTH,
+    )

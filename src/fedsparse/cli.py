@@ -1,0 +1,55 @@
+"""The ``fedsparse`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import FedsparseError
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .config import normalize_run_config, read_config_file
+    from .experiment import run_trace
+    from .results import write_parquet_atomic
+
+    cfg = normalize_run_config(read_config_file(args.config))
+    table = run_trace(cfg)
+    write_parquet_atomic(table, args.output)
+    last = table.slice(table.num_rows - 1).to_pylist()[0]
+    print(
+        f"{cfg['algorithm']} on {last['dataset']}: round {last['round']}, "
+        f"objective {last['objective']:.6g}, status {last['status']} -> {args.output}"
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fedsparse", description="Federated sparse learning: runs, sweeps, results."
+    )
+    parser.add_argument("--version", action="version", version=f"fedsparse {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run one config and write its per-round trace as Parquet")
+    p.add_argument("config", type=Path, help="run config, YAML or JSON")
+    p.add_argument("-o", "--output", type=Path, required=True, help="output .parquet file")
+    p.set_defaults(func=_cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except FedsparseError as exc:
+        print(f"fedsparse: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fedsparse: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The in-memory form of a federated data set: all rows, grouped by client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels import as_kernel_matrix
+
+
+@dataclass(eq=False)
+class FederatedData:
+    """Rows of every client stacked, client ``i`` owning rows ``client_ptr[i]:client_ptr[i+1]``.
+
+    Attributes
+    ----------
+    name : str
+        Data set name (the ``dataset`` column of a trace).
+    task : str
+        ``regression``, ``binary`` (labels -1/+1) or ``multiclass`` (labels 0..c-1).
+    X : array, shape (n_samples, n_features), or scipy CSR matrix
+    y : float64 array, shape (n_samples,)
+    client_ptr : int64 array, shape (n_clients + 1,)
+    x_true : array, shape (n_features,), optional
+        Reference model of synthetic data (support recovery and distance metrics).
+    """
+
+    name: str
+    task: str
+    X: np.ndarray | sp.csr_matrix
+    y: np.ndarray
+    client_ptr: np.ndarray
+    x_true: np.ndarray | None = None
+    n_classes: int = 0
+    _kernel_X: object = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.y = np.ascontiguousarray(self.y, dtype=np.float64)
+        self.client_ptr = np.ascontiguousarray(self.client_ptr, dtype=np.int64)
+        if self.X.shape[0] != self.y.shape[0] or self.client_ptr[-1] != self.y.shape[0]:
+            raise ValueError("X, y and client_ptr disagree on the number of samples")
+        if np.any(np.diff(self.client_ptr) <= 0):
+            raise ValueError("every client needs at least one sample")
+
+    @property
+    def n_clients(self) -> int:
+        return len(self.client_ptr) - 1
+
+    @property
+    def n_samples(self) -> int:
+        return self.y.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def client_sizes(self) -> np.ndarray:
+        return np.diff(self.client_ptr)
+
+    @property
+    def is_sparse(self) -> bool:
+        return sp.issparse(self.X)
+
+    @property
+    def kernel_X(self):
+        """``X`` in the form the kernels take (dense array or CSR triple), built once."""
+        if self._kernel_X is None:
+            self._kernel_X = as_kernel_matrix(self.X)
+        return self._kernel_X

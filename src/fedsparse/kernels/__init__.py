@@ -1,0 +1,75 @@
+"""Numba kernels: pure functions on arrays, no I/O, no configuration.
+
+Compiled kernels are cached on disk under a directory keyed by a hash of the
+kernel sources, because numba's own cache only notices edits to the file that
+defines a function, not to the helpers it inlines from other files. Set
+``FEDSPARSE_NUMBA_CACHE`` (or numba's ``NUMBA_CACHE_DIR``) to choose the base
+directory, e.g. node-local disk on a cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numba
+
+
+def _configure_cache() -> None:
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for source in sorted(here.glob("*.py")):
+        digest.update(source.read_bytes())
+    base = os.environ.get("FEDSPARSE_NUMBA_CACHE") or os.environ.get("NUMBA_CACHE_DIR")
+    if not base:
+        base = os.path.join(
+            os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fedsparse", "numba"
+        )
+    numba.config.CACHE_DIR = os.path.join(base, digest.hexdigest()[:16])
+
+
+_configure_cache()
+
+from .losses import (  # noqa: E402
+    LEAST_SQUARES,
+    LOGISTIC,
+    LOSS_CODES,
+    SOFTMAX,
+    batch_grad,
+    client_losses,
+    count_correct,
+    range_loss,
+    sample_loss_grad,
+    weighted_sum,
+)
+from .rng import client_states, randbelow, sample_without_replacement  # noqa: E402
+from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  # noqa: E402
+from .rows import as_kernel_matrix, row_axpy, row_dot  # noqa: E402
+from .threshold import hard_threshold, hard_threshold_rows, select_kth_largest  # noqa: E402
+
+__all__ = [
+    "LEAST_SQUARES",
+    "LOGISTIC",
+    "LOSS_CODES",
+    "SOFTMAX",
+    "aggregate",
+    "as_kernel_matrix",
+    "batch_grad",
+    "client_losses",
+    "client_states",
+    "count_correct",
+    "hard_threshold",
+    "hard_threshold_rows",
+    "local_sgd_round",
+    "nnz_per_client",
+    "randbelow",
+    "range_loss",
+    "row_axpy",
+    "row_dot",
+    "sample_loss_grad",
+    "sample_without_replacement",
+    "select_kth_largest",
+    "thread_buffers",
+    "weighted_sum",
+]

@@ -1,0 +1,170 @@
+"""Loss values and gradients for least squares, logistic and softmax models.
+
+The model parameter is always a matrix ``W`` of shape (n_outputs, n_features):
+one row for least squares and logistic regression, one row per class for
+softmax, so the sparsity constraint is per row. Per-sample losses:
+
+* least squares: ``(z.w - y)**2`` (the papers' form, no 1/2);
+* logistic: ``log(1 + exp(-y z.w))`` with ``y`` in {-1, +1};
+* softmax: ``logsumexp(W z) - (W z)[y]`` with ``y`` a class index stored as float.
+
+Every loss adds ``l2/2 * ||W||**2`` to the per-client mean. ``X`` is dense or a
+CSR triple (see :mod:`fedsparse.kernels.rows`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .rows import row_axpy, row_dot
+
+LEAST_SQUARES = 0
+LOGISTIC = 1
+SOFTMAX = 2
+LOSS_CODES = {"least_squares": LEAST_SQUARES, "logistic": LOGISTIC, "softmax": SOFTMAX}
+
+
+@njit(cache=True)
+def sample_loss_grad(X, y, i, W, loss, scale, G, s):
+    """Loss of sample ``i`` at ``W``; if ``scale != 0`` also ``G += scale * grad``.
+
+    ``s`` is scratch of shape (n_outputs,) for softmax scores.
+    """
+    if loss == LEAST_SQUARES:
+        r = row_dot(X, i, W[0]) - y[i]
+        if scale != 0.0:
+            row_axpy(X, i, scale * 2.0 * r, G[0])
+        return r * r
+    if loss == LOGISTIC:
+        m = y[i] * row_dot(X, i, W[0])
+        if m > 0.0:
+            e = np.exp(-m)
+            value = np.log1p(e)
+            sig = e / (1.0 + e)  # sigmoid(-m)
+        else:
+            e = np.exp(m)
+            value = -m + np.log1p(e)
+            sig = 1.0 / (1.0 + e)
+        if scale != 0.0:
+            row_axpy(X, i, -scale * y[i] * sig, G[0])
+        return value
+    # softmax
+    c = W.shape[0]
+    label = int(y[i])
+    top = -np.inf
+    for r in range(c):
+        s[r] = row_dot(X, i, W[r])
+        if s[r] > top:
+            top = s[r]
+    true_score = s[label]
+    total = 0.0
+    for r in range(c):
+        s[r] = np.exp(s[r] - top)
+        total += s[r]
+    value = np.log(total) + top - true_score
+    if scale != 0.0:
+        for r in range(c):
+            p = s[r] / total
+            if r == label:
+                p -= 1.0
+            row_axpy(X, i, scale * p, G[r])
+    return value
+
+
+@njit(cache=True)
+def _add_ridge(W, l2, G, scale):
+    """``G += scale * l2 * W``; return ``l2/2 * ||W||^2``."""
+    sq = 0.0
+    for r in range(W.shape[0]):
+        for j in range(W.shape[1]):
+            w = W[r, j]
+            sq += w * w
+            if scale != 0.0:
+                G[r, j] += scale * l2 * w
+    return 0.5 * l2 * sq
+
+
+@njit(cache=True)
+def batch_grad(X, y, rows, W, loss, l2, G, s):
+    """Mean loss over ``rows`` plus ridge, and its gradient written into ``G``.
+
+    Parameters
+    ----------
+    X : array, shape (n_samples, n_features), or CSR triple
+    y : array, shape (n_samples,)
+    rows : int array, shape (b,), b >= 1
+        The sample indices of the minibatch.
+    W : array, shape (n_outputs, n_features)
+    loss : int
+        One of ``LEAST_SQUARES``, ``LOGISTIC``, ``SOFTMAX``.
+    l2 : float
+    G : array, shape (n_outputs, n_features)
+        Output, overwritten.
+    s : array, shape (n_outputs,)
+        Scratch.
+    """
+    G[:, :] = 0.0
+    b = rows.shape[0]
+    scale = 1.0 / b
+    total = 0.0
+    for k in range(b):
+        total += sample_loss_grad(X, y, rows[k], W, loss, scale, G, s)
+    reg = 0.0
+    if l2 != 0.0:
+        reg = _add_ridge(W, l2, G, 1.0)
+    return total / b + reg
+
+
+@njit(cache=True)
+def range_loss(X, y, lo, hi, W, loss, l2, s):
+    """Mean loss of samples ``lo..hi-1`` plus ridge (no gradient)."""
+    total = 0.0
+    for i in range(lo, hi):
+        total += sample_loss_grad(X, y, i, W, loss, 0.0, W, s)
+    reg = 0.0
+    if l2 != 0.0:
+        reg = _add_ridge(W, l2, W, 0.0)
+    return total / (hi - lo) + reg
+
+
+@njit(parallel=True, cache=True)
+def client_losses(X, y, ptr, W, loss, l2):
+    """Each client's mean loss at ``W``: ``out[i] = f_i(W)``, clients in parallel."""
+    n_clients = ptr.shape[0] - 1
+    out = np.empty(n_clients)
+    for i in prange(n_clients):
+        s = np.empty(W.shape[0])
+        out[i] = range_loss(X, y, ptr[i], ptr[i + 1], W, loss, l2, s)
+    return out
+
+
+@njit(cache=True)
+def weighted_sum(values, p):
+    """``sum_i p[i] * values[i]`` in a fixed order (thread-count independent)."""
+    total = 0.0
+    for i in range(values.shape[0]):
+        total += p[i] * values[i]
+    return total
+
+
+@njit(parallel=True, cache=True)
+def count_correct(X, y, W, loss):
+    """Number of samples whose predicted label equals ``y`` (logistic or softmax)."""
+    n = y.shape[0]
+    hits = np.zeros(n, dtype=np.int8)
+    for i in prange(n):
+        if loss == LOGISTIC:
+            m = row_dot(X, i, W[0])
+            pred = 1.0 if m > 0.0 else -1.0
+            hits[i] = pred == y[i]
+        else:
+            best = 0
+            top = -np.inf
+            for r in range(W.shape[0]):
+                v = row_dot(X, i, W[r])
+                if v > top:
+                    top = v
+                    best = r
+            hits[i] = best == int(y[i])
+    return int(hits.sum())

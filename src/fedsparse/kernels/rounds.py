@@ -1,0 +1,100 @@
+"""One communication round of the local-SGD-with-hard-thresholding family.
+
+Fed-HT, FedIter-HT and Distributed-IHT share this client-side loop; the server
+step (weighted average + H_tau) lives in :func:`aggregate`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .losses import batch_grad
+from .rng import sample_without_replacement
+from .threshold import hard_threshold_rows
+
+
+@njit(parallel=True, cache=True)
+def local_sgd_round(
+    X, y, ptr, W, W_local, perm, rng, steps, batch, stepsize, loss, l2, tau_local, work
+):
+    """Run ``steps`` local SGD steps on every client, starting from ``W``.
+
+    Client ``i`` owns rows ``ptr[i]..ptr[i+1]-1``. Each step draws a minibatch of
+    ``min(batch, n_i)`` rows uniformly without replacement (``batch <= 0``: all
+    rows, no randomness), takes ``W_i -= stepsize * grad`` and, if
+    ``tau_local > 0``, applies H_tau per row (FedIter-HT).
+
+    Parameters
+    ----------
+    X : array, shape (n_samples, n_features), or CSR triple
+    y : array, shape (n_samples,)
+    ptr : int64 array, shape (n_clients + 1,)
+    W : array, shape (n_outputs, n_features)
+        The global model broadcast this round.
+    W_local : array, shape (n_clients, n_outputs, n_features)
+        Output: each client's model at the end of the round.
+    perm : int64 array, shape (n_samples,)
+        Per-client row permutations, persistent across rounds.
+    rng : uint64 array, shape (n_clients,)
+        Per-client random states, advanced in place.
+    work : tuple (G, S, scratch) from :func:`thread_buffers`
+        Per-thread gradient, score and selection buffers.
+    """
+    n_clients = ptr.shape[0] - 1
+    c, d = W.shape
+    G, S, scratch = work
+    for i in prange(n_clients):
+        t = numba.get_thread_id()
+        lo = ptr[i]
+        n = ptr[i + 1] - lo
+        b = n if batch <= 0 or batch >= n else batch
+        Wi = W_local[i]
+        Wi[:, :] = W
+        Gt = G[t]
+        for _ in range(steps):
+            if b < n:
+                sample_without_replacement(perm, lo, n, b, rng, i)
+            batch_grad(X, y, perm[lo : lo + b], Wi, loss, l2, Gt, S[t])
+            for r in range(c):
+                for j in range(d):
+                    Wi[r, j] -= stepsize * Gt[r, j]
+            if tau_local > 0:
+                hard_threshold_rows(Wi, tau_local, scratch[t])
+
+
+def thread_buffers(n_outputs: int, n_features: int) -> tuple[np.ndarray, ...]:
+    """Per-thread work space for :func:`local_sgd_round`, one slot per possible thread."""
+    n = numba.config.NUMBA_NUM_THREADS
+    return (
+        np.empty((n, n_outputs, n_features)),
+        np.empty((n, n_outputs)),
+        np.empty((n, n_features)),
+    )
+
+
+@njit(cache=True)
+def aggregate(W_local, p, tau, W_out, scratch):
+    """Server step: ``W_out = H_tau(sum_i p_i W_local[i])`` (per row), fixed summation order."""
+    W_out[:, :] = 0.0
+    for i in range(W_local.shape[0]):
+        pi = p[i]
+        Wi = W_local[i]
+        for r in range(W_out.shape[0]):
+            for j in range(W_out.shape[1]):
+                W_out[r, j] += pi * Wi[r, j]
+    hard_threshold_rows(W_out, tau, scratch)
+
+
+@njit(cache=True)
+def nnz_per_client(W_local):
+    """Non-zeros of each client's model (what a sparse upload carries)."""
+    out = np.zeros(W_local.shape[0], dtype=np.int64)
+    for i in range(W_local.shape[0]):
+        k = 0
+        for v in W_local[i].ravel():
+            if v != 0.0:
+                k += 1
+        out[i] = k
+    return out

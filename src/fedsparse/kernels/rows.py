@@ -1,0 +1,88 @@
+"""Row primitives that make one kernel source serve dense and CSR data.
+
+``X`` is either a C-contiguous array of shape (n_samples, n_features) or a CSR
+triple ``(data, indices, indptr)``. Kernels call :func:`row_dot` and
+:func:`row_axpy`; numba picks the dense or sparse body from the type of ``X``
+at compile time, so each public kernel is compiled once per storage format.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+
+def row_dot(X, i, w):
+    """Return ``X[i] @ w`` (pure-Python fallback; jitted code uses the overload)."""
+    if isinstance(X, tuple):
+        data, indices, indptr = X
+        lo, hi = indptr[i], indptr[i + 1]
+        return float(data[lo:hi] @ w[indices[lo:hi]])
+    return float(X[i] @ w)
+
+
+def row_axpy(X, i, a, g):
+    """``g += a * X[i]`` in place (pure-Python fallback)."""
+    if isinstance(X, tuple):
+        data, indices, indptr = X
+        lo, hi = indptr[i], indptr[i + 1]
+        g[indices[lo:hi]] += a * data[lo:hi]
+    else:
+        g += a * X[i]
+
+
+@overload(row_dot)
+def _row_dot(X, i, w):
+    if isinstance(X, types.Array):
+
+        def dense(X, i, w):
+            s = 0.0
+            for j in range(X.shape[1]):
+                s += X[i, j] * w[j]
+            return s
+
+        return dense
+
+    def csr(X, i, w):
+        data, indices, indptr = X
+        s = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            s += data[k] * w[indices[k]]
+        return s
+
+    return csr
+
+
+@overload(row_axpy)
+def _row_axpy(X, i, a, g):
+    if isinstance(X, types.Array):
+
+        def dense(X, i, a, g):
+            for j in range(X.shape[1]):
+                g[j] += a * X[i, j]
+
+        return dense
+
+    def csr(X, i, a, g):
+        data, indices, indptr = X
+        for k in range(indptr[i], indptr[i + 1]):
+            g[indices[k]] += a * data[k]
+
+    return csr
+
+
+def as_kernel_matrix(X) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Canonical kernel form of a dense array or scipy CSR matrix.
+
+    Dense: C-contiguous float64. CSR: (float64 data, int32 indices, int64 indptr),
+    one fixed dtype set so that every data set reuses the same compiled kernels.
+    """
+    if hasattr(X, "tocsr"):
+        X = X.tocsr()
+        return (
+            np.ascontiguousarray(X.data, dtype=np.float64),
+            np.ascontiguousarray(X.indices, dtype=np.int32),
+            np.ascontiguousarray(X.indptr, dtype=np.int64),
+        )
+    return np.ascontiguousarray(X, dtype=np.float64)

@@ -1,0 +1,85 @@
+"""A loss bound to federated data: the objective f(W) = sum_i p_i f_i(W) and metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels as K
+from .data import FederatedData
+from .errors import ConfigError
+
+LOSS_TASKS = {"least_squares": "regression", "logistic": "binary", "softmax": "multiclass"}
+DEFAULT_L2 = {"least_squares": 0.0, "logistic": 1e-4, "softmax": 1e-4}
+
+
+class Problem:
+    """Federated objective of ``loss`` on ``data``; the parameter is W, shape (n_outputs, d).
+
+    Parameters
+    ----------
+    data : FederatedData
+    loss : {"least_squares", "logistic", "softmax"}
+    l2 : float
+        Ridge weight; every client's loss adds ``l2/2 * ||W||^2``.
+    weights : {"uniform", "samples"}
+        Client weights p_i: ``1/N`` (the papers' choice) or ``n_i / n``.
+    """
+
+    def __init__(self, data: FederatedData, loss: str, l2: float, weights: str = "uniform"):
+        if LOSS_TASKS[loss] != data.task and not (loss == "least_squares"):
+            raise ConfigError(
+                f"model.loss: {loss} needs {LOSS_TASKS[loss]} data, "
+                f"but dataset {data.name} is {data.task}"
+            )
+        self.data = data
+        self.loss = loss
+        self.loss_code = K.LOSS_CODES[loss]
+        self.l2 = float(l2)
+        self.weights = weights
+        sizes = data.client_sizes.astype(np.float64)
+        self.p = (
+            np.full(data.n_clients, 1.0 / data.n_clients)
+            if weights == "uniform"
+            else (sizes / sizes.sum())
+        )
+        self.n_outputs = max(data.n_classes, 2) if loss == "softmax" else 1
+        self.true_support = None if data.x_true is None else np.flatnonzero(data.x_true)
+
+    @property
+    def n_clients(self) -> int:
+        return self.data.n_clients
+
+    @property
+    def n_features(self) -> int:
+        return self.data.n_features
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Shape of the parameter W."""
+        return (self.n_outputs, self.n_features)
+
+    def client_objectives(self, W: np.ndarray) -> np.ndarray:
+        """Every client's mean loss f_i(W)."""
+        d = self.data
+        return K.client_losses(d.kernel_X, d.y, d.client_ptr, W, self.loss_code, self.l2)
+
+    def objective(self, W: np.ndarray) -> float:
+        """The federated training objective sum_i p_i f_i(W)."""
+        return float(K.weighted_sum(self.client_objectives(W), self.p))
+
+    def metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
+        """Objective plus the metrics this data set supports (see the trace schema)."""
+        out: dict[str, float | int | None] = {
+            "objective": self.objective(W),
+            "nnz": int(np.count_nonzero(W)),
+        }
+        if self.loss in ("logistic", "softmax"):
+            correct = K.count_correct(self.data.kernel_X, self.data.y, W, self.loss_code)
+            out["train_accuracy"] = correct / self.data.n_samples
+        if self.true_support is not None and self.n_outputs == 1:
+            found = np.flatnonzero(W[0])
+            hits = np.intersect1d(found, self.true_support).size
+            out["support_precision"] = hits / found.size if found.size else None
+            out["support_recall"] = hits / self.true_support.size
+            out["dist_to_truth"] = float(np.linalg.norm(W[0] - self.data.x_true))
+        return out
