@@ -132,6 +132,7 @@ class Algorithm(ABC):
 
     def check_problem(self, where: str = "params") -> None:
         """Raise ConfigError if the hyperparameters cannot apply to this problem."""
+        return None
 
     @abstractmethod
     def setup(self) -> None:
