@@ -44,6 +44,7 @@ class Problem:
         )
         self.n_outputs = max(data.n_classes, 2) if loss == "softmax" else 1
         self.true_support = None if data.x_true is None else np.flatnonzero(data.x_true)
+        self._margins: np.ndarray | None = None
 
     @property
     def n_clients(self) -> int:
@@ -58,28 +59,50 @@ class Problem:
         """Shape of the parameter W."""
         return (self.n_outputs, self.n_features)
 
-    def client_objectives(self, W: np.ndarray) -> np.ndarray:
-        """Every client's mean loss f_i(W)."""
-        d = self.data
-        return K.client_losses(d.kernel_X, d.y, d.client_ptr, W, self.loss_code, self.l2)
+    def margins(self, W: np.ndarray) -> np.ndarray:
+        """``W X^T``, shape (n_outputs, n_samples); dense data reads only W's support columns.
 
-    def objective(self, W: np.ndarray) -> float:
+        The returned buffer is reused by the next call.
+        """
+        d = self.data
+        if self._margins is None:
+            self._margins = np.empty((self.n_outputs, d.n_samples))
+        if d.is_sparse:
+            K.margins_rows(d.kernel_X, W, self._margins)
+        else:
+            K.margins_columns(d.columns, W, self._margins)
+        return self._margins
+
+    def client_objectives(self, W: np.ndarray, margins: np.ndarray | None = None) -> np.ndarray:
+        """Every client's mean loss f_i(W)."""
+        M = self.margins(W) if margins is None else margins
+        d = self.data
+        return K.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, self.l2)
+
+    def objective(self, W: np.ndarray, margins: np.ndarray | None = None) -> float:
         """The federated training objective sum_i p_i f_i(W)."""
-        return float(K.weighted_sum(self.client_objectives(W), self.p))
+        return float(K.weighted_sum(self.client_objectives(W, margins), self.p))
 
     def metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
         """Objective plus the metrics this data set supports (see the trace schema)."""
+        M = self.margins(W)
         out: dict[str, float | int | None] = {
-            "objective": self.objective(W),
+            "objective": self.objective(W, M),
             "nnz": int(np.count_nonzero(W)),
         }
         if self.loss in ("logistic", "softmax"):
-            correct = K.count_correct(self.data.kernel_X, self.data.y, W, self.loss_code)
+            correct = K.correct_from_margins(M, self.data.y, self.loss_code)
             out["train_accuracy"] = correct / self.data.n_samples
         if self.true_support is not None and self.n_outputs == 1:
+            out["dist_to_truth"] = float(np.linalg.norm(W[0] - self.data.x_true))
+            if not np.all(np.isfinite(W[0])):
+                # A diverged model has no support: H_tau keeps NaNs at the lowest
+                # indices, which would otherwise score as a perfect recovery.
+                out["support_precision"] = None
+                out["support_recall"] = None
+                return out
             found = np.flatnonzero(W[0])
             hits = np.intersect1d(found, self.true_support).size
             out["support_precision"] = hits / found.size if found.size else None
             out["support_recall"] = hits / self.true_support.size
-            out["dist_to_truth"] = float(np.linalg.norm(W[0] - self.data.x_true))
         return out

@@ -45,12 +45,59 @@ TRACE_SCHEMA = pa.schema(
     metadata={"fedsparse_trace_schema": str(SCHEMA_VERSION)},
 )
 HYPERPARAMETER_COLUMNS = ("stepsize", "local_steps", "sparsity", "batch_size", "batch_growth")
+# Columns that identify a configuration up to its seed (seeds are averaged over).
+CONFIG_COLUMNS = ("sweep", "dataset", "partition", "algorithm", "loss", *HYPERPARAMETER_COLUMNS)
+
+# One row per run: its configuration, outcome, timings and provenance.
+RUNS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("sweep", pa.string()),
+        ("dataset", pa.string()),
+        ("partition", pa.string()),
+        ("algorithm", pa.string()),
+        ("loss", pa.string()),
+        ("seed", pa.int64()),
+        ("stepsize", pa.float64()),
+        ("local_steps", pa.int64()),
+        ("sparsity", pa.int64()),
+        ("batch_size", pa.int64()),
+        ("batch_growth", pa.float64()),
+        ("rounds", pa.int64()),
+        ("eval_every", pa.int64()),
+        ("dataset_kind", pa.string()),  # synthetic | libsvm
+        ("dataset_task", pa.string()),  # synthetic: linear | logistic
+        ("alpha", pa.float64()),  # synthetic non-IID levels (null otherwise)
+        ("beta", pa.float64()),
+        ("status", pa.string()),  # ok | diverged
+        ("final_round", pa.int64()),
+        ("final_objective", pa.float64()),
+        ("best_objective", pa.float64()),
+        ("train_time_s", pa.float64()),  # training only (the trace's last elapsed_s)
+        ("wall_time_s", pa.float64()),  # whole run: setup, training, evaluation
+        ("config_json", pa.string()),  # the normalised run config
+        ("shard", pa.string()),
+        ("fedsparse_version", pa.string()),
+        ("git_commit", pa.string()),
+        ("python_version", pa.string()),
+        ("numpy_version", pa.string()),
+        ("numba_version", pa.string()),
+        ("host", pa.string()),
+        ("finished_at", pa.string()),  # ISO 8601, UTC
+    ],
+    metadata={"fedsparse_runs_schema": str(SCHEMA_VERSION)},
+)
 
 
 def trace_table(rows: list[dict]) -> pa.Table:
-    """Rows (dicts keyed by column name; missing columns are null) as a typed table."""
-    columns = {f.name: [r.get(f.name) for r in rows] for f in TRACE_SCHEMA}
-    return pa.Table.from_pydict(columns, schema=TRACE_SCHEMA)
+    """Trace rows (dicts keyed by column name; missing columns are null) as a typed table."""
+    return rows_table(rows, TRACE_SCHEMA)
+
+
+def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """Rows as a table of ``schema``; keys not in the schema are ignored."""
+    columns = {f.name: [r.get(f.name) for r in rows] for f in schema}
+    return pa.Table.from_pydict(columns, schema=schema)
 
 
 def to_frame(table: pa.Table) -> pd.DataFrame:

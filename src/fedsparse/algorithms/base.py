@@ -70,11 +70,15 @@ class Hyperparameter:
             extra = " or 'full'" if self.full_ok else ""
             raise ConfigError(f"{where}: must be a number{extra}, got {value!r}")
         if self.kind is int:
-            if float(value) != int(value):
+            # float inf/nan would make int() raise OverflowError/ValueError
+            if isinstance(value, float) and not (np.isfinite(value) and value.is_integer()):
                 raise ConfigError(f"{where}: must be an integer, got {value!r}")
             value = int(value)
         else:
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:  # an int beyond the float range
+                value = float("inf")
             if not np.isfinite(value):
                 raise ConfigError(f"{where}: must be finite, got {value!r}")
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):

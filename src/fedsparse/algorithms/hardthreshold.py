@@ -69,7 +69,17 @@ class _LocalSGDHardThreshold(Algorithm):
         if b is None:
             return 0
         growth = self.params["batch_growth"]
-        return b if growth == 1.0 else math.ceil(b * growth**t)
+        if growth == 1.0:
+            return b
+        # Any batch of at least the largest client's size is that client's full
+        # batch; cap there so b * growth**t can neither overflow a float nor
+        # exceed the int64 the kernel takes.
+        cap = int(self.problem.data.client_sizes.max())
+        try:
+            grown = b * growth**t
+        except OverflowError:
+            return cap
+        return cap if grown >= cap else math.ceil(grown)
 
     def round(self, t: int) -> RoundCost:
         pb, prm = self.problem, self.params

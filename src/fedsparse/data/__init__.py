@@ -2,6 +2,7 @@
 
 from .federated import FederatedData
 from .libsvm import load_qid_file
+from .store import load_dataset_dir, save_dataset
 from .synthetic import simulation
 
-__all__ = ["FederatedData", "load_qid_file", "simulation"]
+__all__ = ["FederatedData", "load_dataset_dir", "load_qid_file", "save_dataset", "simulation"]

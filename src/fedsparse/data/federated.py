@@ -25,6 +25,10 @@ class FederatedData:
     client_ptr : int64 array, shape (n_clients + 1,)
     x_true : array, shape (n_features,), optional
         Reference model of synthetic data (support recovery and distance metrics).
+    n_classes : int
+        Number of classes of multiclass data (0 otherwise).
+    Xt : array, shape (n_features, n_samples), optional
+        Column-major copy of dense X (see :attr:`columns`); built on demand if absent.
     """
 
     name: str
@@ -34,6 +38,7 @@ class FederatedData:
     client_ptr: np.ndarray
     x_true: np.ndarray | None = None
     n_classes: int = 0
+    Xt: np.ndarray | None = field(default=None, repr=False)
     _kernel_X: object = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -63,6 +68,18 @@ class FederatedData:
     @property
     def is_sparse(self) -> bool:
         return sp.issparse(self.X)
+
+    @property
+    def columns(self) -> np.ndarray:
+        """Dense data transposed, C-contiguous (n_features, n_samples), built once.
+
+        Lets evaluation of a sparse model read only its support's columns.
+        """
+        if self.is_sparse:
+            raise ValueError("columns() is for dense data")
+        if self.Xt is None:
+            self.Xt = np.ascontiguousarray(self.X.T)
+        return self.Xt
 
     @property
     def kernel_X(self):

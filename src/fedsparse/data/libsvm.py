@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.datasets import load_svmlight_file
 
 from ..errors import DataError
 from .federated import FederatedData
@@ -22,6 +21,8 @@ def load_qid_file(
     0..c-1 in sorted order). Rows stay sparse (CSR). Raises :class:`DataError`
     naming the file when it is missing, malformed or unusable.
     """
+    from sklearn.datasets import load_svmlight_file  # slow import, only needed here
+
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
@@ -33,8 +34,15 @@ def load_qid_file(
         raise DataError(f"{path}: not a valid svmlight file ({_one_line(exc)})") from None
     if X.shape[0] == 0:
         raise DataError(f"{path}: no rows")
-    if np.all(qid == 0):
+    if qid.shape[0] == 0:
         raise DataError(f"{path}: no qid:<client> field; each row must name its client")
+    if qid.shape[0] != X.shape[0]:
+        # sklearn returns qids only for the rows that have one, which would
+        # misalign rows and clients: refuse instead of guessing.
+        raise DataError(
+            f"{path}: {X.shape[0] - qid.shape[0]} of {X.shape[0]} rows have no qid:<client> "
+            "field; each row must name its client"
+        )
     if not np.all(np.isfinite(X.data)) or not np.all(np.isfinite(y)):
         raise DataError(f"{path}: non-finite feature or label value")
     y = _labels(y, task, path)

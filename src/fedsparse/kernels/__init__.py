@@ -31,6 +31,12 @@ def _configure_cache() -> None:
 
 _configure_cache()
 
+from .evaluate import (  # noqa: E402
+    client_losses_from_margins,
+    correct_from_margins,
+    margins_columns,
+    margins_rows,
+)
 from .losses import (  # noqa: E402
     LEAST_SQUARES,
     LOGISTIC,
@@ -57,11 +63,15 @@ __all__ = [
     "as_kernel_matrix",
     "batch_grad",
     "client_losses",
+    "client_losses_from_margins",
+    "correct_from_margins",
     "client_states",
     "count_correct",
     "hard_threshold",
     "hard_threshold_rows",
     "local_sgd_round",
+    "margins_columns",
+    "margins_rows",
     "nnz_per_client",
     "randbelow",
     "range_loss",

@@ -91,9 +91,16 @@ def hard_threshold(x, tau, scratch):
         if v > cut or np.isnan(v):
             above += 1
     ties = tau - above  # how many entries equal to the cut value survive
+    nans = tau  # more than tau NaNs: only the first tau survive (lower index wins)
     for j in range(n):
         v = abs(x[j])
-        if v > cut or np.isnan(v):
+        if np.isnan(v):
+            if nans > 0:
+                nans -= 1
+            else:
+                x[j] = 0.0
+            continue
+        if v > cut:
             continue
         if v == cut and ties > 0:
             ties -= 1

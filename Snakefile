@@ -1,0 +1,24 @@
+# fedsparse: sweeps of federated sparse learning algorithms.
+#   snakemake --cores all                          # the default sweep (config/config.yaml)
+#   snakemake --cores all --configfile config/quick.yaml
+# Results go to results/ (override with --config results=DIR).
+
+# The default sweep, unless --configfile names another: Snakemake would otherwise
+# merge the two files and mix their data sets.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/run.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        f"{RESULTS}/runs.parquet",
+        f"{RESULTS}/report/index.html",
+    default_target: True

@@ -1,0 +1,131 @@
+"""Execute one shard of a sweep: its runs in one process, resumable run by run.
+
+Each finished run is written at once to ``<output>.parts/<run_id>.parquet``
+(atomically, with its summary in the file metadata); a restarted shard skips
+those runs. The shard's own outputs are written atomically at the end and the
+parts directory is removed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import math
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .data import load_dataset_dir
+from .experiment import run_trace
+from .provenance import provenance
+from .results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
+from .sweep import Run, plan_sweep
+
+log = logging.getLogger("fedsparse.shard")
+
+
+def run_summary(run: Run, trace: pa.Table, wall_time: float, shard: str) -> dict[str, Any]:
+    """The runs.parquet row of a finished run."""
+    cfg = run.config
+    objective = trace.column("objective").to_pylist()
+    finite = [v for v in objective if v is not None and math.isfinite(v)]
+    last = trace.slice(trace.num_rows - 1).to_pylist()[0]
+    ds = cfg["dataset"]
+    return {
+        "run_id": run.run_id,
+        "sweep": cfg["sweep"],
+        "dataset": ds["name"],
+        "partition": cfg["partition"],
+        "algorithm": cfg["algorithm"],
+        "loss": cfg["model"]["loss"],
+        "seed": cfg["seed"],
+        **cfg["params"],
+        "rounds": cfg["rounds"],
+        "eval_every": cfg["eval_every"],
+        "dataset_kind": ds["kind"],
+        "dataset_task": ds.get("task"),
+        "alpha": ds.get("alpha"),
+        "beta": ds.get("beta"),
+        "status": last["status"],
+        "final_round": last["round"],
+        "final_objective": last["objective"],
+        "best_objective": min(finite) if finite else None,
+        "train_time_s": last["elapsed_s"],
+        "wall_time_s": wall_time,
+        "config_json": json.dumps(cfg, sort_keys=True),
+        "shard": shard,
+        **provenance(),
+        "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def run_shard(
+    sweep: dict[str, Any],
+    shard: str,
+    data_root: str | Path,
+    traces_out: str | Path,
+    runs_out: str | Path,
+) -> None:
+    """Run every run of ``shard`` not yet finished, then write its two Parquet outputs."""
+    plan = plan_sweep(sweep)
+    runs = plan.shards[shard]
+    parts = Path(f"{traces_out}.parts")
+    parts.mkdir(parents=True, exist_ok=True)
+    data = load_dataset_dir(Path(data_root) / plan.shard_dataset(shard))
+    todo = [r for r in runs if not (parts / f"{r.run_id}.parquet").exists()]
+    resumed = len(runs) - len(todo)
+    log.info("shard %s: %d runs on %s (%d already done)", shard, len(runs), data.name, resumed)
+    start = time.perf_counter()
+    for k, run in enumerate(todo, 1):
+        t0 = time.perf_counter()
+        trace = run_trace(run.config, data)
+        summary = run_summary(run, trace, time.perf_counter() - t0, shard)
+        meta = {b"fedsparse_run_summary": json.dumps(summary).encode()}
+        write_parquet_atomic(
+            trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),
+            parts / f"{run.run_id}.parquet",
+        )
+        elapsed = time.perf_counter() - start
+        eta = elapsed / k * (len(todo) - k)
+        p = run.config["params"]
+        log.info(
+            "shard %s: %d/%d runs done | %s %s seed %d: %s, objective %.6g | "
+            "elapsed %s, about %s left",
+            shard,
+            resumed + k,
+            len(runs),
+            run.config["algorithm"],
+            " ".join(f"{key}={v}" for key, v in p.items()),
+            run.config["seed"],
+            summary["status"],
+            summary["final_objective"],
+            _duration(elapsed),
+            _duration(eta),
+        )
+    traces, summaries = [], []
+    for run in runs:
+        table = pq.read_table(parts / f"{run.run_id}.parquet")
+        summaries.append(json.loads(table.schema.metadata[b"fedsparse_run_summary"]))
+        traces.append(table.replace_schema_metadata(TRACE_SCHEMA.metadata))
+    write_parquet_atomic(rows_table(summaries, RUNS_SCHEMA), runs_out)
+    write_parquet_atomic(pa.concat_tables(traces), traces_out)
+    shutil.rmtree(parts)
+    log.info(
+        "shard %s: finished %d runs in %s", shard, len(runs), _duration(time.perf_counter() - start)
+    )
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -1,0 +1,206 @@
+"""Sweeps: expand a sweep config into runs with stable ids and pack them into shards.
+
+A sweep config names data sets, algorithms (each optionally overriding grid
+values), a hyperparameter grid, seeds, rounds and ``eval_every``::
+
+    sweep: paper-simulations
+    rounds: 200
+    eval_every: 1
+    seeds: [0, 1]
+    shard_size: 25
+    datasets:
+      sim1-a0.1-b0.1:
+        data: {kind: synthetic, task: linear, alpha: 0.1, beta: 0.1}
+        model: {loss: least_squares}
+    algorithms:
+      fedht: {}
+      distiht: {local_steps: [1]}
+    grid:
+      stepsize: [0.001, 0.0003]
+      local_steps: [3, 5]
+      sparsity: [200]
+
+Runs are the cartesian product data set x algorithm x grid (with the
+algorithm's overrides) x seed. A shard holds runs of one data set and one
+algorithm, so one process loads one data set and compiles one kernel set.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .algorithms import ALGORITHMS
+from .config import _dataset, _integer, _known, _model, normalize_run_config, run_id
+from .errors import ConfigError
+
+SWEEP_KEYS = (
+    "sweep",
+    "rounds",
+    "eval_every",
+    "seeds",
+    "shard_size",
+    "datasets",
+    "algorithms",
+    "grid",
+    "results",
+)  # results: the workflow's output folder, not part of any run
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DEFAULT_SHARD_SIZE = 25
+
+
+@dataclass
+class Run:
+    """One run of a sweep: its normalised config and id."""
+
+    run_id: str
+    config: dict[str, Any]
+
+    @property
+    def dataset(self) -> str:
+        return self.config["dataset"]["name"]
+
+
+@dataclass
+class Plan:
+    """A sweep expanded into runs and packed into named shards (insertion-ordered)."""
+
+    name: str
+    datasets: dict[str, dict[str, Any]]  # name -> {"data": ..., "model": ...}
+    shards: dict[str, list[Run]] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> list[Run]:
+        return [r for shard in self.shards.values() for r in shard]
+
+    def shard_dataset(self, shard: str) -> str:
+        return self.shards[shard][0].dataset
+
+
+def plan_sweep(sweep: dict[str, Any]) -> Plan:
+    """Validate ``sweep`` and expand it; ConfigError names the offending key."""
+    if not isinstance(sweep, dict):
+        raise ConfigError("sweep config: must be a mapping")
+    _known(sweep, SWEEP_KEYS, "config")
+    for key in ("datasets", "algorithms", "rounds"):
+        if key not in sweep:
+            raise ConfigError(f"{key}: required in a sweep config")
+    name = sweep.get("sweep", "sweep")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ConfigError(
+            f"sweep: must be a name of letters, digits, '.', '_' or '-', got {name!r}"
+        )
+    seeds = sweep.get("seeds", [0])
+    if not isinstance(seeds, list) or not seeds:
+        raise ConfigError("seeds: must be a non-empty list of integers")
+    seeds = [_integer(s, f"seeds[{i}]", low=0) for i, s in enumerate(seeds)]
+    shard_size = _integer(sweep.get("shard_size", DEFAULT_SHARD_SIZE), "shard_size", low=1)
+    datasets = _datasets(sweep["datasets"])
+    algorithms = _algorithms(sweep["algorithms"])
+    grid = sweep.get("grid", {})
+    if not isinstance(grid, dict):
+        raise ConfigError("grid: must be a mapping of hyperparameter -> list of values")
+
+    plan = Plan(name=name, datasets=datasets)
+    for ds_name, ds in datasets.items():
+        runs = []
+        for algo, overrides in algorithms.items():
+            axes = _axes(algo, grid, overrides)
+            for values in itertools.product(*axes.values()):
+                params = dict(zip(axes, values, strict=True))
+                for seed in seeds:
+                    raw = {
+                        "sweep": name,
+                        "dataset": ds["data"],
+                        "model": ds["model"],
+                        "algorithm": algo,
+                        "params": params,
+                        "rounds": sweep["rounds"],
+                        "seed": seed,
+                        "eval_every": sweep.get("eval_every", 1),
+                    }
+                    cfg = normalize_run_config(raw)
+                    runs.append(Run(run_id(cfg), cfg))
+        for k in range(0, len(runs), shard_size):
+            plan.shards[f"{ds_name}--{k // shard_size:04d}"] = runs[k : k + shard_size]
+    ids = [r.run_id for r in plan.runs]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("grid: the sweep lists the same run twice (duplicate values?)")
+    return plan
+
+
+def _datasets(value: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, dict) or not value:
+        raise ConfigError("datasets: must map data set names to {data: ..., model: ...}")
+    out = {}
+    for name, entry in value.items():
+        where = f"datasets.{name}"
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise ConfigError(f"{where}: a data set name may hold letters, digits, '.', '_', '-'")
+        if not isinstance(entry, dict) or "data" not in entry:
+            raise ConfigError(f"{where}: must be a mapping with 'data' (and optional 'model')")
+        _known(entry, ("data", "model"), where)
+        try:
+            data = _dataset(
+                {**entry["data"], "name": name}
+                if isinstance(entry["data"], dict)
+                else entry["data"]
+            )
+            default_loss = "logistic" if data.get("task") == "logistic" else "least_squares"
+            model = _model(entry.get("model", {"loss": default_loss}))
+        except ConfigError as exc:
+            msg = str(exc)
+            if msg.startswith("dataset."):
+                msg = f"{where}.data.{msg[len('dataset.') :]}"
+            elif msg.startswith("model."):
+                msg = f"{where}.{msg}"
+            else:
+                msg = f"{where}: {msg}"
+            raise ConfigError(msg) from None
+        out[name] = {"data": data, "model": model}
+    return out
+
+
+def _algorithms(value: Any) -> dict[str, dict[str, Any]]:
+    if isinstance(value, list):
+        value = {name: {} for name in value}
+    if not isinstance(value, dict) or not value:
+        raise ConfigError("algorithms: must list algorithm names or map them to grid overrides")
+    for name, overrides in value.items():
+        if name not in ALGORITHMS:
+            raise ConfigError(
+                f"algorithms.{name}: unknown algorithm (known: {', '.join(ALGORITHMS)})"
+            )
+        if overrides is not None and not isinstance(overrides, dict):
+            raise ConfigError(f"algorithms.{name}: overrides must be a mapping")
+    return {name: overrides or {} for name, overrides in value.items()}
+
+
+def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[str, list[Any]]:
+    """The value lists of each hyperparameter ``algo`` declares, validated."""
+    declared = {h.name: h for h in ALGORITHMS[algo].hyperparameters}
+    for key in overrides:
+        if key not in declared:
+            raise ConfigError(
+                f"algorithms.{algo}.{key}: {algo} has no such hyperparameter "
+                f"(known: {', '.join(declared)})"
+            )
+    for key in grid:
+        if not any(key in {h.name for h in cls.hyperparameters} for cls in ALGORITHMS.values()):
+            raise ConfigError(f"grid.{key}: no algorithm has this hyperparameter")
+    axes = {}
+    for key, h in declared.items():
+        where = f"algorithms.{algo}.{key}" if key in overrides else f"grid.{key}"
+        values = overrides.get(key, grid.get(key))
+        if values is None:
+            if h.required:
+                raise ConfigError(f"grid.{key}: required by {algo}")
+            continue
+        if not isinstance(values, list):
+            values = [values]
+        if not values:
+            raise ConfigError(f"{where}: empty list")
+        axes[key] = [h.validate(v, f"{where}[{i}]") for i, v in enumerate(values)]
+    return axes

@@ -1,0 +1,13 @@
+rule aggregate:
+    input:
+        traces=expand(f"{RESULTS}/shards/{{shard}}.parquet", shard=SHARDS),
+        runs=expand(f"{RESULTS}/shards/{{shard}}.runs.parquet", shard=SHARDS),
+    output:
+        traces=directory(f"{RESULTS}/traces"),
+        runs=f"{RESULTS}/runs.parquet",
+    conda:
+        "../envs/fedsparse.yaml"
+    log:
+        f"{RESULTS}/logs/aggregate.log",
+    script:
+        "../scripts/aggregate.py"

@@ -1,0 +1,11 @@
+rule make_data:
+    output:
+        directory(f"{RESULTS}/data/{{dataset}}"),
+    conda:
+        "../envs/fedsparse.yaml"
+    log:
+        f"{RESULTS}/logs/data/{{dataset}}.log",
+    params:
+        spec=lambda w: PLAN.datasets[w.dataset],
+    script:
+        "../scripts/make_data.py"

@@ -1,0 +1,17 @@
+rule run_shard:
+    input:
+        lambda w: f"{RESULTS}/data/{PLAN.shard_dataset(w.shard)}",
+    output:
+        traces=f"{RESULTS}/shards/{{shard}}.parquet",
+        runs=f"{RESULTS}/shards/{{shard}}.runs.parquet",
+    conda:
+        "../envs/fedsparse.yaml"
+    log:
+        f"{RESULTS}/logs/shards/{{shard}}.log",
+    params:
+        # the shard's run ids: when a sweep edit changes them, the shard reruns
+        run_ids=lambda w: [r.run_id for r in PLAN.shards[w.shard]],
+        data_root=lambda w, input: os.path.dirname(input[0]),
+    threads: 1
+    script:
+        "../scripts/run_shard.py"
