@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +192,12 @@ def _known(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> Non
 
 
 def _integer(value: Any, where: str, low: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+    ):
         raise ConfigError(f"{where}: must be an integer, got {value!r}")
     if low is not None and value < low:
         raise ConfigError(f"{where}: must be >= {low}, got {value!r}")
@@ -199,8 +205,8 @@ def _integer(value: Any, where: str, low: int | None = None) -> int:
 
 
 def _number(value: Any, where: str, low: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise ConfigError(f"{where}: must be a number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{where}: must be a finite number, got {value!r}")
     if low is not None and value < low:
         raise ConfigError(f"{where}: must be >= {low:g}, got {value!r}")
     return float(value)

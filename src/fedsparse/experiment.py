@@ -29,10 +29,11 @@ _WARM: set[tuple[str, bool, str]] = set()
 def load_dataset(dataset: dict[str, Any], loss: str) -> FederatedData:
     """The federated data set a normalised ``dataset`` config describes (cached per process)."""
     key = json.dumps(dataset, sort_keys=True)
-    task = LOSS_TASKS[loss]
     if dataset["kind"] == "synthetic":
         return _synthetic(key)
-    return _libsvm(key, task)
+    path = Path(dataset["path"])
+    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
+    return _libsvm(key, LOSS_TASKS[loss], stamp)  # a file edited in between is read again
 
 
 @lru_cache(maxsize=4)
@@ -42,7 +43,7 @@ def _synthetic(key: str) -> FederatedData:
 
 
 @lru_cache(maxsize=4)
-def _libsvm(key: str, task: str) -> FederatedData:
+def _libsvm(key: str, task: str, stamp: tuple[int, int] | None) -> FederatedData:
     ds = json.loads(key)
     return load_qid_file(ds["path"], task, n_features=ds["n_features"], name=ds["name"])
 
