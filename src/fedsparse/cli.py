@@ -26,6 +26,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import build_report
+
+    if not (args.results / "runs.parquet").is_file():
+        raise FedsparseError(f"{args.results}: no runs.parquet here (not a results folder?)")
+    html = build_report(args.results, args.output)
+    print(f"report -> {html}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fedsparse", description="Federated sparse learning: runs, sweeps, results."
@@ -36,6 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="run config, YAML or JSON")
     p.add_argument("-o", "--output", type=Path, required=True, help="output .parquet file")
     p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("report", help="(re)build the comparison report of a results folder")
+    p.add_argument(
+        "results",
+        type=Path,
+        nargs="?",
+        default=Path("results"),
+        help="results folder holding runs.parquet and traces/ (default: results)",
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, default=None, help="report folder (default: RESULTS/report)"
+    )
+    p.set_defaults(func=_cmd_report)
     return parser
 
 

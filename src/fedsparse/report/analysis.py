@@ -1,0 +1,486 @@
+"""Read a results folder and compute what the report shows (no plotting, no HTML).
+
+Everything is vectorised with pandas; the only Python loops run over data sets
+and algorithms, never over runs or trace rows.
+
+Definitions used throughout:
+
+* a *section* is a data set (suffixed with its loss / partition when one data set
+  was run with several, so that objectives in a section are comparable);
+* a *configuration* is a setting of the hyperparameter columns (grouped with
+  ``dropna=False``); its seeds are averaged;
+* a configuration is *valid* if none of its runs diverged and at least one of
+  them has a finite final objective; an algorithm's *best configuration* is its
+  valid configuration with the lowest mean final objective (non-finite values
+  are dropped from means).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, to_frame
+
+HP = list(HYPERPARAMETER_COLUMNS)
+LABELS = {"fedht": "Fed-HT", "fediterht": "FedIter-HT", "distiht": "Distributed-IHT"}
+ORDER = ("distiht", "fedht", "fediterht")
+BASELINE = "distiht"
+HEATMAP_ALGORITHMS = ("fedht", "fediterht")
+TRACE_COLUMNS = ["run_id", "round", "local_iterations", "objective", "bytes_up", "bytes_down"]
+STRING_COLUMNS = (
+    "run_id",
+    "sweep",
+    "dataset",
+    "partition",
+    "algorithm",
+    "loss",
+    "status",
+    "dataset_kind",
+    "dataset_task",
+)
+
+# The papers' headline claims (spec section 7): speed-up in rounds over Distributed-IHT.
+# Keyed by (synthetic task, loss): (name, R, paper's (alpha, beta), {algorithm: claimed ratio}).
+CLAIMS = {
+    ("linear", "least_squares"): (
+        "Simulation I",
+        100,
+        "(0.1, 0.1)",
+        {"fedht": 1.7, "fediterht": 5.0},
+    ),
+    ("logistic", "logistic"): ("Simulation II", 200, "(1, 1)", {"fediterht": 4.0}),
+}
+AGREE_FACTOR = 1.5
+
+
+def label(algorithm: str) -> str:
+    return LABELS.get(algorithm, algorithm)
+
+
+def algorithm_order(algorithms) -> list[str]:
+    known = [a for a in ORDER if a in set(algorithms)]
+    return known + sorted(set(algorithms) - set(ORDER))
+
+
+def slugify(name: str) -> str:
+    """A file-name-safe version of ``name`` (letters, digits, '.', '_', '-')."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._-")[:80]
+    return slug or "unnamed"
+
+
+def unique_slugs(names: list[str]) -> dict[str, str]:
+    """Sanitised, pairwise distinct slugs (a short hash disambiguates collisions)."""
+    slugs = {n: slugify(n) for n in names}
+    counts = pd.Series(list(slugs.values())).value_counts()
+    for n, s in slugs.items():
+        if counts[s] > 1:
+            slugs[n] = f"{s}-{hashlib.sha1(n.encode()).hexdigest()[:8]}"
+    return slugs
+
+
+def config_label(row: pd.Series) -> str:
+    """Short human-readable hyperparameter setting, e.g. 'γ=0.01, K=5, τ=200, b=10'."""
+    parts = []
+    for col, sym in (("stepsize", "γ"), ("local_steps", "K"), ("sparsity", "τ")):
+        if pd.notna(row.get(col)):
+            parts.append(f"{sym}={row[col]:g}")
+    if "batch_size" in row:
+        parts.append("b=full" if pd.isna(row["batch_size"]) else f"b={row['batch_size']}")
+    growth = row.get("batch_growth")
+    if pd.notna(growth) and growth != 1.0:
+        parts.append(f"growth={growth:g}")
+    return ", ".join(parts)
+
+
+@dataclass
+class Analysis:
+    runs: pd.DataFrame  # one row per run, with 'section' and 'config_id'
+    sections: pd.DataFrame  # one row per section: dataset, loss, kind, task, alpha, beta, slug
+    configs: pd.DataFrame  # one row per configuration: stats over its seeds
+    best: pd.DataFrame  # one row per (section, algorithm) that has a valid configuration
+    curves: pd.DataFrame  # best configurations' seed-averaged traces
+    fstar: pd.Series  # lowest finite objective per section, over all runs
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def read_runs(results_dir: Path) -> pd.DataFrame:
+    path = results_dir / "runs.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no runs table (expected RESULTS/runs.parquet)")
+    runs = to_frame(pq.read_table(path))
+    for field in RUNS_SCHEMA:  # older or partial files: missing columns are null
+        if field.name not in runs.columns:
+            runs[field.name] = pd.Series(pd.NA, index=runs.index, dtype=_dtype(field.type))
+    for col in STRING_COLUMNS:
+        runs[col] = runs[col].astype(str).where(runs[col].notna(), None)
+    runs["dataset"] = runs["dataset"].fillna("unknown")
+    runs["algorithm"] = runs["algorithm"].fillna("unknown")
+    runs["loss"] = runs["loss"].fillna("unknown")
+    runs["partition"] = runs["partition"].fillna("natural")
+    for col in ("final_objective", "best_objective", "train_time_s", "alpha", "beta"):
+        runs[col] = pd.to_numeric(runs[col], errors="coerce").astype(float)
+    if runs["finished_at"].notna().any():
+        runs = runs.sort_values("finished_at", na_position="first", kind="stable")
+    # the same run in two sweeps has one run id: keep its latest record
+    return runs.drop_duplicates("run_id", keep="last").reset_index(drop=True)
+
+
+def _dtype(arrow_type) -> str:
+    if str(arrow_type) == "int64":
+        return "Int64"
+    return "float64" if str(arrow_type) == "double" else "object"
+
+
+def read_traces(results_dir: Path, run_ids: pd.Series) -> pd.DataFrame:
+    """The trace rows of ``run_ids`` (only the columns the report needs)."""
+    path = results_dir / "traces"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no traces dataset (expected RESULTS/traces/)")
+    # Runs are joined by run_id, so the partition columns (dataset=..., algorithm=...) are not
+    # needed: leaving partitioning off avoids their inferred (int/dictionary) types entirely.
+    dataset = ds.dataset(path, format="parquet", partitioning=None)
+    missing = [c for c in TRACE_COLUMNS if c not in dataset.schema.names]
+    if missing:
+        raise ValueError(f"{path}: trace columns missing: {', '.join(missing)}")
+    table = dataset.to_table(columns=TRACE_COLUMNS)
+    t = table.to_pandas()
+    t["run_id"] = t["run_id"].astype(str)
+    t = t[t["run_id"].isin(set(run_ids))]
+    for col in ("local_iterations", "bytes_up", "bytes_down", "objective"):
+        t[col] = pd.to_numeric(t[col], errors="coerce").astype(float)
+    t["round"] = pd.to_numeric(t["round"], errors="coerce")
+    t = t.dropna(subset=["round"]).astype({"round": "int64"})
+    return t.drop_duplicates(["run_id", "round"], keep="last")
+
+
+# ---------------------------------------------------------------------------- analysis
+
+
+def analyse(results_dir: str | Path) -> Analysis:
+    results_dir = Path(results_dir)
+    runs = read_runs(results_dir)
+    runs = _add_sections(runs)
+    sections = _sections(runs)
+
+    keys = ["section", "algorithm", *HP]
+    runs["config_id"] = runs.groupby(keys, dropna=False, sort=False).ngroup()
+    fin = runs["final_objective"].where(np.isfinite(runs["final_objective"]))
+    r = runs.assign(_fin=fin, _div=runs["status"].eq("diverged"))
+    g = r.groupby("config_id", sort=True)
+    configs = (
+        g[keys]
+        .first()
+        .join(
+            g.agg(
+                runs=("run_id", "size"),
+                seeds=("seed", "nunique"),
+                diverged=("_div", "sum"),
+                finite=("_fin", "count"),
+                mean_final=("_fin", "mean"),
+                sd_final=("_fin", "std"),
+                train_time_s=("train_time_s", "mean"),
+            )
+        )
+        .reset_index()
+    )
+    for col in HP:  # first() skips nulls: a key that is null in every run stays null
+        configs[col] = configs[col].astype(runs[col].dtype)
+    configs["valid"] = configs["diverged"].eq(0) & configs["mean_final"].notna()
+    configs["config"] = [config_label(row) for _, row in configs[HP].iterrows()]
+
+    best = (
+        configs[configs["valid"]]
+        .sort_values(["mean_final", "config_id"], kind="stable")
+        .drop_duplicates(["section", "algorithm"])
+        .sort_values(["section", "algorithm"])
+        .reset_index(drop=True)
+    )
+
+    traces = read_traces(results_dir, runs["run_id"])
+    traces = traces.merge(runs[["run_id", "section", "algorithm", "config_id"]], on="run_id")
+    finite = traces[np.isfinite(traces["objective"])]
+    fstar = finite.groupby("section")["objective"].min()
+
+    sel = finite[finite["config_id"].isin(best["config_id"])]
+    sel = sel.assign(bytes=sel["bytes_up"] + sel["bytes_down"])
+    curves = (
+        sel.groupby(["section", "algorithm", "round"], sort=True)
+        .agg(
+            mean=("objective", "mean"),
+            min=("objective", "min"),
+            max=("objective", "max"),
+            n=("objective", "size"),
+            local_iterations=("local_iterations", "mean"),
+            bytes=("bytes", "mean"),
+        )
+        .reset_index()
+    )
+    return Analysis(runs, sections, configs, best, curves, fstar)
+
+
+def _add_sections(runs: pd.DataFrame) -> pd.DataFrame:
+    section = runs["dataset"].copy()
+    for col in ("loss", "partition"):
+        several = runs.groupby("dataset")[col].transform("nunique") > 1
+        section = section.where(~several, section + " [" + runs[col] + "]")
+    return runs.assign(section=section)
+
+
+def _sections(runs: pd.DataFrame) -> pd.DataFrame:
+    g = runs.groupby("section", sort=True)
+    sec = g.agg(
+        dataset=("dataset", "first"),
+        loss=("loss", "first"),
+        kind=("dataset_kind", "first"),
+        task=("dataset_task", "first"),
+        alpha=("alpha", "first"),
+        beta=("beta", "first"),
+        runs=("run_id", "size"),
+        diverged=("status", lambda s: int(s.eq("diverged").sum())),
+        algorithms=("algorithm", lambda s: ", ".join(label(a) for a in algorithm_order(s))),
+    ).reset_index()
+    slugs = unique_slugs(sec["section"].tolist())
+    sec["slug"] = sec["section"].map(slugs)
+    return sec
+
+
+# ---------------------------------------------------------------------------- tables
+
+
+def summary_table(a: Analysis) -> pd.DataFrame:
+    """Per section and algorithm: best config, its final objective, run counts, time."""
+    g = a.configs.groupby(["section", "algorithm"])
+    out = g.agg(
+        configs=("config_id", "size"),
+        valid_configs=("valid", "sum"),
+        runs=("runs", "sum"),
+        diverged_runs=("diverged", "sum"),
+    )
+    out = out.join(
+        a.runs.groupby(["section", "algorithm"])["train_time_s"].mean().rename("mean_train_time_s")
+    )
+    best = a.best.set_index(["section", "algorithm"])[["config", "mean_final", "sd_final", "seeds"]]
+    out = out.join(best.rename(columns={"config": "best_config", "seeds": "best_seeds"}))
+    out = out.reset_index()
+    out["best_config"] = out["best_config"].fillna("all configurations diverged")
+    out = out.astype({"configs": int, "valid_configs": int, "runs": int, "diverged_runs": int})
+    out["best_seeds"] = out["best_seeds"].astype("Int64")
+    return _order(out)[
+        [
+            "section",
+            "algorithm",
+            "best_config",
+            "mean_final",
+            "sd_final",
+            "best_seeds",
+            "configs",
+            "valid_configs",
+            "runs",
+            "diverged_runs",
+            "mean_train_time_s",
+        ]
+    ]
+
+
+def _order(df: pd.DataFrame) -> pd.DataFrame:
+    rank = {alg: i for i, alg in enumerate(algorithm_order(df["algorithm"].unique()))}
+    return df.sort_values(
+        ["section", "algorithm"],
+        key=lambda s: s.map(rank) if s.name == "algorithm" else s,
+        kind="stable",
+    ).reset_index(drop=True)
+
+
+def rounds_to_target(a: Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Table 2, and a note per section where it cannot be computed."""
+    rows, notes = [], {}
+    for sec in a.sections.itertuples():
+        algs = a.best[a.best["section"] == sec.section].set_index("algorithm")
+        if BASELINE not in algs.index:
+            ran = (a.runs["section"] == sec.section) & (a.runs["algorithm"] == BASELINE)
+            notes[sec.section] = (
+                f"No rounds-to-target table: every {label(BASELINE)} configuration diverged."
+                if ran.any()
+                else f"No rounds-to-target table: {label(BASELINE)} was not run on this data set."
+            )
+            continue
+        curves = a.curves[a.curves["section"] == sec.section]
+        base = curves[curves["algorithm"] == BASELINE]
+        if base.empty:
+            notes[sec.section] = f"No rounds-to-target table: no {label(BASELINE)} trace found."
+            continue
+        claim = _claim(sec)
+        r_nominal = 200 if sec.loss == "logistic" else 100
+        r = int(min(r_nominal, base["round"].max()))
+        target_row = base[base["round"] <= r].iloc[-1]
+        target = float(target_row["mean"])
+        for alg in algorithm_order(algs.index):
+            c = curves[curves["algorithm"] == alg]
+            if c.empty:  # a best configuration whose traces are missing
+                continue
+            hit = c.loc[c["mean"] <= target, "round"]
+            first = int(hit.min()) if len(hit) else None
+            ratio = (r / first if first else math.inf) if first is not None else math.nan
+            claimed = claim[3].get(alg) if claim else None
+            rows.append(
+                {
+                    "section": sec.section,
+                    "algorithm": alg,
+                    "best_config": algs.loc[alg, "config"],
+                    "R": r,
+                    "target": target,
+                    "rounds_to_target": first,
+                    "reached": first is not None,
+                    "ratio": ratio,
+                    "claim_source": claim[0] if claim else None,
+                    "claimed_ratio": claimed,
+                    "verdict": _verdict(
+                        alg, r, first, ratio, claim, claimed, int(c["round"].max())
+                    ),
+                }
+            )
+    table = pd.DataFrame(
+        rows,
+        columns=[
+            "section",
+            "algorithm",
+            "best_config",
+            "R",
+            "target",
+            "rounds_to_target",
+            "reached",
+            "ratio",
+            "claim_source",
+            "claimed_ratio",
+            "verdict",
+        ],
+    )
+    table["rounds_to_target"] = table["rounds_to_target"].astype("Int64")
+    table["claimed_ratio"] = table["claimed_ratio"].astype(float)
+    return table, notes
+
+
+def _claim(sec) -> tuple | None:
+    if sec.kind != "synthetic":
+        return None
+    return CLAIMS.get((sec.task, sec.loss))
+
+
+def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> str:
+    name = label(alg)
+    if alg == BASELINE:
+        return f"{name} is the reference: the target is its mean objective at round {r}."
+    if first is None:
+        ours = f"{name} does not reach the target within its {last_round} rounds"
+    elif first == 0:
+        ours = f"{name} is already at the target at round 0"
+    else:
+        how = "fewer" if ratio >= 1 else "more"
+        factor = ratio if ratio >= 1 else 1 / ratio
+        ours = (
+            f"{name} reaches the target at round {first}, i.e. {factor:.2g}x {how} rounds "
+            f"than {label(BASELINE)} ({r})"
+        )
+    if claim is None:
+        return ours + "; the papers make no numeric claim for this data set."
+    if claimed is None:
+        return ours + f"; the papers make no claim for {name} in {claim[0]}."
+    said = f"the papers claim ≈{claimed:g}x fewer ({claim[0]}, (α, β) = {claim[2]})"
+    if first is None:
+        return f"{ours}; {said}. We do not agree."
+    if first == 0:
+        return f"{ours}; {said}. Not comparable (the target is trivial)."
+    rel = ratio / claimed
+    if ratio < 1:
+        return f"{ours}; {said}. We do not agree: the direction is opposite."
+    if 1 / AGREE_FACTOR <= rel <= AGREE_FACTOR:
+        side = "larger" if rel > 1 else "smaller"
+        return (
+            f"{ours}; {said}. We agree (same direction, our speed-up is {rel:.2g}x the "
+            f"claimed one, slightly {side}; within a factor {AGREE_FACTOR:g})."
+        )
+    side = "larger" if rel > 1 else "smaller"
+    return (
+        f"{ours}; {said}. We do not agree on the size: same direction, but our speed-up "
+        f"is {rel:.2g}x the claimed one ({side}, beyond a factor {AGREE_FACTOR:g})."
+    )
+
+
+def heatmap_table(a: Analysis) -> pd.DataFrame:
+    """Best (over other hyperparameters) mean final objective per step size x local steps."""
+    cfg = a.configs[a.configs["algorithm"].isin(HEATMAP_ALGORITHMS)]
+    cfg = cfg.assign(_val=cfg["mean_final"].where(cfg["valid"]))
+    cells = (
+        cfg.groupby(["section", "algorithm", "stepsize", "local_steps"], dropna=False)
+        .agg(
+            best_final=("_val", "min"),
+            configs=("valid", "size"),
+            valid_configs=("valid", "sum"),
+            diverged_runs=("diverged", "sum"),
+        )
+        .reset_index()
+    )
+    cells["cell"] = np.where(
+        cells["valid_configs"] > 0,
+        cells["best_final"].map(lambda v: f"{v:.3g}"),
+        np.where(cells["diverged_runs"] > 0, "div", "n/a"),
+    )
+    return _order(cells)
+
+
+def noniid_table(a: Analysis) -> pd.DataFrame:
+    """Synthetic data sets: each algorithm's best final objective against (alpha, beta)."""
+    sec = a.sections[(a.sections["kind"] == "synthetic")]
+    sec = sec[sec["alpha"].notna() & sec["beta"].notna()]
+    if sec.empty:
+        return pd.DataFrame(columns=["task", "loss", "section", "alpha", "beta"])
+    wide = a.best.pivot_table(index="section", columns="algorithm", values="mean_final")
+    wide = wide[[c for c in algorithm_order(wide.columns)]]
+    out = sec[["task", "loss", "section", "alpha", "beta"]].merge(
+        wide, left_on="section", right_index=True, how="left"
+    )
+    return out.sort_values(["task", "loss", "alpha", "beta", "section"]).reset_index(drop=True)
+
+
+def overview(a: Analysis) -> dict:
+    """Counts and provenance for the introduction."""
+    runs = a.runs
+
+    def values(col: str) -> str:
+        counts = runs[col].dropna().astype(str).value_counts()
+        if counts.empty:
+            return "unknown"
+        return ", ".join(
+            f"{k} ({v} runs)" if len(counts) > 1 else str(k) for k, v in counts.items()
+        )
+
+    finished = runs["finished_at"].dropna().astype(str)
+    return {
+        "sweeps": sorted(runs["sweep"].dropna().unique().tolist()) or ["unknown"],
+        "runs": len(runs),
+        "diverged": int(runs["status"].eq("diverged").sum()),
+        "datasets": len(a.sections),
+        "configs": len(a.configs),
+        "provenance": {
+            "fedsparse version": values("fedsparse_version"),
+            "git commit": values("git_commit"),
+            "host": values("host"),
+            "Python / NumPy / Numba": " / ".join(
+                values(c) for c in ("python_version", "numpy_version", "numba_version")
+            ),
+            "runs finished": (
+                f"{finished.min()} … {finished.max()}" if len(finished) else "unknown"
+            ),
+        },
+    }

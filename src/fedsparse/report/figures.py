@@ -1,0 +1,232 @@
+"""The report's figures (matplotlib, Agg backend). Each function returns a Figure or None."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import LogNorm, Normalize  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+
+from .analysis import algorithm_order, label  # noqa: E402
+
+DPI = 110
+_FIXED = {"fedht": "tab:blue", "fediterht": "tab:orange", "distiht": "tab:green"}
+_SPARE = ["tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
+DIV_COLOUR = "#d0d0d0"
+HEATMAP_DECADES_CAP = 1e4  # colour scale spans at most 4 decades above the best cell
+
+
+def colour(algorithm: str) -> str:
+    if algorithm in _FIXED:
+        return _FIXED[algorithm]
+    return _SPARE[sum(map(ord, algorithm)) % len(_SPARE)]
+
+
+def _log_if_useful(ax, values: pd.Series, axis: str = "y") -> None:
+    v = values[np.isfinite(values)]
+    if len(v) and (v > 0).all() and v.max() / v.min() > 10:
+        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+
+
+def objective_figure(curves: pd.DataFrame, configs: dict[str, str], fstar: float, title: str):
+    """2x2: objective vs rounds / local iterations / bytes, and f - f* vs rounds."""
+    if curves.empty:
+        return None
+    # fixed margins: constrained layout would double the (already dominant) drawing time
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.2))
+    fig.subplots_adjust(left=0.07, right=0.98, top=0.93, bottom=0.2, hspace=0.28, wspace=0.2)
+    panels = [
+        (axes[0, 0], "round", "communication rounds"),
+        (axes[0, 1], "local_iterations", "local iterations (rounds x K)"),
+        (axes[1, 0], "bytes", "bytes communicated, up + down (log)"),
+    ]
+    floor = 1e-12 * max(1.0, abs(fstar)) if math.isfinite(fstar) else 1e-12
+    handles = []
+    for alg in algorithm_order(curves["algorithm"].unique()):
+        c = curves[curves["algorithm"] == alg].sort_values("round")
+        col, band = colour(alg), c["n"].max() > 1
+        for ax, x, _ in panels:
+            cc = c[c[x] > 0] if x == "bytes" else c
+            (line,) = ax.plot(cc[x], cc["mean"], color=col, lw=1.6)
+            if band:
+                ax.fill_between(cc[x], cc["min"], cc["max"], color=col, alpha=0.2, lw=0)
+        gap = {k: (c[k] - fstar).clip(lower=floor) for k in ("mean", "min", "max")}
+        axes[1, 1].plot(c["round"], gap["mean"], color=col, lw=1.6)
+        if band:
+            axes[1, 1].fill_between(c["round"], gap["min"], gap["max"], color=col, alpha=0.2, lw=0)
+        seeds = int(c["n"].max())
+        handles.append(
+            (line, f"{label(alg)}: {configs.get(alg, '')} ({seeds} seed{'s' if seeds > 1 else ''})")
+        )
+    for ax, _, xlabel in panels:
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("objective f(x)")
+        _log_if_useful(ax, pd.concat([curves["min"], curves["max"]]))
+        ax.grid(alpha=0.3)
+    axes[1, 0].set_xscale("log")
+    axes[1, 1].set_yscale("log")
+    gaps = (curves["mean"] - fstar)[lambda g: g > floor]
+    if len(gaps):  # the band's minimum touches f* (clipped): do not let it squash the axis
+        axes[1, 1].set_ylim(bottom=max(floor, float(gaps.min()) / 5))
+    axes[1, 1].set_xlabel("communication rounds")
+    axes[1, 1].set_ylabel(f"f(x) - f*   (f* = {fstar:.6g})")
+    axes[1, 1].grid(alpha=0.3, which="both")
+    fig.legend(
+        [h for h, _ in handles],
+        [t for _, t in handles],
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=1 if len(handles) <= 3 else 2,
+        fontsize=9,
+        frameon=False,
+    )
+    fig.suptitle(
+        f"{title}: best configuration per algorithm (mean over seeds, band = min-max)", fontsize=11
+    )
+    return fig
+
+
+def _tick(v) -> str:
+    return "n/a" if pd.isna(v) else f"{v:g}"
+
+
+def heatmap_figure(cells: pd.DataFrame, title: str):
+    """Final objective over step size (x) x local steps (y), one panel per algorithm."""
+    if cells.empty:
+        return None
+    algs = algorithm_order(cells["algorithm"].unique())
+    xs = sorted(cells["stepsize"].unique(), key=lambda v: (pd.isna(v), v if pd.notna(v) else 0))
+    ys = sorted(cells["local_steps"].unique(), key=lambda v: (pd.isna(v), v if pd.notna(v) else 0))
+    vals = cells.loc[cells["valid_configs"] > 0, "best_final"]
+    vals = vals[np.isfinite(vals)]
+    capped = False
+    if len(vals) and (vals > 0).all():
+        lo, hi = float(vals.min()), float(vals.max())
+        # blown-up but finite settings (1e300...) would flatten the scale: cap it
+        capped = hi > lo * HEATMAP_DECADES_CAP
+        norm = LogNorm(lo, min(hi, lo * HEATMAP_DECADES_CAP) if hi > lo else lo * 10)
+    elif len(vals):
+        lo, hi = float(vals.min()), float(vals.max())
+        norm = Normalize(lo, hi if hi > lo else lo + 1)
+    else:
+        norm = LogNorm(1, 10)
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
+    width = max(4.0, 0.6 * len(xs) + 1.6)
+    height = 0.55 * len(ys) + 2.4
+    total = width * len(algs) + 1.8
+    fig, axes = plt.subplots(1, len(algs), figsize=(total, height), squeeze=False)
+    fig.subplots_adjust(
+        left=0.9 / total,
+        right=1 - 1.1 / total,
+        wspace=0.25,
+        bottom=0.75 / height,
+        top=1 - 0.75 / height,
+    )
+    xi = {_tick(v): i for i, v in enumerate(xs)}
+    yi = {_tick(v): i for i, v in enumerate(ys)}
+    image = None
+    for ax, alg in zip(axes[0], algs, strict=True):
+        c = cells[cells["algorithm"] == alg]
+        grid = np.full((len(ys), len(xs)), np.nan)
+        cx = c["stepsize"].map(_tick).map(xi).to_numpy()
+        cy = c["local_steps"].map(_tick).map(yi).to_numpy()
+        ok = (c["valid_configs"] > 0).to_numpy()
+        grid[cy[ok], cx[ok]] = c["best_final"].to_numpy()[ok]
+        image = ax.imshow(
+            np.ma.masked_invalid(grid), origin="lower", cmap=cmap, norm=norm, aspect="auto"
+        )
+        for x, y, text, good in zip(cx, cy, c["cell"], ok, strict=True):
+            if not good:
+                if text == "div":
+                    ax.add_patch(
+                        Rectangle(
+                            (x - 0.5, y - 0.5),
+                            1,
+                            1,
+                            facecolor=DIV_COLOUR,
+                            edgecolor="#a00000",
+                            hatch="///",
+                            lw=0.8,
+                        )
+                    )
+                ax.text(
+                    x,
+                    y,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="#a00000",
+                    fontweight="bold",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5},
+                )
+                continue
+            shade = norm(grid[y, x])
+            ax.text(
+                x,
+                y,
+                text,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if np.ma.filled(shade, 0) < 0.55 else "black",
+            )
+        ax.set_xticks(range(len(xs)), [_tick(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [_tick(v) for v in ys])
+        ax.set_xlabel("step size γ")
+        ax.set_ylabel("local steps K")
+        ax.set_title(label(alg))
+    bar = fig.colorbar(
+        image,
+        ax=axes[0].tolist(),
+        fraction=0.04,
+        pad=0.02,
+        extend="max" if capped else "neither",
+        label="final objective (mean over seeds; log)"
+        if isinstance(norm, LogNorm)
+        else "final objective (mean over seeds)",
+    )
+    short = FuncFormatter(lambda v, _: f"{v:.3g}")
+    bar.ax.yaxis.set_major_formatter(short)
+    bar.ax.yaxis.set_minor_formatter(
+        short if isinstance(norm, LogNorm) and norm.vmax / norm.vmin < 30 else NullFormatter()
+    )
+    fig.suptitle(
+        f"{title}: final objective, best over the other hyperparameters "
+        "('div' = every configuration diverged)",
+        fontsize=10,
+    )
+    return fig
+
+
+def noniid_figure(table: pd.DataFrame, title: str):
+    """Best final objective of each algorithm against the (alpha, beta) level."""
+    meta = {"task", "loss", "section", "alpha", "beta"}
+    algs = algorithm_order([c for c in table.columns if c not in meta])
+    if table.empty or not algs:
+        return None
+    labels = [f"α={a:g}\nβ={b:g}" for a, b in zip(table["alpha"], table["beta"], strict=True)]
+    if len(set(labels)) < len(labels):
+        labels = [f"{lab}\n{s}" for lab, s in zip(labels, table["section"], strict=True)]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(table) + 2.5), 4.4))
+    fig.subplots_adjust(left=0.13, right=0.97, top=0.9, bottom=0.2)
+    x = np.arange(len(table))
+    for alg in algs:
+        ax.plot(x, table[alg], marker="o", color=colour(alg), label=label(alg))
+    ax.set_xticks(x, labels)
+    ax.set_xlim(-0.4, len(table) - 0.6)
+    ax.set_xlabel("non-IID level (α: local models differ, β: local data differ)")
+    ax.set_ylabel("best final objective (mean over seeds)")
+    _log_if_useful(ax, table[algs].stack())
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False)
+    ax.set_title(title, fontsize=11)
+    return fig

@@ -1,0 +1,437 @@
+"""The comparison report, built from a small but real results folder.
+
+The fixture runs ~80 short configurations with ``fedsparse.run`` (two Simulation I
+non-IID levels and one Simulation II data set; the three algorithms; step sizes
+including one that diverges; two seeds) and writes them as the sweep would:
+``traces/`` hive-partitioned by data set and algorithm, plus ``runs.parquet``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import re
+import shutil
+import socket
+import subprocess
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import fedsparse
+from fedsparse.report import build_report
+from fedsparse.results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, TRACE_SCHEMA, rows_table
+
+HP = list(HYPERPARAMETER_COLUMNS)
+PNG = b"\x89PNG\r\n\x1a\n"
+LINEAR = ["sim-linear-a0.1-b0.1", "sim-linear-a1-b1"]
+LOGISTIC = "sim-logistic-a1-b1"
+DIVERGING = 1e5  # this step size overflows within a few rounds on the linear data
+
+
+def _configs():
+    def dataset(task, a, b):
+        ds = {
+            "kind": "synthetic",
+            "task": task,
+            "clients": 5,
+            "dim": 30,
+            "support": 5,
+            "alpha": a,
+            "beta": b,
+        }
+        ds.update(
+            {"samples_per_client": 20}
+            if task == "linear"
+            else {"samples_per_client": 40, "positives": 10}
+        )
+        return ds
+
+    plans = [
+        (dataset("linear", 0.1, 0.1), [0.001, 0.005, DIVERGING], 12, "least_squares"),
+        (dataset("linear", 1, 1), [0.001, 0.005, DIVERGING], 12, "least_squares"),
+        (dataset("logistic", 1, 1), [0.02, 0.1], 20, "logistic"),
+    ]
+    for ds, steps, rounds, loss in plans:
+        for alg in ("fedht", "fediterht", "distiht"):
+            for step in steps:
+                if alg == "distiht" and step == DIVERGING:
+                    continue
+                for k in [1] if alg == "distiht" else [3, 5]:
+                    for seed in (0, 1):
+                        yield {
+                            "sweep": "test-sweep",
+                            "dataset": ds,
+                            "model": {"loss": loss},
+                            "algorithm": alg,
+                            "rounds": rounds,
+                            "seed": seed,
+                            "params": {
+                                "stepsize": step,
+                                "local_steps": k,
+                                "sparsity": 10,
+                                "batch_size": 5,
+                            },
+                        }
+
+
+def _run_row(cfg: dict, trace: pd.DataFrame) -> dict:
+    last = trace.iloc[-1]
+    obj = trace["objective"]
+    ds = cfg["dataset"]
+    return {
+        **{
+            c: last[c]
+            for c in ("run_id", "sweep", "dataset", "partition", "algorithm", "loss", "seed", *HP)
+        },
+        "rounds": cfg["rounds"],
+        "eval_every": 1,
+        "dataset_kind": ds["kind"],
+        "dataset_task": ds["task"],
+        "alpha": float(ds["alpha"]),
+        "beta": float(ds["beta"]),
+        "status": last["status"],
+        "final_round": last["round"],
+        "final_objective": last["objective"],
+        "best_objective": float(obj[np.isfinite(obj)].min()),
+        "train_time_s": last["elapsed_s"],
+        "wall_time_s": last["elapsed_s"] + 0.01,
+        "config_json": json.dumps(cfg, sort_keys=True),
+        "shard": "0",
+        "fedsparse_version": fedsparse.__version__,
+        "git_commit": "0123456789abcdef",
+        "python_version": "3.11",
+        "numpy_version": np.__version__,
+        "numba_version": "x",
+        "host": socket.gethostname(),
+        "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def write_results(root: Path, traces: pd.DataFrame, runs: list[dict] | pd.DataFrame) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pandas(traces, schema=TRACE_SCHEMA, preserve_index=False)
+    pq.write_to_dataset(table, root / "traces", partition_cols=["dataset", "algorithm"])
+    if isinstance(runs, pd.DataFrame):
+        runs = runs.astype(object).where(runs.notna(), None).to_dict("records")
+    pq.write_table(rows_table(runs, RUNS_SCHEMA), root / "runs.parquet")
+    return root
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """(results folder, traces frame, runs frame) of the real mini sweep."""
+    traces, runs = [], []
+    with warnings.catch_warnings():  # the diverging step size overflows, as intended
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for cfg in _configs():
+            t = fedsparse.run(cfg)
+            traces.append(t)
+            runs.append(_run_row(cfg, t))
+    traces = pd.concat(traces, ignore_index=True)
+    root = write_results(tmp_path_factory.mktemp("results"), traces, runs)
+    return root, traces, pd.read_parquet(root / "runs.parquet")
+
+
+@pytest.fixture(scope="module")
+def report(sweep):
+    root = sweep[0]
+    index = build_report(root)
+    return index.parent
+
+
+def _tables(report_dir: Path, name: str) -> pd.DataFrame:
+    return pd.read_csv(report_dir / "tables" / f"{name}.csv")
+
+
+# ----------------------------------------------------------------------- basic outputs
+
+
+def test_sweep_fixture_has_diverged_runs(sweep):
+    _, _, runs = sweep
+    assert set(runs["dataset"]) == {*LINEAR, LOGISTIC}
+    div = runs[runs["status"] == "diverged"]
+    assert len(div) > 0 and set(div["stepsize"]) == {DIVERGING}
+
+
+def test_report_layout_and_figures(report):
+    assert report.name == "report" and (report / "index.html").is_file()
+    figures = sorted(p.name for p in (report / "figures").iterdir())
+    expected = {f"objective_{d}.png" for d in [*LINEAR, LOGISTIC]}
+    expected |= {f"heatmap_{d}.png" for d in [*LINEAR, LOGISTIC]}
+    expected |= {"noniid_linear_least_squares.png", "noniid_logistic_logistic.png"}
+    assert set(figures) == expected
+    for name in figures:
+        assert (report / "figures" / name).read_bytes()[:8] == PNG
+    # atomic write: nothing left over next to or inside the report
+    leftovers = [p.name for p in report.parent.iterdir() if p.name.startswith(".report.")]
+    assert leftovers == []
+    assert {p.name for p in report.iterdir()} == {"index.html", "figures", "tables"}
+
+
+def test_html_is_self_contained(report):
+    page = (report / "index.html").read_text()
+    imgs = re.findall(r"<img [^>]*>", page)
+    figures = list((report / "figures").glob("*.png"))
+    assert len(imgs) == len(figures)
+    srcs = re.findall(r'src="([^"]*)"', page)
+    assert len(srcs) == len(imgs) and all(s.startswith("data:image/png;base64,") for s in srcs)
+    embedded = {base64.b64decode(s.split(",", 1)[1]) for s in srcs}
+    assert embedded == {p.read_bytes() for p in figures}  # the same figures as the files
+    assert not re.search(r"https?://", page)
+    assert "<script" not in page and "<link" not in page
+    assert all(h.startswith("#") for h in re.findall(r'href="([^"]*)"', page))
+    for text in (
+        "test-sweep",
+        fedsparse.__version__,
+        "0123456789abcdef",
+        socket.gethostname(),
+        "Rounds to reach Distributed-IHT",
+        "Effect of the non-IID level",
+        "<table>",
+    ):
+        assert text in page
+    assert f"{len(pd.read_csv(report / 'tables' / 'configs.csv'))} configurations" in page
+
+
+def test_tables_parse_and_cover_everything(report, sweep):
+    _, _, runs = sweep
+    summary = _tables(report, "summary")
+    assert set(summary["section"]) == {*LINEAR, LOGISTIC}
+    assert set(summary["algorithm"]) == {"fedht", "fediterht", "distiht"}
+    assert len(summary) == 9
+    counts = runs.groupby(["dataset", "algorithm"]).size()
+    div = runs.assign(d=runs["status"].eq("diverged")).groupby(["dataset", "algorithm"])["d"].sum()
+    s = summary.set_index(["section", "algorithm"])
+    assert (s["runs"] == counts.reindex(s.index).to_numpy()).all()
+    assert (s["diverged_runs"] == div.reindex(s.index).to_numpy()).all()
+    assert s.loc[(LINEAR[0], "fedht"), "diverged_runs"] == 4
+    for name in ("rounds_to_target", "heatmap", "noniid", "datasets", "configs"):
+        assert len(_tables(report, name)) > 0
+    noniid = _tables(report, "noniid")
+    lin = noniid[noniid["task"] == "linear"].sort_values("alpha")
+    assert lin[["alpha", "beta"]].to_numpy().tolist() == [[0.1, 0.1], [1.0, 1.0]]
+    assert {"fedht", "fediterht", "distiht"} <= set(noniid.columns)
+
+
+def _best(runs: pd.DataFrame, dataset: str, algorithm: str) -> pd.DataFrame:
+    """The best configuration's runs, computed directly."""
+    r = runs[(runs["dataset"] == dataset) & (runs["algorithm"] == algorithm)]
+    r = r.assign(
+        fin=r["final_objective"].where(np.isfinite(r["final_objective"])),
+        div=r["status"].eq("diverged"),
+    )
+    g = r.groupby(HP, dropna=False)
+    stats = pd.DataFrame({"div": g["div"].any(), "mean": g["fin"].mean()}).reset_index()
+    best = stats[~stats["div"]].sort_values("mean").iloc[0]
+    keep = np.ones(len(r), bool)
+    for c in HP:
+        keep &= (r[c].isna() & pd.isna(best[c])).to_numpy() | (r[c] == best[c]).fillna(False)
+    return r[keep]
+
+
+def test_rounds_to_target_matches_direct_computation(report, sweep):
+    _, traces, runs = sweep
+    table = _tables(report, "rounds_to_target")
+    assert set(table["section"]) == {*LINEAR, LOGISTIC}
+    for dataset in [*LINEAR, LOGISTIC]:
+        curve = {}
+        for alg in ("distiht", "fedht", "fediterht"):
+            ids = _best(runs, dataset, alg)["run_id"]
+            curve[alg] = traces[traces["run_id"].isin(ids)].groupby("round")["objective"].mean()
+        r = min(200 if dataset == LOGISTIC else 100, int(curve["distiht"].index.max()))
+        assert r == (20 if dataset == LOGISTIC else 12)
+        target = curve["distiht"].loc[r]
+        for alg, c in curve.items():
+            row = table[(table["section"] == dataset) & (table["algorithm"] == alg)].iloc[0]
+            assert row["R"] == r and row["target"] == pytest.approx(target, rel=1e-12)
+            hit = c[c <= target]
+            if len(hit):
+                assert row["reached"] and row["rounds_to_target"] == hit.index.min()
+                assert row["ratio"] == pytest.approx(r / hit.index.min())
+            else:
+                assert not row["reached"] and pd.isna(row["rounds_to_target"])
+                assert "does not reach" in row["verdict"]
+    claims = table.set_index(["section", "algorithm"])["claimed_ratio"]
+    assert claims[(LINEAR[0], "fedht")] == 1.7 and claims[(LINEAR[1], "fediterht")] == 5.0
+    assert claims[(LOGISTIC, "fediterht")] == 4.0 and pd.isna(claims[(LOGISTIC, "fedht")])
+    for verdict in table.loc[table["claimed_ratio"].notna(), "verdict"]:
+        assert "We agree" in verdict or "We do not agree" in verdict or "Not comparable" in verdict
+    assert (
+        table.loc[(table["section"] == LOGISTIC) & (table["algorithm"] == "fedht"), "verdict"]
+        .str.contains("no claim")
+        .all()
+    )
+
+
+def test_heatmap_marks_diverged_configs(report, sweep):
+    cells = _tables(report, "heatmap")
+    assert set(cells["algorithm"]) == {"fedht", "fediterht"}
+    div = cells[cells["stepsize"] == DIVERGING]
+    assert len(div) == 2 * 2 * 2  # 2 data sets x 2 algorithms x 2 local-step values
+    assert (div["cell"] == "div").all()
+    ok = cells[cells["stepsize"] != DIVERGING]
+    assert (ok["cell"] != "div").all() and np.isfinite(ok["best_final"]).all()
+    page = (report / "index.html").read_text()
+    assert "<td>div</td>" in page
+
+
+def test_best_config_excludes_diverged_and_averages_seeds(report, sweep):
+    _, _, runs = sweep
+    summary = _tables(report, "summary").set_index(["section", "algorithm"])
+    for dataset in [*LINEAR, LOGISTIC]:
+        for alg in ("fedht", "fediterht", "distiht"):
+            best = _best(runs, dataset, alg)
+            row = summary.loc[(dataset, alg)]
+            assert row["mean_final"] == pytest.approx(best["final_objective"].mean())
+            assert row["sd_final"] == pytest.approx(best["final_objective"].std())
+            assert row["best_seeds"] == 2
+            assert f"γ={best['stepsize'].iloc[0]:g}" in row["best_config"]
+
+
+# ----------------------------------------------------------------------- edge cases
+
+
+@pytest.fixture(scope="module")
+def edge_report(sweep, tmp_path_factory):
+    """No Distributed-IHT on one data set (with an unsafe name), all Fed-HT configs diverged
+    on another, a single seed on the third, and NaN objectives."""
+    _, traces, runs = sweep
+    odd = "odd name/with:chars*?"
+    keep_t, keep_r = [], []
+    # 1. no distiht, unsafe name
+    r = runs[(runs["dataset"] == LINEAR[1]) & (runs["algorithm"] != "distiht")]
+    keep_r.append(r.assign(dataset=odd))
+    keep_t.append(traces[traces["run_id"].isin(r["run_id"])].assign(dataset=odd))
+    # 2. every fedht configuration diverged
+    r = runs[runs["dataset"] == LINEAR[0]]
+    r = r[(r["algorithm"] != "fedht") | (r["stepsize"] == DIVERGING)]
+    keep_r.append(r)
+    keep_t.append(traces[traces["run_id"].isin(r["run_id"])])
+    # 3. single seed, and a NaN objective in one run
+    r = runs[(runs["dataset"] == LOGISTIC) & (runs["seed"] == 0)].copy()
+    nan_run = r["run_id"].iloc[0]
+    r.loc[r["run_id"] == nan_run, "final_objective"] = np.nan
+    keep_r.append(r)
+    t = traces[traces["run_id"].isin(r["run_id"])].copy()
+    t.loc[(t["run_id"] == nan_run) & (t["round"] == 3), "objective"] = np.nan
+    keep_t.append(t)
+    root = write_results(
+        tmp_path_factory.mktemp("edge"), pd.concat(keep_t), pd.concat(keep_r, ignore_index=True)
+    )
+    out = root / "elsewhere" / "rep"
+    return build_report(root, out).parent, odd
+
+
+def test_edge_cases(edge_report):
+    report, odd = edge_report
+    page = (report / "index.html").read_text()
+    for f in (report / "figures").iterdir():
+        assert re.fullmatch(r"[A-Za-z0-9._-]+\.png", f.name), f.name
+    assert (report / "figures" / "objective_odd_name_with_chars.png").exists()
+    assert "odd name/with:chars*?" in page
+    assert "Distributed-IHT was not run on this data set" in page
+    assert "Every configuration of Fed-HT diverged" in page
+    assert "single seed per configuration: no min-max band" in page
+    summary = _tables(report, "summary").set_index(["section", "algorithm"])
+    assert summary.loc[(LINEAR[0], "fedht"), "best_config"] == "all configurations diverged"
+    assert np.isfinite(summary["mean_final"].drop((LINEAR[0], "fedht"))).all()
+    r2t = _tables(report, "rounds_to_target")
+    assert odd not in set(r2t["section"])
+    assert "fedht" not in set(r2t.loc[r2t["section"] == LINEAR[0], "algorithm"])
+    assert set(r2t.loc[r2t["section"] == LOGISTIC, "algorithm"]) == {
+        "distiht",
+        "fedht",
+        "fediterht",
+    }
+    assert not any(p.name.startswith(".rep.") for p in report.parent.iterdir())
+
+
+def test_rebuild_replaces_atomically_and_crash_keeps_old(sweep, tmp_path, monkeypatch):
+    import fedsparse.report as rep
+
+    for name in ("objective_figure", "heatmap_figure", "noniid_figure"):  # plotting is slow
+        monkeypatch.setattr(rep, name, lambda *args, **kwargs: None)
+    root = sweep[0]
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "stale.txt").write_text("old")
+    build_report(root, out)
+    assert not (out / "stale.txt").exists() and (out / "index.html").exists()
+    before = (out / "index.html").read_bytes()
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("crash while plotting")
+
+    monkeypatch.setattr(rep, "heatmap_figure", boom)
+    with pytest.raises(RuntimeError, match="crash while plotting"):
+        build_report(root, out)
+    assert (out / "index.html").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+
+
+def test_missing_runs_table_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="runs.parquet"):
+        build_report(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------- in a browser
+
+CHECK = """<script>
+window.addEventListener('load', function () {
+  var broken = [], links = [];
+  for (var i = 0; i < document.images.length; i++) {
+    var im = document.images[i];
+    if (!im.complete || im.naturalWidth === 0) broken.push(i);
+  }
+  document.querySelectorAll('[href]').forEach(function (a) {
+    var h = a.getAttribute('href');
+    if (!(h.charAt(0) === '#' || h.indexOf('data:') === 0)) links.push(h);
+  });
+  var p = document.createElement('pre');
+  p.textContent = 'FEDSPARSE-CHECK images=' + document.images.length + ' broken=' +
+    broken.join(',') + ' links=' + links.join(',') + ' END';
+  document.body.appendChild(p);
+});
+</script>"""
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium not installed: apt-get install chromium")
+    page = (report / "index.html").read_text().replace("</body>", CHECK + "</body>")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page)
+    cmd = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--run-all-compositor-stages-before-draw",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        probe.as_uri(),
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    m = re.search(r"FEDSPARSE-CHECK images=(\d+) broken=(.*?) links=(.*?) END", out.stdout)
+    assert m, f"no check marker in chromium output: {out.stderr[-2000:]}"
+    assert int(m.group(1)) == len(list((report / "figures").glob("*.png")))
+    assert m.group(2) == "", f"broken images: {m.group(2)}"
+    assert m.group(3) == "", f"external links: {m.group(3)}"
