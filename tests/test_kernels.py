@@ -67,31 +67,59 @@ def test_batch_grad_without_ridge(loss, sparse):
     np.testing.assert_allclose(G, np_grad(Xr, data.y[rows], W, loss, 0.0), rtol=RTOL, atol=1e-14)
 
 
-@pytest.mark.parametrize("loss", LOSSES)
-def test_range_loss_matches_numpy(loss, sparse):
-    data, W, code = setup_case(loss, sparse)
-    l2 = 0.2
-    s = np.empty(W.shape[0])
-    W_before = W.copy()
-    for lo, hi in ((0, data.n_samples), (10, 27), (40, 41)):
-        value = K.range_loss(data.kernel_X, data.y, lo, hi, W, code, l2, s)
-        expected = np_loss(dense(data.X)[lo:hi], data.y[lo:hi], W, loss, l2)
-        np.testing.assert_allclose(value, expected, rtol=RTOL)
-    np.testing.assert_array_equal(W, W_before)  # evaluation must not touch W
+def margins(data, W, path: str) -> np.ndarray:
+    """W X^T through one of the evaluation kernels ('rows' or, dense only, 'columns')."""
+    M = np.full((W.shape[0], data.n_samples), np.nan)
+    if path == "columns":
+        K.margins_columns(data.columns, W, M)
+    else:
+        K.margins_rows(data.kernel_X, W, M)
+    return M
+
+
+def eval_paths(sparse: bool) -> list[str]:
+    return ["rows"] if sparse else ["rows", "columns"]
+
+
+def sparsify(W: np.ndarray) -> np.ndarray:
+    """Zero most entries, as H_tau does, so the column path skips columns."""
+    W = W.copy()
+    W[:, 1::3] = 0.0
+    W[:, 2::3] = 0.0
+    return W
 
 
 @pytest.mark.parametrize("loss", LOSSES)
-def test_client_losses_matches_numpy(loss, sparse):
+def test_margins_match_numpy(loss, sparse):
+    data, W, _ = setup_case(loss, sparse)
+    for Wcase in (W, sparsify(W), np.zeros_like(W)):
+        expected = Wcase @ dense(data.X).T
+        for path in eval_paths(sparse):
+            np.testing.assert_allclose(margins(data, Wcase, path), expected, rtol=RTOL, atol=1e-14)
+
+
+def test_margin_paths_are_bit_identical():
+    # evaluation from columns (support only) and from rows must give the same bits
+    data, W, _ = setup_case("least_squares", sparse=False)
+    W = sparsify(W)
+    np.testing.assert_array_equal(margins(data, W, "rows"), margins(data, W, "columns"))
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_client_losses_from_margins_match_numpy(loss, sparse):
     data, W, code = setup_case(loss, sparse)
     l2 = 0.1
-    out = K.client_losses(data.kernel_X, data.y, data.client_ptr, W, code, l2)
     Xd, ptr = dense(data.X), data.client_ptr
-    expected = [
-        np_loss(Xd[ptr[i] : ptr[i + 1]], data.y[ptr[i] : ptr[i + 1]], W, loss, l2)
-        for i in range(data.n_clients)
-    ]
-    assert out.shape == (data.n_clients,)
-    np.testing.assert_allclose(out, expected, rtol=RTOL)
+    for Wcase in (W, sparsify(W)):
+        expected = [
+            np_loss(Xd[ptr[i] : ptr[i + 1]], data.y[ptr[i] : ptr[i + 1]], Wcase, loss, l2)
+            for i in range(data.n_clients)
+        ]
+        for path in eval_paths(sparse):
+            M = margins(data, Wcase, path)
+            out = K.client_losses_from_margins(M, data.y, ptr, code, Wcase, l2)
+            assert out.shape == (data.n_clients,)
+            np.testing.assert_allclose(out, expected, rtol=RTOL)
 
 
 def test_weighted_sum_matches_numpy():
@@ -103,7 +131,7 @@ def test_weighted_sum_matches_numpy():
 
 
 @pytest.mark.parametrize("loss", ["logistic", "softmax"])
-def test_count_correct_matches_numpy(loss, sparse):
+def test_correct_from_margins_matches_numpy(loss, sparse):
     # 300 rows: more hits than an int8 counter could hold
     data = make_data(loss, sizes=(100, 120, 80), d=20, sparse=sparse, seed=4)
     rng = np.random.default_rng(5)
@@ -115,14 +143,12 @@ def test_count_correct_matches_numpy(loss, sparse):
     else:
         pred = np.argmax(Z, axis=1).astype(float)
     expected = int(np.sum(pred == data.y))
-    got = K.count_correct(data.kernel_X, data.y, W, K.LOSS_CODES[loss])
-    assert got == expected
-    # a model that predicts every label: all rows correct
-    if loss == "logistic":
-        y_all = np.where(Z[:, 0] > 0, 1.0, -1.0)
-    else:
-        y_all = pred
-    assert K.count_correct(data.kernel_X, y_all, W, K.LOSS_CODES[loss]) == data.n_samples > 127
+    code = K.LOSS_CODES[loss]
+    for path in eval_paths(sparse):
+        M = margins(data, W, path)
+        assert K.correct_from_margins(M, data.y, code) == expected
+        # labels equal to the predictions: every row correct
+        assert K.correct_from_margins(M, pred, code) == data.n_samples > 127
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -169,7 +195,10 @@ def test_logistic_huge_margins_are_finite(sparse_X):
     # the two misclassified rows (m = -1000, -1200) give loss ~ |m|, gradient -y z / n
     np.testing.assert_allclose(value, (1000.0 + 1200.0) / 4, rtol=RTOL)
     np.testing.assert_allclose(G[0], [0.0, 125.0, 200.0, 0.0], rtol=RTOL, atol=1e-300)
-    client = K.client_losses(X, y, np.array([0, 2, 4], dtype=np.int64), W, K.LOGISTIC, 0.0)
+    M = np.empty((1, 4))
+    K.margins_rows(X, W, M)
+    ptr = np.array([0, 2, 4], dtype=np.int64)
+    client = K.client_losses_from_margins(M, y, ptr, K.LOGISTIC, W, 0.0)
     np.testing.assert_allclose(client, [500.0, 600.0], rtol=RTOL)
 
 

@@ -55,7 +55,7 @@ def margins_rows(X, W, M):
 
 @njit(parallel=True, cache=True)
 def client_losses_from_margins(M, y, ptr, loss, W, l2):
-    """Each client's mean loss (plus ridge) given the margins ``M``; same as client_losses."""
+    """Each client's mean loss f_i (plus ridge), given the margins ``M`` of every sample."""
     n_clients = ptr.shape[0] - 1
     c = M.shape[0]
     reg = 0.0

@@ -15,7 +15,7 @@ CSR triple (see :mod:`fedsparse.kernels.rows`).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .rows import row_axpy, row_dot
 
@@ -27,14 +27,13 @@ LOSS_CODES = {"least_squares": LEAST_SQUARES, "logistic": LOGISTIC, "softmax": S
 
 @njit(cache=True)
 def sample_loss_grad(X, y, i, W, loss, scale, G, s):
-    """Loss of sample ``i`` at ``W``; if ``scale != 0`` also ``G += scale * grad``.
+    """Loss of sample ``i`` at ``W``; also ``G += scale * grad``.
 
     ``s`` is scratch of shape (n_outputs,) for softmax scores.
     """
     if loss == LEAST_SQUARES:
         r = row_dot(X, i, W[0]) - y[i]
-        if scale != 0.0:
-            row_axpy(X, i, scale * 2.0 * r, G[0])
+        row_axpy(X, i, scale * 2.0 * r, G[0])
         return r * r
     if loss == LOGISTIC:
         m = y[i] * row_dot(X, i, W[0])
@@ -46,8 +45,7 @@ def sample_loss_grad(X, y, i, W, loss, scale, G, s):
             e = np.exp(m)
             value = -m + np.log1p(e)
             sig = 1.0 / (1.0 + e)
-        if scale != 0.0:
-            row_axpy(X, i, -scale * y[i] * sig, G[0])
+        row_axpy(X, i, -scale * y[i] * sig, G[0])
         return value
     # softmax
     c = W.shape[0]
@@ -63,25 +61,23 @@ def sample_loss_grad(X, y, i, W, loss, scale, G, s):
         s[r] = np.exp(s[r] - top)
         total += s[r]
     value = np.log(total) + top - true_score
-    if scale != 0.0:
-        for r in range(c):
-            p = s[r] / total
-            if r == label:
-                p -= 1.0
-            row_axpy(X, i, scale * p, G[r])
+    for r in range(c):
+        p = s[r] / total
+        if r == label:
+            p -= 1.0
+        row_axpy(X, i, scale * p, G[r])
     return value
 
 
 @njit(cache=True)
-def _add_ridge(W, l2, G, scale):
-    """``G += scale * l2 * W``; return ``l2/2 * ||W||^2``."""
+def _add_ridge(W, l2, G):
+    """``G += l2 * W``; return ``l2/2 * ||W||^2``."""
     sq = 0.0
     for r in range(W.shape[0]):
         for j in range(W.shape[1]):
             w = W[r, j]
             sq += w * w
-            if scale != 0.0:
-                G[r, j] += scale * l2 * w
+            G[r, j] += l2 * w
     return 0.5 * l2 * sq
 
 
@@ -112,31 +108,8 @@ def batch_grad(X, y, rows, W, loss, l2, G, s):
         total += sample_loss_grad(X, y, rows[k], W, loss, scale, G, s)
     reg = 0.0
     if l2 != 0.0:
-        reg = _add_ridge(W, l2, G, 1.0)
+        reg = _add_ridge(W, l2, G)
     return total / b + reg
-
-
-@njit(cache=True)
-def range_loss(X, y, lo, hi, W, loss, l2, s):
-    """Mean loss of samples ``lo..hi-1`` plus ridge (no gradient)."""
-    total = 0.0
-    for i in range(lo, hi):
-        total += sample_loss_grad(X, y, i, W, loss, 0.0, W, s)
-    reg = 0.0
-    if l2 != 0.0:
-        reg = _add_ridge(W, l2, W, 0.0)
-    return total / (hi - lo) + reg
-
-
-@njit(parallel=True, cache=True)
-def client_losses(X, y, ptr, W, loss, l2):
-    """Each client's mean loss at ``W``: ``out[i] = f_i(W)``, clients in parallel."""
-    n_clients = ptr.shape[0] - 1
-    out = np.empty(n_clients)
-    for i in prange(n_clients):
-        s = np.empty(W.shape[0])
-        out[i] = range_loss(X, y, ptr[i], ptr[i + 1], W, loss, l2, s)
-    return out
 
 
 @njit(cache=True)
@@ -146,25 +119,3 @@ def weighted_sum(values, p):
     for i in range(values.shape[0]):
         total += p[i] * values[i]
     return total
-
-
-@njit(parallel=True, cache=True)
-def count_correct(X, y, W, loss):
-    """Number of samples whose predicted label equals ``y`` (logistic or softmax)."""
-    n = y.shape[0]
-    hits = np.zeros(n, dtype=np.int8)
-    for i in prange(n):
-        if loss == LOGISTIC:
-            m = row_dot(X, i, W[0])
-            pred = 1.0 if m > 0.0 else -1.0
-            hits[i] = pred == y[i]
-        else:
-            best = 0
-            top = -np.inf
-            for r in range(W.shape[0]):
-                v = row_dot(X, i, W[r])
-                if v > top:
-                    top = v
-                    best = r
-            hits[i] = best == int(y[i])
-    return int(hits.sum())
