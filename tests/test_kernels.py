@@ -98,11 +98,15 @@ def test_margins_match_numpy(loss, sparse):
             np.testing.assert_allclose(margins(data, Wcase, path), expected, rtol=RTOL, atol=1e-14)
 
 
-def test_margin_paths_are_bit_identical():
-    # evaluation from columns (support only) and from rows must give the same bits
+def test_margin_paths_agree_to_rounding():
+    # The row path's dot products are vectorised (their summation order depends
+    # on the CPU's vector width), the column path sums the support in index
+    # order: equal up to a few ulps of the terms, not bit for bit.
     data, W, _ = setup_case("least_squares", sparse=False)
     W = sparsify(W)
-    np.testing.assert_array_equal(margins(data, W, "rows"), margins(data, W, "columns"))
+    rows, cols = margins(data, W, "rows"), margins(data, W, "columns")
+    terms = np.abs(W) @ np.abs(dense(data.X)).T  # scale of the summed terms
+    assert np.all(np.abs(rows - cols) <= 16 * np.finfo(float).eps * terms)
 
 
 @pytest.mark.parametrize("loss", LOSSES)

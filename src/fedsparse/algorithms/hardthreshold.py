@@ -61,7 +61,7 @@ class _LocalSGDHardThreshold(Algorithm):
         self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
         self.rng = K.client_states(self.seed, pb.n_clients)
         self.work = K.thread_buffers(*pb.shape)
-        self.scratch = np.empty(pb.n_features)
+        self.scratch = K.threshold_scratch(pb.n_features)
 
     def batch_at(self, t: int) -> int:
         """Minibatch size in round t; 0 means the whole local data set."""

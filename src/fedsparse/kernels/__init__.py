@@ -49,7 +49,12 @@ from .losses import (  # noqa: E402
 from .rng import client_states, randbelow, sample_without_replacement  # noqa: E402
 from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  # noqa: E402
 from .rows import as_kernel_matrix, row_axpy, row_dot  # noqa: E402
-from .threshold import hard_threshold, hard_threshold_rows, select_kth_largest  # noqa: E402
+from .threshold import (  # noqa: E402
+    hard_threshold,
+    hard_threshold_rows,
+    select_kth_largest,
+    threshold_scratch,
+)
 
 __all__ = [
     "LEAST_SQUARES",
@@ -75,5 +80,6 @@ __all__ = [
     "sample_without_replacement",
     "select_kth_largest",
     "thread_buffers",
+    "threshold_scratch",
     "weighted_sum",
 ]

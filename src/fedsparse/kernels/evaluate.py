@@ -28,7 +28,7 @@ def margins_columns(Xt, W, M):
     M : array, shape (n_outputs, n_samples)
         Output, overwritten.
     """
-    c, d = W.shape
+    c = W.shape[0]
     n = Xt.shape[1]
     n_blocks = (n + _BLOCK - 1) // _BLOCK
     for r in range(c):
@@ -36,12 +36,13 @@ def margins_columns(Xt, W, M):
         for b in prange(n_blocks):
             lo = b * _BLOCK
             hi = min(n, lo + _BLOCK)
-            for i in range(lo, hi):
-                M[r, i] = 0.0
+            m = M[r, lo:hi]  # 1-D views: the inner loop vectorises
+            m[:] = 0.0
             for j in support:
                 w = W[r, j]
-                for i in range(lo, hi):
-                    M[r, i] += w * Xt[j, i]
+                x = Xt[j, lo:hi]
+                for i in range(hi - lo):
+                    m[i] += w * x[i]
 
 
 @njit(parallel=True, cache=True)

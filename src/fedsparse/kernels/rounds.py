@@ -12,7 +12,7 @@ from numba import njit, prange
 
 from .losses import batch_grad
 from .rng import sample_without_replacement
-from .threshold import hard_threshold_rows
+from .threshold import SCRATCH_EXTRA, hard_threshold_rows
 
 
 @njit(parallel=True, cache=True)
@@ -58,8 +58,9 @@ def local_sgd_round(
                 sample_without_replacement(perm, lo, n, b, rng, i)
             batch_grad(X, y, perm[lo : lo + b], Wi, loss, l2, Gt, S[t])
             for r in range(c):
+                w, g = Wi[r], Gt[r]  # 1-D views vectorise
                 for j in range(d):
-                    Wi[r, j] -= stepsize * Gt[r, j]
+                    w[j] -= stepsize * g[j]
             if tau_local > 0:
                 hard_threshold_rows(Wi, tau_local, scratch[t])
 
@@ -70,7 +71,7 @@ def thread_buffers(n_outputs: int, n_features: int) -> tuple[np.ndarray, ...]:
     return (
         np.empty((n, n_outputs, n_features)),
         np.empty((n, n_outputs)),
-        np.empty((n, n_features)),
+        np.empty((n, n_features + SCRATCH_EXTRA)),
     )
 
 
@@ -80,10 +81,10 @@ def aggregate(W_local, p, tau, W_out, scratch):
     W_out[:, :] = 0.0
     for i in range(W_local.shape[0]):
         pi = p[i]
-        Wi = W_local[i]
         for r in range(W_out.shape[0]):
-            for j in range(W_out.shape[1]):
-                W_out[r, j] += pi * Wi[r, j]
+            out, w = W_out[r], W_local[i, r]  # 1-D views vectorise
+            for j in range(out.shape[0]):
+                out[j] += pi * w[j]
     hard_threshold_rows(W_out, tau, scratch)
 
 
