@@ -57,11 +57,28 @@ class _LocalSGDHardThreshold(Algorithm):
     def setup(self) -> None:
         pb = self.problem
         self.W = np.zeros(pb.shape)
-        self.W_local = np.empty((pb.n_clients, *pb.shape))
+        self.W_local = np.zeros((pb.n_clients, *pb.shape))
         self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
         self.rng = K.client_states(self.seed, pb.n_clients)
-        self.work = K.thread_buffers(*pb.shape)
         self.scratch = K.threshold_scratch(pb.n_features)
+        # On CSR data with local thresholding the clients' models stay about
+        # tau-sparse, so local steps that touch only their active coordinates
+        # are several times faster (RCV1-shaped: 125 -> 30 ms per round). Without
+        # local thresholding the active lists grow to thousands of scattered
+        # coordinates and dense updates are as fast or faster.
+        self.use_active_set(pb.data.is_sparse and self.threshold_locally)
+
+    def use_active_set(self, on: bool) -> None:
+        """Choose the local-step kernel (both give the same bits); call after ``setup``."""
+        pb = self.problem
+        self.active_set = on
+        if on:
+            if not pb.data.is_sparse:
+                raise ValueError("the active-set kernel needs CSR data")
+            (self.active, self.n_active), self.work = K.sparse_buffers(pb.n_clients, *pb.shape)
+            self.W_local[:] = 0.0  # the kernel's invariant: zero outside the active lists
+        else:
+            self.work = K.thread_buffers(*pb.shape)
 
     def batch_at(self, t: int) -> int:
         """Minibatch size in round t; 0 means the whole local data set."""
@@ -85,12 +102,8 @@ class _LocalSGDHardThreshold(Algorithm):
         pb, prm = self.problem, self.params
         n = pb.n_clients
         bytes_down = n * sparse_bytes(np.count_nonzero(self.W))  # broadcast of H_tau(x_t)
-        K.local_sgd_round(
-            pb.data.kernel_X,
-            pb.data.y,
-            pb.data.client_ptr,
-            self.W,
-            self.W_local,
+        data = pb.data
+        common = (
             self.perm,
             self.rng,
             prm["local_steps"],
@@ -99,13 +112,36 @@ class _LocalSGDHardThreshold(Algorithm):
             pb.loss_code,
             pb.l2,
             prm["sparsity"] if self.threshold_locally else 0,
-            self.work,
         )
-        if self.threshold_locally:
-            bytes_up = sparse_bytes(K.nnz_per_client(self.W_local).sum())
+        if self.active_set:
+            support = np.flatnonzero(np.any(self.W != 0.0, axis=0))
+            K.local_sgd_round_csr(
+                data.kernel_X,
+                data.y,
+                data.client_ptr,
+                self.W,
+                support,
+                self.W_local,
+                self.active,
+                self.n_active,
+                *common,
+                self.work,
+            )
         else:
+            K.local_sgd_round(
+                data.kernel_X, data.y, data.client_ptr, self.W, self.W_local, *common, self.work
+            )
+        if not self.threshold_locally:
             bytes_up = n * dense_bytes(self.W.size)
-        K.aggregate(self.W_local, pb.p, prm["sparsity"], self.W, self.scratch)
+        elif self.active_set:
+            bytes_up = sparse_bytes(K.nnz_active(self.W_local, self.active, self.n_active).sum())
+        else:
+            bytes_up = sparse_bytes(K.nnz_per_client(self.W_local).sum())
+        if self.active_set:
+            K.aggregate_active(self.W_local, self.active, self.n_active, pb.p, self.W)
+            K.hard_threshold_rows(self.W, prm["sparsity"], self.scratch)
+        else:
+            K.aggregate(self.W_local, pb.p, prm["sparsity"], self.W, self.scratch)
         return RoundCost(bytes_up, bytes_down, prm["local_steps"])
 
     @property

@@ -49,6 +49,12 @@ from .losses import (  # noqa: E402
 from .rng import client_states, randbelow, sample_without_replacement  # noqa: E402
 from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  # noqa: E402
 from .rows import as_kernel_matrix, row_axpy, row_dot  # noqa: E402
+from .sparse_rounds import (  # noqa: E402
+    aggregate_active,
+    local_sgd_round_csr,
+    nnz_active,
+    sparse_buffers,
+)
 from .threshold import (  # noqa: E402
     hard_threshold,
     hard_threshold_rows,
@@ -62,6 +68,7 @@ __all__ = [
     "LOSS_CODES",
     "SOFTMAX",
     "aggregate",
+    "aggregate_active",
     "as_kernel_matrix",
     "batch_grad",
     "client_losses_from_margins",
@@ -70,8 +77,10 @@ __all__ = [
     "hard_threshold",
     "hard_threshold_rows",
     "local_sgd_round",
+    "local_sgd_round_csr",
     "margins_columns",
     "margins_rows",
+    "nnz_active",
     "nnz_per_client",
     "randbelow",
     "row_axpy",
@@ -79,6 +88,7 @@ __all__ = [
     "sample_loss_grad",
     "sample_without_replacement",
     "select_kth_largest",
+    "sparse_buffers",
     "thread_buffers",
     "threshold_scratch",
     "weighted_sum",

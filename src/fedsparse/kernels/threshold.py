@@ -98,13 +98,20 @@ def hard_threshold(x, tau, scratch):
     scratch : array, shape (>= n,)
         Work space, overwritten; with length >= n + 1024 (:func:`threshold_scratch`)
         nothing is allocated.
+
+    Returns
+    -------
+    bool
+        True if positions decided between equal magnitudes (ties at a non-zero
+        cut, or a non-finite cut): callers that reorder entries must then use
+        index order.
     """
     n = x.shape[0]
     if tau >= n:
-        return
+        return False
     if tau <= 0:
         x[:] = 0.0
-        return
+        return False
     for j in range(n):
         v = abs(x[j])
         scratch[j] = np.inf if np.isnan(v) else v
@@ -117,7 +124,7 @@ def hard_threshold(x, tau, scratch):
     cut = scratch[0]
     if cut == np.inf:
         _threshold_at_infinity(x, tau)
-        return
+        return True
     # NaN sits in scratch as inf, so it counts as above a finite cut
     above = 0
     equal = 0
@@ -134,6 +141,8 @@ def hard_threshold(x, tau, scratch):
                     ties -= 1
                 else:
                     x[j] = 0.0
+        return True
+    return False
 
 
 @njit(cache=True)
