@@ -1,0 +1,546 @@
+"""fedsparse benchmark suite: prints a table and writes JSON.
+
+    python benchmarks/run.py                  # everything but the default sweep (a few minutes)
+    python benchmarks/run.py --default-sweep  # also time config/config.yaml end to end
+    python benchmarks/run.py --only rounds,kernels -o out.json
+
+Sections
+  machine   memory read bandwidth (sum of a 1 GiB array) and copy rate
+  rounds    ms per round of fedht / fediterht / distiht on Simulation I, Simulation II and
+            an RCV1-shaped CSR data set, fedsparse (1 thread and all threads) against the
+            straightforward NumPy implementation in benchmarks/numpy_reference.py
+  kernels   bytes per second of the gradient kernels (dense, CSR) and of exact evaluation,
+            against the measured read bandwidth
+  jit       process time of a tiny run with a cold and with a warm kernel cache
+  sweep     quick (and optionally default) sweep: runs per minute, per-run overhead, peak memory
+  scale     plan a 10,000-run grid (snakemake -n), aggregate 10,000 runs x 200 rounds,
+            best configuration per algorithm by a query
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the NumPy baseline runs on one core
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+import yaml  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from numpy_reference import NumpyHardThreshold  # noqa: E402
+
+from fedsparse import kernels as K  # noqa: E402
+from fedsparse.algorithms import ALGORITHMS  # noqa: E402
+from fedsparse.data import FederatedData, simulation  # noqa: E402
+from fedsparse.problem import Problem  # noqa: E402
+
+GiB = 1 << 30
+
+
+def best_of(fn, repeat: int = 5) -> float:
+    """Minimum wall time of ``fn()`` over ``repeat`` calls (after one warm-up call)."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+# ---- machine ------------------------------------------------------------------------------
+
+
+def bench_machine() -> dict:
+    a = np.ones(GiB // 8)
+    b = np.empty_like(a)
+    read = GiB / best_of(lambda: a.sum(), 3)
+    copy = GiB / best_of(lambda: np.copyto(b, a), 3)
+    return {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "read_GBps": read / 1e9,
+        "copy_GBps": copy / 1e9,
+    }
+
+
+# ---- data sets ----------------------------------------------------------------------------
+
+
+def rcv1_shaped(seed: int = 0) -> FederatedData:
+    """A generated CSR data set of RCV1's shape: 20,242 x 47,236, about 0.16 % non-zeros."""
+    rng = np.random.default_rng(seed)
+    n, d, density = 20_242, 47_236, 0.0016
+    X = sp.random(n, d, density=density, format="csr", random_state=rng, dtype=np.float64)
+    X.data[:] = rng.random(X.nnz)
+    X = sp.csr_matrix(X.multiply(1.0 / np.sqrt(X.multiply(X).sum(axis=1)).A.clip(1e-12)))
+    w = np.zeros(d)
+    w[rng.choice(d, 200, replace=False)] = rng.standard_normal(200) * 5
+    y = np.where(X @ w + 0.1 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    sizes = rng.multinomial(n - 100, np.full(100, 0.01)) + 1  # 100 uneven clients
+    return FederatedData("rcv1-shaped", "binary", X, y, np.concatenate([[0], np.cumsum(sizes)]))
+
+
+def datasets() -> dict[str, tuple[FederatedData, str]]:
+    return {
+        "Simulation I (10,000 x 1,000 dense)": (simulation("linear"), "least_squares"),
+        "Simulation II (100,000 x 1,000 dense)": (simulation("logistic"), "logistic"),
+        "RCV1-shaped (20,242 x 47,236 CSR)": (rcv1_shaped(), "logistic"),
+    }
+
+
+# ---- rounds -------------------------------------------------------------------------------
+
+PARAMS = {"stepsize": 0.001, "sparsity": 200, "local_steps": 5, "batch_size": 10}
+
+
+def fedsparse_round_time(problem: Problem, algo: str, threads: int) -> float:
+    numba.set_num_threads(threads)
+    cls = ALGORITHMS[algo]
+    params = dict(PARAMS, local_steps=1 if algo == "distiht" else PARAMS["local_steps"])
+    a = cls(problem, cls.validate_params(params), 0)
+    a.setup()
+    counter = iter(range(10**9))
+    return best_of(lambda: [a.round(next(counter)) for _ in range(5)], 5) / 5
+
+
+def numpy_round_time(data: FederatedData, loss: str, algo: str) -> float:
+    ref = NumpyHardThreshold(
+        data.X, data.y, data.client_ptr, algorithm=algo, loss=loss, l2=0.0, **PARAMS
+    )
+    return best_of(ref.round, 3)
+
+
+def round_bytes(data: FederatedData, algo: str) -> float:
+    """Bytes of data a round must read: every sampled row once (values, plus indices for CSR)."""
+    steps = 1 if algo == "distiht" else PARAMS["local_steps"]
+    rows = data.n_clients * steps * PARAMS["batch_size"]
+    if data.is_sparse:
+        return rows * data.X.nnz / data.n_samples * 12
+    return rows * data.n_features * 8
+
+
+def bench_rounds(sets, read_Bps: float) -> list[dict]:
+    out = []
+    all_threads = numba.config.NUMBA_NUM_THREADS
+    for name, (data, loss) in sets.items():
+        problem = Problem(data, loss, 0.0)
+        for algo in ("fedht", "fediterht", "distiht"):
+            one = fedsparse_round_time(problem, algo, 1)
+            many = fedsparse_round_time(problem, algo, all_threads)
+            ref = numpy_round_time(data, loss, algo)
+            need = round_bytes(data, algo)
+            out.append(
+                {
+                    "dataset": name,
+                    "algorithm": algo,
+                    "numpy_ms": ref * 1e3,
+                    "fedsparse_1t_ms": one * 1e3,
+                    f"fedsparse_{all_threads}t_ms": many * 1e3,
+                    "speedup_1t": ref / one,
+                    f"speedup_{all_threads}t": ref / many,
+                    "rounds_per_s_1t": 1 / one,
+                    "floor_ms": need / read_Bps * 1e3,
+                }
+            )
+            print(
+                f"  {name:40s} {algo:10s} numpy {ref * 1e3:8.2f} ms  fedsparse {one * 1e3:7.2f} ms "
+                f"(x{ref / one:5.1f}), {all_threads} threads {many * 1e3:7.2f} ms "
+                f"(x{ref / many:5.1f}); read floor {need / read_Bps * 1e3:6.2f} ms",
+                flush=True,
+            )
+    numba.set_num_threads(all_threads)
+    return out
+
+
+# ---- kernels ------------------------------------------------------------------------------
+
+
+@numba.njit
+def dense_grads(X, y, batches, W, code, G, s):
+    t = 0.0
+    for k in range(batches.shape[0]):
+        t += K.batch_grad(X, y, batches[k], W, code, 0.0, G, s)
+    return t
+
+
+@numba.njit
+def sparse_grads(X, y, batches, W, code, G, s):
+    data, indices, indptr = X
+    t = 0.0
+    for k in range(batches.shape[0]):
+        rows = batches[k]
+        for q in range(rows.shape[0]):
+            t += K.sample_loss_grad(X, y, rows[q], W, code, 1.0 / rows.shape[0], G, s)
+        for q in range(rows.shape[0]):  # clear what was touched, as the round does
+            for p in range(indptr[rows[q]], indptr[rows[q] + 1]):
+                G[0, indices[p]] = 0.0
+    return t
+
+
+def bench_kernels(sets, read_Bps: float) -> list[dict]:
+    numba.set_num_threads(1)
+    out = []
+    rng = np.random.default_rng(1)
+    for name, (data, loss) in sets.items():
+        if "Simulation I " in name:
+            continue  # fits in cache: not a bandwidth test
+        X, code = data.kernel_X, K.LOSS_CODES[loss]
+        W = np.zeros((1, data.n_features))
+        W[0, rng.choice(data.n_features, 200, replace=False)] = 0.01
+        G, s = np.zeros_like(W), np.empty(1)
+        batches = rng.integers(0, data.n_samples, size=(2000, 10))
+        row_bytes = (data.X.nnz / data.n_samples * 12) if data.is_sparse else data.n_features * 8
+
+        if data.is_sparse:
+            many_grads = sparse_grads  # what the active-set round does: no O(d) reset
+        else:
+            many_grads = dense_grads
+
+        dt = best_of(partial(many_grads, X, data.y, batches, W, code, G, s), 3)
+        grad_Bps = batches.size * row_bytes / dt
+        problem = Problem(data, loss, 0.0)
+        ev = best_of(partial(problem.metrics, W), 5)
+        touched = (200 * data.n_samples * 8) if not data.is_sparse else data.X.nnz * 12
+        eval_Bps = touched / ev
+        out.append(
+            {
+                "dataset": name,
+                "gradient_GBps": grad_Bps / 1e9,
+                "gradient_pct_of_read": 100 * grad_Bps / read_Bps,
+                "evaluation_ms": ev * 1e3,
+                "evaluation_GBps": eval_Bps / 1e9,
+                "evaluation_pct_of_read": 100 * eval_Bps / read_Bps,
+            }
+        )
+        print(
+            f"  {name:40s} gradient {grad_Bps / 1e9:6.2f} GB/s "
+            f"({100 * grad_Bps / read_Bps:4.0f}% of "
+            f"read), evaluation {ev * 1e3:7.2f} ms = {eval_Bps / 1e9:6.2f} GB/s "
+            f"({100 * eval_Bps / read_Bps:4.0f}%)",
+            flush=True,
+        )
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return out
+
+
+# ---- jit ----------------------------------------------------------------------------------
+
+TINY_RUN = """
+import fedsparse
+for loss, task in [("least_squares", "linear"), ("logistic", "logistic")]:
+    for algo in ("fedht", "fediterht", "distiht"):
+        fedsparse.run({"dataset": {"kind": "synthetic", "task": task, "clients": 3,
+                       "samples_per_client": 20, "dim": 30, "support": 3, "positives": 5},
+                       "model": {"loss": loss}, "algorithm": algo,
+                       "params": {"stepsize": 0.01, "sparsity": 5}, "rounds": 2})
+"""
+
+
+def bench_jit() -> dict:
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "FEDSPARSE_NUMBA_CACHE": cache}
+
+        def proc(code: str) -> float:
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            return time.perf_counter() - t
+
+        imports = min(proc("import fedsparse, fedsparse.experiment") for _ in range(3))
+        cold = proc(TINY_RUN)
+        warm = min(proc(TINY_RUN) for _ in range(3))
+    out = {
+        "import_s": imports,
+        "cold_cache_s": cold,
+        "warm_cache_s": warm,
+        "compile_s": cold - warm,
+    }
+    print(
+        f"  imports {imports:.2f} s; tiny runs of every algorithm and loss: cold cache "
+        f"{cold:.1f} s, warm cache {warm:.2f} s (compilation {cold - warm:.1f} s)",
+        flush=True,
+    )
+    return out
+
+
+# ---- sweeps -------------------------------------------------------------------------------
+
+
+def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(workdir),
+            "--configfile",
+            str(config),
+            "--cores",
+            str(cores),
+            "--quiet",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    wall = time.perf_counter() - t
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    runs = pd.read_parquet(workdir / "results/runs.parquet")
+    busy = runs.wall_time_s.sum()
+    overhead = wall * cores - busy  # core-seconds not spent inside a run
+    return {
+        "config": config.name,
+        "runs": len(runs),
+        "cores": cores,
+        "wall_s": wall,
+        "runs_per_min": len(runs) / wall * 60,
+        "run_time_s": busy,
+        "train_time_s": runs.train_time_s.sum(),
+        "overhead_per_run_s": overhead / len(runs),
+        "overhead_pct": 100 * overhead / (wall * cores),
+        "peak_rss_MB": max(peak_kib, before) / 1024,
+    }
+
+
+def bench_sweeps(include_default: bool) -> list[dict]:
+    configs = [ROOT / "config/quick.yaml"] + (
+        [ROOT / "config/config.yaml"] if include_default else []
+    )
+    out = []
+    for config in configs:
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run_sweep(config, Path(tmp), os.cpu_count() or 1)
+        out.append(r)
+        print(
+            f"  {r['config']:12s} {r['runs']:5d} runs in {r['wall_s']:7.1f} s on {r['cores']} "
+            f"cores: {r['runs_per_min']:7.0f} runs/min; overhead {r['overhead_per_run_s']:.3f} "
+            f"s/run = {r['overhead_pct']:.1f}% of core time; peak RSS {r['peak_rss_MB']:.0f} MB",
+            flush=True,
+        )
+    return out
+
+
+# ---- scale --------------------------------------------------------------------------------
+
+
+def bench_scale() -> dict:
+    from fedsparse.aggregate import aggregate
+    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        sweep = {
+            "sweep": "plan-10k",
+            "rounds": 200,
+            "seeds": list(range(10)),
+            "shard_size": 50,
+            "datasets": {f"sim{i}": {"data": {"kind": "synthetic", "seed": i}} for i in range(2)},
+            "algorithms": {"fedht": {}},
+            "grid": {
+                "stepsize": [float(g) for g in np.geomspace(1e-4, 1e-1, 50)],
+                "local_steps": list(range(1, 11)),
+                "sparsity": [200],
+            },
+        }
+        (tmp / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+        t = time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "-s",
+                str(ROOT / "Snakefile"),
+                "--directory",
+                str(tmp),
+                "--configfile",
+                str(tmp / "sweep.yaml"),
+                "-n",
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out["plan_10k_runs_s"] = time.perf_counter() - t
+        print(f"  snakemake -n on a 10,000-run grid: {out['plan_10k_runs_s']:.1f} s", flush=True)
+
+        # 10,000 runs x 201 evaluated rounds in 200 shard files, values from a real trace
+        import fedsparse
+
+        base = fedsparse.run(
+            {
+                "dataset": {
+                    "kind": "synthetic",
+                    "clients": 10,
+                    "samples_per_client": 20,
+                    "dim": 300,
+                },
+                "algorithm": "fedht",
+                "params": {"stepsize": 0.001, "sparsity": 200},
+                "rounds": 200,
+            }
+        )
+        shards = tmp / "shards"
+        n_shards, per_shard = 200, 50
+        traces_files, runs_files = [], []
+        rng = np.random.default_rng(0)
+        for s in range(n_shards):
+            tr, rr = [], []
+            for k in range(per_shard):
+                rid = f"{s:06d}{k:010d}"
+                algo = ("fedht", "fediterht", "distiht")[k % 3]
+                step = float(10 ** rng.uniform(-4, -1))
+                frame = base.assign(
+                    run_id=rid,
+                    algorithm=algo,
+                    stepsize=step,
+                    objective=base.objective * (1 + rng.random()),
+                    seed=k % 4,
+                    local_steps=1 + k % 10,
+                )
+                tr.append(frame)
+                rr.append(
+                    {
+                        "run_id": rid,
+                        "sweep": "scale",
+                        "dataset": f"d{s % 4}",
+                        "algorithm": algo,
+                        "seed": k % 4,
+                        "stepsize": step,
+                        "local_steps": 1 + k % 10,
+                        "sparsity": 200,
+                        "status": "ok",
+                        "final_objective": float(frame.objective.iloc[-1]),
+                        "best_objective": float(frame.objective.min()),
+                    }
+                )
+            frame = pd.concat(tr).assign(dataset=f"d{s % 4}")
+            import pyarrow as pa
+
+            tf, rf = shards / f"{s}.parquet", shards / f"{s}.runs.parquet"
+            write_parquet_atomic(
+                pa.Table.from_pandas(frame, schema=TRACE_SCHEMA, preserve_index=False), tf
+            )
+            write_parquet_atomic(rows_table(rr, RUNS_SCHEMA), rf)
+            traces_files.append(tf)
+            runs_files.append(rf)
+        t = time.perf_counter()
+        aggregate(traces_files, runs_files, tmp / "results/traces", tmp / "results/runs.parquet")
+        out["aggregate_10k_runs_s"] = time.perf_counter() - t
+        rows = n_shards * per_shard * len(base)
+        print(
+            f"  aggregate 10,000 runs x {len(base)} rounds ({rows:,} rows): "
+            f"{out['aggregate_10k_runs_s']:.1f} s",
+            flush=True,
+        )
+
+        def best_query() -> pd.DataFrame:
+            runs = pd.read_parquet(
+                tmp / "results/runs.parquet",
+                columns=[
+                    "dataset",
+                    "algorithm",
+                    "stepsize",
+                    "local_steps",
+                    "sparsity",
+                    "status",
+                    "final_objective",
+                ],
+            )
+            ok = runs[runs.status == "ok"]
+            mean = (
+                ok.groupby(["dataset", "algorithm", "stepsize", "local_steps", "sparsity"])[
+                    "final_objective"
+                ]
+                .mean()
+                .reset_index()
+            )
+            return mean.loc[mean.groupby(["dataset", "algorithm"]).final_objective.idxmin()]
+
+        out["best_config_query_s"] = best_of(best_query, 3)
+        print(
+            f"  best configuration per algorithm and data set (pandas over runs.parquet): "
+            f"{out['best_config_query_s'] * 1e3:.0f} ms",
+            flush=True,
+        )
+    return out
+
+
+# ---- driver -------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--only", default="machine,rounds,kernels,jit,sweep,scale", help="comma-separated sections"
+    )
+    parser.add_argument(
+        "--default-sweep",
+        action="store_true",
+        help="also time the default sweep (config/config.yaml)",
+    )
+    parser.add_argument("-o", "--output", type=Path, default=HERE / "results.json")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    report: dict = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "host": platform.node(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    print("machine")
+    report["machine"] = bench_machine()
+    m = report["machine"]
+    print(
+        f"  {m['cores']} cores; read {m['read_GBps']:.1f} GB/s (sum of 1 GiB), "
+        f"copy {m['copy_GBps']:.1f} GB/s",
+        flush=True,
+    )
+    read_Bps = m["read_GBps"] * 1e9
+    sets = datasets() if only & {"rounds", "kernels"} else {}
+    if "rounds" in only:
+        print("rounds (K=5, batch 10, tau=200; best of 5)")
+        report["rounds"] = bench_rounds(sets, read_Bps)
+    if "kernels" in only:
+        print("kernels (single thread)")
+        report["kernels"] = bench_kernels(sets, read_Bps)
+    if "jit" in only:
+        print("jit")
+        report["jit"] = bench_jit()
+    if "sweep" in only:
+        print("sweeps")
+        report["sweeps"] = bench_sweeps(args.default_sweep)
+    if "scale" in only:
+        print("scale")
+        report["scale"] = bench_scale()
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"-> {args.output}")
+
+
+if __name__ == "__main__":
+    main()
