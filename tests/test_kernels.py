@@ -216,3 +216,32 @@ def test_softmax_huge_scores_are_finite():
     assert np.isfinite(value) and np.all(np.isfinite(G))
     np.testing.assert_allclose(value, np_loss(A, y, W, "softmax", 0.0), rtol=RTOL)
     np.testing.assert_allclose(G, np_grad(A, y, W, "softmax", 0.0), rtol=RTOL, atol=1e-300)
+
+
+def numba_cache_dir(env: dict) -> str:
+    import os
+    import subprocess
+    import sys
+
+    code = "import numba, fedsparse.kernels; print(numba.config.CACHE_DIR)"
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FEDSPARSE_NUMBA_CACHE", "NUMBA_CACHE_DIR", "SLURM_JOB_ID")
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**clean, **env},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def test_numba_cache_is_keyed_by_kernel_sources_and_node_local_under_slurm(tmp_path):
+    explicit = numba_cache_dir({"FEDSPARSE_NUMBA_CACHE": str(tmp_path / "c")})
+    assert explicit.startswith(str(tmp_path / "c") + "/") and len(explicit.rsplit("/", 1)[1]) == 16
+    slurm = numba_cache_dir({"SLURM_JOB_ID": "42", "TMPDIR": str(tmp_path / "node")})
+    assert slurm.startswith(str(tmp_path / "node") + "/fedsparse-numba-")
+    assert slurm.rsplit("/", 1)[1] == explicit.rsplit("/", 1)[1]  # same key: same sources

@@ -2,9 +2,11 @@
 
 Compiled kernels are cached on disk under a directory keyed by a hash of the
 kernel sources, because numba's own cache only notices edits to the file that
-defines a function, not to the helpers it inlines from other files. Set
-``FEDSPARSE_NUMBA_CACHE`` (or numba's ``NUMBA_CACHE_DIR``) to choose the base
-directory, e.g. node-local disk on a cluster.
+defines a function, not to the helpers it inlines from other files (and a new
+package version with new kernels must never load old machine code). The base
+directory is ``FEDSPARSE_NUMBA_CACHE`` (or numba's ``NUMBA_CACHE_DIR``) if set;
+inside a SLURM job, node-local ``$TMPDIR`` (or /tmp), so jobs on many nodes
+do not write machine code to a shared home directory; else ~/.cache/fedsparse.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ def _configure_cache() -> None:
     for source in sorted(here.glob("*.py")):
         digest.update(source.read_bytes())
     base = os.environ.get("FEDSPARSE_NUMBA_CACHE") or os.environ.get("NUMBA_CACHE_DIR")
+    if not base and "SLURM_JOB_ID" in os.environ:
+        local = os.environ.get("TMPDIR", "/tmp")
+        base = os.path.join(local, f"fedsparse-numba-{os.getuid()}")
     if not base:
         base = os.path.join(
             os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fedsparse", "numba"
