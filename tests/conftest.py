@@ -117,3 +117,32 @@ def make_data(
 @pytest.fixture(params=[False, True], ids=["dense", "csr"])
 def sparse(request) -> bool:
     return request.param
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL ``root`` and all its descendants, as a crash or a lost node would.
+
+    Snakemake starts jobs in process groups of their own, so killing its group
+    is not enough to stop the jobs.
+    """
+    import os
+    import signal
+    from pathlib import Path
+
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    todo, tree = [root], []
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

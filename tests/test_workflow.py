@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import kill_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -213,10 +212,13 @@ def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished,
         else:
             pytest.fail("no shard progress within 300 s")
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the whole job tree, as a crash would
+        kill_tree(proc.pid)  # snakemake and every job it started, as a crash would
         proc.wait()
     finished_before = {p.stem for p in parts.glob("*.parts/*.parquet")}
     assert finished_before
+    # the kill landed inside a shard: runs saved, the shard's output not written
+    interrupted = [d for d in parts.glob("*.parts") if any(d.iterdir())]
+    assert any(not d.with_suffix("").exists() for d in interrupted)
     # a hard kill leaves Snakemake's lock behind (SIGINT/SIGTERM would remove it)
     snakemake(tmp_path, "--configfile", str(path), "--unlock")
     snakemake(tmp_path, "--configfile", str(path))
