@@ -83,6 +83,12 @@ class Problem:
         """The federated training objective sum_i p_i f_i(W)."""
         return float(K.weighted_sum(self.client_objectives(W, margins), self.p))
 
+    def test_accuracy(self, W: np.ndarray) -> float:
+        """Accuracy of W on the data set's held-out test rows (classification)."""
+        d = self.data
+        Mt = np.ascontiguousarray(np.asarray(d.X_test @ W.T).T)  # (n_outputs, n_test)
+        return K.correct_from_margins(Mt, d.y_test, self.loss_code) / d.y_test.shape[0]
+
     def metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
         """Objective plus the metrics this data set supports (see the trace schema)."""
         M = self.margins(W)
@@ -93,6 +99,8 @@ class Problem:
         if self.loss in ("logistic", "softmax"):
             correct = K.correct_from_margins(M, self.data.y, self.loss_code)
             out["train_accuracy"] = correct / self.data.n_samples
+            if self.data.has_test:
+                out["test_accuracy"] = self.test_accuracy(W)
         if self.true_support is not None and self.n_outputs == 1:
             out["dist_to_truth"] = float(np.linalg.norm(W[0] - self.data.x_true))
             if not np.all(np.isfinite(W[0])):

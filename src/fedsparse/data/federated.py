@@ -29,6 +29,9 @@ class FederatedData:
         Number of classes of multiclass data (0 otherwise).
     Xt : array, shape (n_features, n_samples), optional
         Column-major copy of dense X (see :attr:`columns`); built on demand if absent.
+    X_test, y_test : optional
+        Held-out test rows (same storage as X) and labels; ``test_ptr`` groups them
+        by client (a single group for a global test split).
     """
 
     name: str
@@ -40,6 +43,9 @@ class FederatedData:
     n_classes: int = 0
     Xt: np.ndarray | None = field(default=None, repr=False)
     _kernel_X: object = field(default=None, repr=False)
+    X_test: np.ndarray | sp.csr_matrix | None = field(default=None, repr=False)
+    y_test: np.ndarray | None = field(default=None, repr=False)
+    test_ptr: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.y = np.ascontiguousarray(self.y, dtype=np.float64)
@@ -48,6 +54,21 @@ class FederatedData:
             raise ValueError("X, y and client_ptr disagree on the number of samples")
         if np.any(np.diff(self.client_ptr) <= 0):
             raise ValueError("every client needs at least one sample")
+        if self.X_test is not None:
+            self.y_test = np.ascontiguousarray(self.y_test, dtype=np.float64)
+            if self.test_ptr is None:
+                self.test_ptr = np.array([0, self.y_test.shape[0]], dtype=np.int64)
+            self.test_ptr = np.ascontiguousarray(self.test_ptr, dtype=np.int64)
+            if (
+                self.X_test.shape[0] != self.y_test.shape[0]
+                or self.test_ptr[-1] != self.y_test.shape[0]
+                or self.X_test.shape[1] != self.X.shape[1]
+            ):
+                raise ValueError("X_test, y_test and test_ptr disagree")
+
+    @property
+    def has_test(self) -> bool:
+        return self.X_test is not None and self.y_test is not None and self.y_test.shape[0] > 0
 
     @property
     def n_clients(self) -> int:

@@ -37,6 +37,13 @@ def save_dataset(
             arrays["Xt"] = data.columns  # shared column-major copy for fast evaluation
         if data.x_true is not None:
             arrays["x_true"] = data.x_true
+        if data.has_test:
+            arrays.update(y_test=data.y_test, test_ptr=data.test_ptr)
+            if sp.issparse(data.X_test):
+                T = data.X_test.tocsr()
+                arrays.update(Xtest_data=T.data, Xtest_indices=T.indices, Xtest_indptr=T.indptr)
+            else:
+                arrays["X_test"] = np.ascontiguousarray(data.X_test)
         for name, arr in arrays.items():
             np.save(tmp / f"{name}.npy", arr)
         meta = {
@@ -45,6 +52,7 @@ def save_dataset(
             "n_classes": data.n_classes,
             "shape": list(data.X.shape),
             "sparse": data.is_sparse,
+            "test_shape": list(data.X_test.shape) if data.has_test else None,
             "config": config,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -75,6 +83,16 @@ def load_dataset_dir(path: str | Path) -> FederatedData:
         X = arr("X")
     x_true = arr("x_true") if (path / "x_true.npy").exists() else None
     Xt = arr("Xt") if (path / "Xt.npy").exists() else None
+    X_test = y_test = test_ptr = None
+    if meta.get("test_shape"):
+        if (path / "Xtest_data.npy").exists():
+            X_test = sp.csr_matrix(
+                (arr("Xtest_data"), arr("Xtest_indices"), arr("Xtest_indptr")),
+                shape=tuple(meta["test_shape"]),
+            )
+        else:
+            X_test = arr("X_test")
+        y_test, test_ptr = np.array(arr("y_test")), np.array(arr("test_ptr"))
     return FederatedData(
         name=meta["name"],
         task=meta["task"],
@@ -84,4 +102,7 @@ def load_dataset_dir(path: str | Path) -> FederatedData:
         x_true=x_true,
         n_classes=meta["n_classes"],
         Xt=Xt,
+        X_test=X_test,
+        y_test=y_test,
+        test_ptr=test_ptr,
     )

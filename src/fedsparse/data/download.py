@@ -1,0 +1,316 @@
+"""Downloads a researcher on a flaky network can trust.
+
+:func:`fetch` streams a URL to ``<dest>.part`` with a progress display, resumes
+an interrupted transfer with an HTTP ``Range`` request, retries with
+exponential back-off, and gives every socket operation a time-out. Only a file
+that is complete (its size matches what the server announced, and any expected
+size or SHA-256) and that passes the caller's ``verify`` check (for data files:
+it decompresses and parses) is renamed to ``dest``; a bad file is deleted and
+never used.
+
+The LibSVM site publishes no checksums, so the first download of a file records
+its SHA-256 and size in ``<dest>.json``; a later download that differs is
+flagged (a warning in the log and a ``later`` entry in that record).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import http.client
+import json
+import logging
+import os
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+
+log = logging.getLogger("fedsparse.data")
+
+ENV_CACHE = "FEDSPARSE_DATA_CACHE"
+CHUNK = 1 << 16
+
+
+def cache_dir(configured: str | Path | None = None) -> Path:
+    """The data cache: ``configured`` (config key ``data_cache``), else ``$FEDSPARSE_DATA_CACHE``,
+    else ``~/.cache/fedsparse/data``."""
+    if configured:
+        return Path(configured).expanduser()
+    env = os.environ.get(ENV_CACHE)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "fedsparse" / "data"
+
+
+def sha256_of(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``<path>.lock``: two jobs never download the same file at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class _Progress:
+    """A progress bar on a terminal, a log line every 10 % (or 30 s) otherwise."""
+
+    def __init__(self, name: str, total: int | None, done: int, enabled: bool = True):
+        self.name, self.total, self.done = name, total, done
+        self.start = time.monotonic()
+        self.start_bytes = done
+        self.enabled = enabled
+        self.tty = enabled and sys.stderr.isatty()
+        self.next_pct = 10.0
+        self.next_time = self.start + 30.0
+        self.last_draw = 0.0
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        pct = 100.0 * self.done / self.total if self.total else None
+        if self.tty:
+            if now - self.last_draw >= 0.2:
+                self.last_draw = now
+                sys.stderr.write("\r" + self._line(now, pct))
+                sys.stderr.flush()
+        elif (pct is not None and pct >= self.next_pct) or now >= self.next_time:
+            log.info("%s", self._line(now, pct))
+            while pct is not None and self.next_pct <= pct:
+                self.next_pct += 10.0
+            self.next_time = now + 30.0
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + self._line(time.monotonic(), 100.0 if self.total else None))
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    def _line(self, now: float, pct: float | None) -> str:
+        rate = (self.done - self.start_bytes) / max(now - self.start, 1e-9)
+        mb = self.done / 1e6
+        if pct is None:
+            return f"downloading {self.name}: {mb:.1f} MB, {rate / 1e6:.2f} MB/s"
+        width = 30
+        bar = "#" * int(width * min(pct, 100.0) / 100.0)
+        return (
+            f"downloading {self.name}: [{bar:<{width}}] {pct:5.1f}% of "
+            f"{self.total / 1e6:.1f} MB, {rate / 1e6:.2f} MB/s"
+        )
+
+
+class _Retry(Exception):
+    """A transient failure: try again after a pause."""
+
+
+def _total_from_content_range(value: str | None) -> int | None:
+    m = re.match(r"bytes\s+(\d+)-(\d+)/(\d+|\*)", value or "")
+    if not m or m[3] == "*":
+        return None
+    return int(m[3])
+
+
+def _int_header(resp, name: str) -> int | None:
+    value = resp.headers.get(name)
+    return int(value) if value and value.isdigit() else None
+
+
+def download(
+    url: str,
+    part: Path,
+    *,
+    expected_size: int | None = None,
+    retries: int = 5,
+    backoff: float = 1.0,
+    max_backoff: float = 60.0,
+    timeout: float = 30.0,
+    progress: bool = True,
+) -> None:
+    """Fill ``part`` with the whole body of ``url``, resuming what is already there.
+
+    Retries transient failures (connection errors, time-outs, cut transfers,
+    HTTP 408/429/5xx) ``retries`` times, waiting ``backoff * 2**k`` seconds
+    (at most ``max_backoff``). Raises :class:`DataError` with a one-line message
+    on a permanent HTTP error, a size that disagrees with ``expected_size``, or
+    when the retries are used up (the partial file is kept for the next run).
+    """
+    part.parent.mkdir(parents=True, exist_ok=True)
+    name = url.rsplit("/", 1)[-1] or url
+    attempt = 0
+    while True:
+        have = part.stat().st_size if part.exists() else 0
+        headers = {"User-Agent": "fedsparse", "Accept-Encoding": "identity"}
+        if have:
+            headers["Range"] = f"bytes={have}-"
+        req = urllib.request.Request(url, headers=headers)
+        try:
+            _transfer(req, part, have, url, name, expected_size, timeout, progress)
+            return
+        except urllib.error.HTTPError as exc:
+            if exc.code == 416 and have:
+                # we hold more than the server has: the file changed; start again
+                log.warning("%s: server refused to resume at byte %d; starting over", url, have)
+                part.unlink(missing_ok=True)
+                reason = "HTTP 416 on resume"
+            elif exc.code in (408, 429) or exc.code >= 500:
+                reason = f"HTTP {exc.code} {exc.reason}"
+            else:
+                raise DataError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+        except _Retry as exc:
+            reason = str(exc)
+        except (
+            urllib.error.URLError,
+            http.client.HTTPException,
+            ConnectionError,
+            TimeoutError,
+            OSError,
+        ) as exc:
+            reason = " ".join(str(getattr(exc, "reason", exc) or type(exc).__name__).split())
+        attempt += 1
+        kept = part.stat().st_size if part.exists() else 0
+        if attempt > retries:
+            raise DataError(
+                f"{url}: download failed after {attempt} attempts ({reason}); "
+                f"{kept} bytes kept in {part}, run again to resume"
+            )
+        wait = min(max_backoff, backoff * 2 ** (attempt - 1))
+        log.warning(
+            "%s: %s at byte %d; retry %d/%d in %.1fs", url, reason, kept, attempt, retries, wait
+        )
+        time.sleep(wait)
+
+
+def _transfer(req, part, have, url, name, expected_size, timeout, progress) -> None:
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        status = getattr(resp, "status", 200)
+        if have and status == 206:
+            total = _total_from_content_range(resp.headers.get("Content-Range"))
+            mode = "ab"
+        else:
+            if have:
+                log.info("%s: server does not resume; downloading from the start", url)
+            have = 0
+            total = _int_header(resp, "Content-Length")
+            mode = "wb"
+        if expected_size is not None and total is not None and total != expected_size:
+            raise DataError(
+                f"{url}: size mismatch: expected {expected_size} bytes, the server has {total}"
+            )
+        bar = _Progress(name, total, have, progress)
+        try:
+            with open(part, mode) as fh:
+                while True:
+                    block = resp.read(CHUNK)
+                    if not block:
+                        break
+                    fh.write(block)
+                    bar.update(len(block))
+                fh.flush()
+                os.fsync(fh.fileno())
+        finally:
+            bar.close()
+    got = part.stat().st_size
+    if total is not None and got < total:
+        raise _Retry(f"transfer cut at byte {got} of {total}")
+    if total is not None and got > total:
+        part.unlink()
+        raise _Retry(f"received {got} bytes, more than the announced {total}")
+
+
+def _record_path(dest: Path) -> Path:
+    return dest.with_name(dest.name + ".json")
+
+
+def read_record(dest: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(_record_path(dest).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def record_download(dest: Path, url: str, size: int, sha256: str) -> bool:
+    """Record ``dest``'s hash (first download) or compare with the record; True if it differs."""
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    rec = read_record(dest)
+    entry = {"url": url, "size": size, "sha256": sha256, "downloaded_at": now}
+    if rec is None:
+        rec = {**entry, "first_downloaded_at": now, "later": []}
+        changed = False
+    else:
+        changed = rec.get("sha256") != sha256 or rec.get("size") != size
+        rec.setdefault("later", []).append({**entry, "differs": changed})
+        if changed:
+            log.warning(
+                "%s: this download (sha256 %s, %d bytes) DIFFERS from the first download "
+                "(sha256 %s, %d bytes, %s): the file on the server has changed",
+                dest.name,
+                sha256[:16],
+                size,
+                str(rec.get("sha256"))[:16],
+                rec.get("size") or -1,
+                rec.get("first_downloaded_at"),
+            )
+    tmp = _record_path(dest).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(rec, indent=2) + "\n")
+    os.replace(tmp, _record_path(dest))
+    return changed
+
+
+def fetch(
+    url: str,
+    dest: str | Path,
+    *,
+    verify: Callable[[Path], Any] | None = None,
+    expected_size: int | None = None,
+    expected_sha256: str | None = None,
+    **download_options: Any,
+) -> Path:
+    """``dest``, downloading ``url`` first if it is not there yet.
+
+    The download goes to ``<dest>.part``; it is checked (size, ``expected_sha256``,
+    then ``verify(part)``, which raises :class:`DataError` on a bad file) and only
+    then renamed to ``dest``. A file that fails a check is deleted.
+    """
+    dest = Path(dest)
+    if dest.is_file():
+        return dest
+    part = dest.with_name(dest.name + ".part")
+    log.info("downloading %s -> %s", url, dest)
+    download(url, part, expected_size=expected_size, **download_options)
+    size = part.stat().st_size
+    try:
+        if expected_size is not None and size != expected_size:
+            raise DataError(f"{url}: size mismatch: expected {expected_size} bytes, got {size}")
+        sha = sha256_of(part)
+        if expected_sha256 is not None and sha != expected_sha256.lower():
+            raise DataError(f"{url}: SHA-256 mismatch: expected {expected_sha256}, got {sha}")
+        if verify is not None:
+            verify(part)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    record_download(dest, url, size, sha)
+    os.replace(part, dest)
+    log.info("downloaded %s: %d bytes, sha256 %s", dest.name, size, sha)
+    return dest

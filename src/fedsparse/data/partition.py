@@ -1,0 +1,358 @@
+"""Split the rows of a data set into clients (and a held-out test split).
+
+Every partitioner is seeded, uses every (training) row exactly once, and returns
+a statistics table (rows, labels and clusters per client). Partitioners:
+
+``papers``
+    The Fed-HT papers' scheme: rows grouped into ``clusters`` clusters (K-means on
+    the sparse rows; for multi-class data the labels are the clusters), each
+    cluster shuffled and split evenly into ``parts`` parts, each client given
+    ``parts_per_client`` parts from as many different clusters, every part used
+    exactly once: ``clusters * parts / parts_per_client`` clients (100 by default).
+``iid``
+    A random permutation cut into ``clients`` near-equal pieces.
+``dirichlet``
+    Label skew: each label's rows spread over the clients in Dirichlet(``alpha``)
+    proportions (regression: quantile bins of y serve as labels); redrawn at most
+    ``max_tries`` times until every client has ``min_size`` rows, then a clear error.
+``quantity``
+    Quantity skew: client sizes ``min_size + Multinomial(n - clients*min_size,
+    Dirichlet(alpha))``, rows drawn at random.
+``labels``
+    ``k`` labels per client (bins for regression), each label's rows split evenly
+    among the clients holding it.
+
+Test split: ``test_fraction`` of the rows held out, either ``global`` (drawn
+before partitioning) or ``per_client`` (drawn from each client's rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..errors import DataError
+
+KINDS = ("papers", "iid", "dirichlet", "quantity", "labels")
+
+
+@dataclass
+class PartitionResult:
+    """Row indices of each client's training rows, the test rows, and per-row clusters."""
+
+    clients: list[np.ndarray]  # training rows of client i (sorted)
+    test: list[np.ndarray]  # per_client: test rows of client i; global: one array
+    clusters: np.ndarray | None  # cluster of every row (papers), else None
+    groups: np.ndarray  # label (classification) or quantile bin (regression) of every row
+    stats: pd.DataFrame
+
+    @property
+    def order(self) -> np.ndarray:
+        return np.concatenate(self.clients)
+
+    @property
+    def client_ptr(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum([len(c) for c in self.clients])]).astype(np.int64)
+
+    @property
+    def test_order(self) -> np.ndarray:
+        return np.concatenate(self.test) if self.test else np.empty(0, np.int64)
+
+    @property
+    def test_ptr(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum([len(c) for c in self.test])]).astype(np.int64)
+
+
+def label_groups(y: np.ndarray, task: str, bins: int = 10) -> np.ndarray:
+    """Labels as 0..G-1 (classification) or quantile bins of y (regression)."""
+    if task == "regression":
+        edges = np.quantile(y, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+        g = np.searchsorted(edges, y, side="right")
+    else:
+        g = y
+    return np.unique(g, return_inverse=True)[1].astype(np.int64)
+
+
+def partition(
+    X: np.ndarray | sp.csr_matrix, y: np.ndarray, task: str, spec: dict
+) -> PartitionResult:
+    """Partition rows of ``(X, y)`` as the normalised partition ``spec`` says."""
+    kind = spec["kind"]
+    if kind not in KINDS:
+        raise DataError(f"partition.kind: unknown partitioner {kind!r}")
+    n = y.shape[0]
+    split_seq, part_seq, km_seq = np.random.SeedSequence(spec.get("seed", 0)).spawn(3)
+    groups = label_groups(y, task, spec.get("bins", 10))
+    rows = np.arange(n, dtype=np.int64)
+    frac = spec.get("test_fraction", 0.0)
+    test_global = None
+    if frac > 0 and spec.get("test_split", "per_client") == "global":
+        rng = np.random.default_rng(split_seq)
+        n_test = int(round(frac * n))
+        if n_test < 1 or n_test >= n:
+            raise DataError(f"partition.test_fraction: {frac} leaves no test or no training rows")
+        perm = rng.permutation(n)
+        test_global = np.sort(perm[:n_test])
+        rows = np.sort(perm[n_test:])
+    rng = np.random.default_rng(part_seq)
+    clusters = None
+    if kind == "papers":
+        clusters = _clusters(X, y, task, spec, km_seq)
+        clients = _papers(rows, clusters[rows], spec, rng)
+    elif kind == "iid":
+        clients = _iid(rows, spec, rng)
+    elif kind == "dirichlet":
+        clients = _dirichlet(rows, groups[rows], spec, rng)
+    elif kind == "quantity":
+        clients = _quantity(rows, spec, rng)
+    else:
+        clients = _labels(rows, groups[rows], spec, rng)
+    clients = [np.sort(c) for c in clients]
+    min_size = spec.get("min_size", 1)
+    for i, c in enumerate(clients):
+        if len(c) < max(1, min_size):
+            raise DataError(
+                f"partition: client {i} of {kind} partition has {len(c)} rows "
+                f"(fewer than min_size={max(1, min_size)}); use fewer clients or parts"
+            )
+    if frac > 0 and test_global is None:  # per client
+        rng_t = np.random.default_rng(split_seq)
+        train, test = [], []
+        for c in clients:
+            k = min(int(np.floor(frac * len(c))), len(c) - 1)
+            pick = rng_t.permutation(len(c))
+            test.append(np.sort(c[pick[:k]]))
+            train.append(np.sort(c[pick[k:]]))
+        clients = train
+    elif test_global is not None:
+        test = [test_global]
+    else:
+        test = []
+    stats = _stats(clients, test if test_global is None else None, y, task, groups, clusters)
+    return PartitionResult(clients, test, clusters, groups, stats)
+
+
+# ---------------------------------------------------------------------------- schemes
+
+
+def _clusters(X, y, task, spec, seq) -> np.ndarray:
+    by = spec.get("cluster_by", "auto")
+    if by == "auto":
+        by = "labels" if task == "multiclass" else "kmeans"
+    if by == "labels":
+        if task == "regression":
+            raise DataError("partition.cluster_by: labels needs classification data")
+        return np.unique(y, return_inverse=True)[1].astype(np.int64)
+    from sklearn.cluster import KMeans  # slow import, only needed here
+
+    k = spec.get("clusters", 10)
+    if X.shape[0] < k:
+        raise DataError(f"partition.clusters: {k} clusters but only {X.shape[0]} rows")
+    km = KMeans(
+        n_clusters=k,
+        n_init=3,
+        max_iter=100,
+        copy_x=False,  # sparse input is not modified; a copy would double the peak memory
+        random_state=int(seq.generate_state(1)[0] % (2**31 - 1)),
+    )
+    return km.fit_predict(X).astype(np.int64)
+
+
+def _papers(rows: np.ndarray, cl: np.ndarray, spec: dict, rng) -> list[np.ndarray]:
+    P, m = spec.get("parts", 20), spec.get("parts_per_client", 2)
+    ids = np.unique(cl)
+    C = len(ids)
+    if m > C:
+        raise DataError(
+            f"partition.parts_per_client: {m} parts from different clusters, "
+            f"but there are only {C} clusters"
+        )
+    if (C * P) % m:
+        raise DataError(
+            f"partition.parts: {C} clusters x {P} parts is not divisible by parts_per_client={m}"
+        )
+    parts, part_cluster = [], []
+    for c in ids:
+        members = rows[cl == c]
+        members = members[rng.permutation(len(members))]
+        parts.extend(np.array_split(members, P))
+        part_cluster.extend([c] * P)
+    part_cluster = np.array(part_cluster)
+    n_clients = C * P // m
+    deal = rng.permutation(C * P).reshape(n_clients, m)
+    sizes = np.array([len(p) for p in parts])
+    _repair(deal, part_cluster, sizes, max(1, spec.get("min_size", 1)), rng)
+    return [np.concatenate([parts[p] for p in deal[i]]) for i in range(n_clients)]
+
+
+def _repair(
+    deal: np.ndarray,
+    part_cluster: np.ndarray,
+    sizes: np.ndarray,
+    min_size: int,
+    rng,
+    max_sweeps: int = 200,
+) -> None:
+    """Swap parts between clients until every client holds parts of ``m`` different
+    clusters and at least ``min_size`` rows (a cluster smaller than ``parts`` has empty parts).
+
+    No cluster has more parts than there are clients (checked by the caller), so
+    random swaps that fix a conflict without creating one converge quickly.
+    Bounded: raises rather than loops forever.
+    """
+    n, m = deal.shape
+
+    def ok(row: np.ndarray) -> bool:
+        return len(set(part_cluster[row].tolist())) == m and sizes[row].sum() >= min_size
+
+    for _ in range(max_sweeps):
+        bad = [i for i in range(n) if not ok(deal[i])]
+        if not bad:
+            return
+        for i in bad:
+            if ok(deal[i]):
+                continue
+            for _try in range(4 * n):
+                a, j, b = int(rng.integers(m)), int(rng.integers(n)), int(rng.integers(m))
+                if j == i:
+                    continue
+                j_was_ok = ok(deal[j])
+                deal[i, a], deal[j, b] = deal[j, b], deal[i, a]
+                if ok(deal[i]) and (ok(deal[j]) or not j_was_ok):
+                    break
+                deal[i, a], deal[j, b] = deal[j, b], deal[i, a]  # undo
+    raise DataError(
+        "partition: could not deal the parts so that every client gets parts of "
+        f"{m} different clusters and at least min_size={min_size} rows "
+        f"(cluster sizes: {np.bincount(part_cluster, weights=sizes).astype(int).tolist()}); "
+        "use fewer parts or clusters"
+    )
+
+
+def _check_size(n: int, clients: int, min_size: int, kind: str) -> None:
+    if clients * max(1, min_size) > n:
+        raise DataError(
+            f"partition: {kind}: {clients} clients x min_size {max(1, min_size)} needs "
+            f"{clients * max(1, min_size)} rows, the data has {n}: impossible"
+        )
+
+
+def _iid(rows, spec, rng) -> list[np.ndarray]:
+    N = spec["clients"]
+    _check_size(len(rows), N, spec.get("min_size", 1), "iid")
+    return np.array_split(rows[rng.permutation(len(rows))], N)
+
+
+def _dirichlet(rows, g, spec, rng) -> list[np.ndarray]:
+    N, alpha = spec["clients"], spec["alpha"]
+    min_size = max(1, spec.get("min_size", 1))
+    _check_size(len(rows), N, min_size, "dirichlet")
+    members = [rows[g == k] for k in np.unique(g)]
+    smallest = -1
+    tries = spec.get("max_tries", 100)
+    for _ in range(tries):
+        chunks: list[list[np.ndarray]] = [[] for _ in range(N)]
+        for mk in members:
+            mk = mk[rng.permutation(len(mk))]
+            p = rng.dirichlet(np.full(N, alpha))
+            cuts = (np.cumsum(p)[:-1] * len(mk)).astype(np.int64)
+            for i, piece in enumerate(np.split(mk, cuts)):
+                chunks[i].append(piece)
+        sizes = np.array([sum(len(c) for c in ch) for ch in chunks])
+        smallest = max(smallest, int(sizes.min()))
+        if sizes.min() >= min_size:
+            return [np.concatenate(ch) for ch in chunks]
+    raise DataError(
+        f"partition: dirichlet with alpha={alpha:g} gave a client fewer than "
+        f"min_size={min_size} rows in all {tries} tries (best smallest client: {smallest} "
+        f"rows); raise alpha, lower min_size or use fewer clients"
+    )
+
+
+def _quantity(rows, spec, rng) -> list[np.ndarray]:
+    N, alpha = spec["clients"], spec["alpha"]
+    min_size = max(1, spec.get("min_size", 1))
+    _check_size(len(rows), N, min_size, "quantity")
+    extra = rng.multinomial(len(rows) - N * min_size, rng.dirichlet(np.full(N, alpha)))
+    sizes = min_size + extra
+    return np.split(rows[rng.permutation(len(rows))], np.cumsum(sizes)[:-1])
+
+
+def _labels(rows, g, spec, rng) -> list[np.ndarray]:
+    N, k = spec["clients"], spec["k"]
+    ids = np.unique(g)
+    G = len(ids)
+    _check_size(len(rows), N, spec.get("min_size", 1), "labels")
+    if k > G:
+        raise DataError(f"partition.k: {k} labels per client, but the data has only {G}")
+    if N * k < G:
+        raise DataError(
+            f"partition.k: {N} clients x {k} labels cannot cover all {G} labels; "
+            "raise k or the number of clients"
+        )
+    perm = ids[rng.permutation(G)]
+    holders: dict[int, list[int]] = {int(c): [] for c in ids}
+    for i in range(N):
+        for j in range(k):
+            holders[int(perm[(i * k + j) % G])].append(i)
+    chunks: list[list[np.ndarray]] = [[] for _ in range(N)]
+    for c, hs in holders.items():
+        mk = rows[g == c]
+        mk = mk[rng.permutation(len(mk))]
+        for i, piece in zip(hs, np.array_split(mk, len(hs)), strict=True):
+            chunks[i].append(piece)
+    return [np.concatenate(ch) for ch in chunks]
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def _counts(values: np.ndarray) -> str:
+    ids, cnt = np.unique(values, return_counts=True)
+    return " ".join(f"{a}:{b}" for a, b in zip(ids.tolist(), cnt.tolist(), strict=True))
+
+
+def _stats(clients, test, y, task, groups, clusters) -> pd.DataFrame:
+    rows = []
+    for i, c in enumerate(clients):
+        r = {"client": i, "rows": len(c), "test_rows": len(test[i]) if test else 0}
+        if task == "regression":
+            r["y_mean"] = float(y[c].mean())
+            r["y_bins"] = int(np.unique(groups[c]).size)
+        else:
+            r["labels"] = int(np.unique(groups[c]).size)
+            r["label_counts"] = _counts(groups[c])
+        if clusters is not None:
+            r["clusters"] = int(np.unique(clusters[c]).size)
+            r["cluster_counts"] = _counts(clusters[c])
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def embedding(
+    X, clusters: np.ndarray, client_of_row: np.ndarray, sample: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """A 2-D t-SNE embedding of a random subsample of rows (sparse rows reduced by SVD first).
+
+    Returns columns ``x, y, cluster, client`` for ``min(sample, n)`` rows.
+    """
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.manifold import TSNE
+
+    rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    pick = np.sort(rng.choice(n, size=min(sample, n), replace=False))
+    Xs = X[pick]
+    dims = min(50, Xs.shape[1] - 1, len(pick) - 1)
+    if sp.issparse(Xs) or Xs.shape[1] > 50:
+        Z = TruncatedSVD(n_components=max(dims, 2), random_state=seed).fit_transform(Xs)
+    else:
+        Z = np.asarray(Xs, dtype=np.float64)
+    perplexity = float(min(30.0, max(2.0, (len(pick) - 1) / 3.0)))
+    E = TSNE(n_components=2, init="pca", perplexity=perplexity, random_state=seed).fit_transform(Z)
+    return pd.DataFrame(
+        {"x": E[:, 0], "y": E[:, 1], "cluster": clusters[pick], "client": client_of_row[pick]}
+    )

@@ -1,0 +1,240 @@
+"""Partitioners: invariants (every row once, client counts, determinism), errors, memory."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fedsparse.config import _partition, normalize_run_config
+from fedsparse.data.convert import parse_svmlight
+from fedsparse.data.libsvm import _labels
+from fedsparse.data.partition import partition
+from fedsparse.data.prepare import apply_partition
+from fedsparse.errors import ConfigError, DataError
+
+SVM = {"kind": "svmlight", "url": "http://127.0.0.1/x.svm", "task": "multiclass"}
+
+
+def spec(kind: str, **kw) -> dict:
+    """A normalised partition spec (through the config validator)."""
+    return _partition({"kind": kind, **kw}, SVM)
+
+
+def data(n: int, classes: int, d: int = 20, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.2, format="csr", random_state=rng)
+    y = rng.integers(0, classes, n).astype(np.float64)
+    y[:classes] = np.arange(classes)
+    return X, y
+
+
+def check_exactly_once(res, n: int) -> None:
+    rows = np.concatenate([*res.clients, *res.test])
+    assert np.array_equal(np.sort(rows), np.arange(n)), "a row is missing or used twice"
+    assert all(len(c) >= 1 for c in res.clients)
+    assert res.stats["rows"].tolist() == [len(c) for c in res.clients]
+
+
+KINDS = st.sampled_from(
+    [
+        ("iid", {}),
+        ("dirichlet", {"alpha": 0.5}),
+        ("dirichlet", {"alpha": 5.0, "min_size": 2}),
+        ("quantity", {"alpha": 0.3, "min_size": 3}),
+        ("labels", {"k": 2}),
+    ]
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=KINDS,
+    n=st.integers(120, 600),
+    classes=st.integers(2, 6),
+    clients=st.integers(2, 12),
+    seed=st.integers(0, 2**16),
+    test=st.sampled_from([(0.0, "per_client"), (0.2, "per_client"), (0.25, "global")]),
+)
+def test_every_row_used_exactly_once_with_the_requested_clients(
+    kind, n, classes, clients, seed, test
+):
+    name, extra = kind
+    X, y = data(n, classes, seed=seed)
+    s = spec(name, clients=clients, seed=seed, test_fraction=test[0], test_split=test[1], **extra)
+    res = partition(X, y, "multiclass", s)
+    check_exactly_once(res, n)
+    assert len(res.clients) == clients
+    if test[0] == 0:
+        assert min(len(c) for c in res.clients) >= s["min_size"]
+    if test[0] and test[1] == "global":
+        assert len(res.test) == 1 and len(res.test[0]) == round(test[0] * n)
+    if name == "labels":
+        assert (res.stats["labels"] <= 2).all()
+    again = partition(X, y, "multiclass", s)  # deterministic per seed
+    assert all(np.array_equal(a, b) for a, b in zip(res.clients, again.clients, strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(res.test, again.test, strict=True))
+
+
+def test_a_different_seed_gives_a_different_partition():
+    X, y = data(300, 4)
+    a = partition(X, y, "multiclass", spec("dirichlet", clients=5, seed=1))
+    b = partition(X, y, "multiclass", spec("dirichlet", clients=5, seed=2))
+    assert any(not np.array_equal(u, v) for u, v in zip(a.clients, b.clients, strict=True))
+
+
+@pytest.mark.parametrize("classes, parts", [(10, 20), (5, 6), (3, 4)])
+def test_papers_scheme_with_labels_as_clusters(classes, parts):
+    X, y = data(1000, classes, seed=classes)
+    res = partition(X, y, "multiclass", spec("papers", parts=parts, seed=3))
+    check_exactly_once(res, 1000)
+    assert len(res.clients) == classes * parts // 2  # 100 for the papers' 10 x 20
+    # two parts from two different clusters; labels are the clusters here
+    assert (res.stats["clusters"] == 2).all() and (res.stats["labels"] == 2).all()
+    assert np.array_equal(res.clusters, y.astype(int))
+    # each cluster's rows are dealt as `parts` near-equal parts
+    for c in range(classes):
+        sizes = sorted(
+            int(np.sum(res.clusters[rows] == c))
+            for rows in res.clients
+            if (res.clusters[rows] == c).any()
+        )
+        assert len(sizes) == parts and sizes[-1] - sizes[0] <= 1
+
+
+def test_papers_scheme_with_kmeans_on_sparse_rows():
+    rng = np.random.default_rng(0)
+    # three well-separated groups of sparse rows; binary labels unrelated to them
+    blocks = [sp.random(200, 60, density=0.05, random_state=rng, format="csr") for _ in range(3)]
+    for k, b in enumerate(blocks):
+        b.data += 5.0
+        blocks[k] = sp.hstack([b[:, :20] * (k == 0), b[:, 20:40] * (k == 1), b[:, 40:] * (k == 2)])
+    X = sp.vstack(blocks).tocsr()
+    y = np.where(rng.random(600) < 0.5, 1.0, -1.0)
+    s = spec("papers", clusters=3, parts=4, seed=0)
+    res = partition(X, y, "binary", s)
+    check_exactly_once(res, 600)
+    assert len(res.clients) == 6 and (res.stats["clusters"] == 2).all()
+    assert len(np.unique(res.clusters)) == 3
+    res2 = partition(X, y, "binary", s)
+    assert np.array_equal(res.clusters, res2.clusters)
+
+
+def test_papers_scheme_with_tiny_clusters_gives_no_client_an_empty_share():
+    # cluster 0 has 3 rows for 20 parts: 17 empty parts must pair with non-empty ones
+    y = np.concatenate([np.zeros(3), np.repeat(np.arange(1, 10), 60)])
+    X = sp.csr_matrix(np.ones((y.size, 2)))
+    res = partition(X, y, "multiclass", spec("papers", seed=0))
+    check_exactly_once(res, y.size)
+    assert len(res.clients) == 100
+
+
+def test_regression_uses_quantile_bins_of_y_as_labels():
+    rng = np.random.default_rng(0)
+    X = sp.random(500, 10, density=0.3, format="csr", random_state=rng)
+    y = rng.standard_normal(500)
+    res = partition(X, y, "regression", spec("labels", clients=10, k=1, bins=5))
+    check_exactly_once(res, 500)
+    assert (res.stats["y_bins"] == 1).all()  # one quantile bin per client
+    means = res.stats["y_mean"].to_numpy()
+    assert means.max() - means.min() > 1.5  # clients see very different targets
+
+
+def test_impossible_min_size_fails_fast_with_a_clear_message():
+    X, y = data(2000, 10)
+    start = time.monotonic()
+    with pytest.raises(DataError, match=r"dirichlet with alpha=0.01 .* min_size=30 .* 100 tries"):
+        partition(X, y, "multiclass", spec("dirichlet", clients=50, alpha=0.01, min_size=30))
+    assert time.monotonic() - start < 10
+    with pytest.raises(DataError, match=r"needs 2100 rows, the data has 2000: impossible"):
+        partition(X, y, "multiclass", spec("quantity", clients=70, min_size=30))
+    with pytest.raises(DataError, match=r"cannot cover all 10 labels"):
+        partition(X, y, "multiclass", spec("labels", clients=4, k=2))
+
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ({"kind": "dirichlet", "alpha": 0}, "partition.alpha"),
+        ({"kind": "shuffle"}, "partition.kind"),
+        ({"kind": "iid", "clients": 0}, "partition.clients"),
+        ({"kind": "iid", "test_fraction": 1.0}, "partition.test_fraction"),
+        ({"kind": "iid", "test_split": "both"}, "partition.test_split"),
+        ({"kind": "iid", "colour": 1}, "partition.colour"),
+        ("natural", "no clients of its own"),
+    ],
+)
+def test_bad_partition_configs_name_the_key(value, needle):
+    with pytest.raises(ConfigError, match=needle):
+        _partition(value, SVM)
+
+
+def test_configs_without_a_partition_keep_their_natural_clients():
+    cfg = {
+        "dataset": {"kind": "synthetic"},
+        "algorithm": "fedht",
+        "params": {"stepsize": 0.1, "sparsity": 5},
+        "rounds": 1,
+    }
+    assert normalize_run_config(cfg)["partition"] == "natural"
+    svm = normalize_run_config({**cfg, "dataset": {**SVM}, "model": {"loss": "softmax"}})
+    assert svm["partition"]["kind"] == "papers"  # real data default: the papers' scheme
+
+
+def write_big_svmlight(path, rows: int, d: int, per_row: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as fh:
+        for start in range(0, rows, 1000):
+            lines = []
+            for _ in range(min(1000, rows - start)):
+                idx = np.sort(rng.choice(d, per_row, replace=False)) + 1
+                vals = rng.random(per_row)
+                pairs = zip(idx.tolist(), vals.tolist(), strict=True)
+                feats = " ".join(f"{i}:{v:.6g}" for i, v in pairs)
+                lines.append(("+1 " if rng.random() < 0.5 else "-1 ") + feats)
+            fh.write("\n".join(lines) + "\n")
+
+
+def test_converting_and_partitioning_stay_close_to_the_csr_size(tmp_path):
+    """Peak traced memory of parse + partition, against the CSR size.
+
+    50,000 rows x 100,000 features, 40 non-zeros a row: the CSR arrays take ~24 MB,
+    a dense copy 40 GB. Allowed: 2.5x the CSR (the parsed blocks and their
+    concatenation, then the rows regrouped by client and the original) plus 8 MB
+    (one text block and small per-block arrays); the papers' scheme may add K-means'
+    dense k x d centroids (8 MB each for k=10), at most 8 of them. Densifying any
+    1,000-row slice (800 MB) would break either bound.
+    """
+    import sklearn.cluster  # noqa: F401  (imports are not data: load them before measuring)
+    import sklearn.decomposition  # noqa: F401
+
+    path = tmp_path / "big.svm"
+    d = 100_000
+    write_big_svmlight(path, rows=50_000, d=d, per_row=40)
+    peaks = {}
+    for kind in ("iid", "papers"):
+        tracemalloc.start()
+        try:
+            parsed = parse_svmlight(path, n_features=d)
+            X = parsed.X
+            csr = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+            y = _labels(parsed.y, "binary", path)
+            del parsed
+            extra = {"clients": 100} if kind == "iid" else {"cluster_by": "kmeans"}
+            s = spec(kind, test_fraction=0.1, seed=0, **extra)
+            out = apply_partition(X, y, "binary", "big", s)
+            del X
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert out.data.is_sparse and out.data.X.nnz + out.data.X_test.nnz == 50_000 * 40
+        peaks[kind] = peak
+        print(f"{kind}: CSR {csr / 1e6:.1f} MB, peak {peak / 1e6:.1f} MB ({peak / csr:.2f}x)")
+    centroids = 10 * d * 8
+    assert peaks["iid"] < 2.5 * csr + 8e6
+    assert peaks["papers"] < 2.5 * csr + 8e6 + 8 * centroids
