@@ -13,6 +13,7 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/run.smk"
+include: "workflow/rules/optuna.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 

@@ -36,6 +36,29 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tune(args: argparse.Namespace) -> int:
+    import json
+
+    from .config import read_config_file
+    from .pipeline import setup_logging
+    from .tune import create_study, run_worker, study_status
+
+    sweep = read_config_file(args.sweep)
+    results = args.results or Path(sweep.get("results", "results"))
+    if args.action == "status":
+        for row in study_status(sweep, results):
+            print(json.dumps(row, default=str))
+        return 0
+    if not args.study:
+        raise FedsparseError(f"tune {args.action}: --study is required")
+    setup_logging(None)
+    if args.action == "create":
+        create_study(sweep, args.study, results)
+    else:  # an extra worker, e.g. on another machine sharing a PostgreSQL study
+        run_worker(sweep, args.study, results / "data", results)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fedsparse", description="Federated sparse learning: runs, sweeps, results."
@@ -58,6 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", type=Path, default=None, help="report folder (default: RESULTS/report)"
     )
     p.set_defaults(func=_cmd_report)
+    p = sub.add_parser("tune", help="Optuna studies of a sweep with method: optuna")
+    p.add_argument("action", choices=["status", "create", "worker"])
+    p.add_argument("sweep", type=Path, help="the sweep config, YAML or JSON")
+    p.add_argument("--study", help="study name (see: fedsparse tune status SWEEP)")
+    p.add_argument(
+        "--results", type=Path, default=None, help="results folder (default: the sweep's results)"
+    )
+    p.set_defaults(func=_cmd_tune)
     return parser
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,16 +19,60 @@ import pandas as pd
 import pyarrow as pa
 
 from .algorithms import ALGORITHMS
-from .config import normalize_run_config, read_config_file, run_id
+from .config import normalize_run_config, partition_label, read_config_file, run_id
 from .data import FederatedData, load_qid_file, simulation
+from .data.prepare import Prepared, apply_partition, prepare
 from .problem import LOSS_TASKS, Problem
 from .results import to_frame, trace_table
 
 _WARM: set[tuple[str, bool, str]] = set()
 
 
-def load_dataset(dataset: dict[str, Any], loss: str) -> FederatedData:
-    """The federated data set a normalised ``dataset`` config describes (cached per process)."""
+def load_dataset(
+    dataset: dict[str, Any],
+    loss: str,
+    partition: str | dict[str, Any] = "natural",
+    cache: str | Path | None = None,
+) -> FederatedData:
+    """The federated data set a normalised ``dataset`` config describes (cached per process).
+
+    ``partition`` (normalised) splits the rows into clients; ``cache`` is the data cache
+    of downloaded files (default ``$FEDSPARSE_DATA_CACHE`` or ``~/.cache/fedsparse/data``).
+    """
+    if dataset["kind"] == "svmlight" or partition != "natural":
+        return _prepared(
+            json.dumps(dataset, sort_keys=True),
+            loss,
+            json.dumps(partition, sort_keys=True),
+            str(cache or ""),
+        ).data
+    return _own_clients(dataset, loss)
+
+
+def prepare_dataset(
+    dataset: dict[str, Any],
+    loss: str,
+    partition: str | dict[str, Any] = "natural",
+    cache: str | Path | None = None,
+    embedding_sample: int = 0,
+) -> Prepared:
+    """Like :func:`load_dataset`, with the partition's statistics (and a t-SNE embedding)."""
+    if dataset["kind"] == "svmlight":
+        return prepare(dataset, partition, cache, embedding_sample)
+    data = _own_clients(dataset, loss)
+    if partition == "natural":
+        return Prepared(data)
+    return apply_partition(
+        data.X, data.y, data.task, data.name, partition, data.x_true, embedding_sample
+    )
+
+
+@lru_cache(maxsize=2)
+def _prepared(key: str, loss: str, partition: str, cache: str) -> Prepared:
+    return prepare_dataset(json.loads(key), loss, json.loads(partition), cache or None)
+
+
+def _own_clients(dataset: dict[str, Any], loss: str) -> FederatedData:
     key = json.dumps(dataset, sort_keys=True)
     if dataset["kind"] == "synthetic":
         return _synthetic(key)
@@ -48,15 +93,22 @@ def _libsvm(key: str, task: str, stamp: tuple[int, int] | None) -> FederatedData
     return load_qid_file(ds["path"], task, n_features=ds["n_features"], name=ds["name"])
 
 
-def run_trace(cfg: dict[str, Any], data: FederatedData | None = None) -> pa.Table:
+def run_trace(
+    cfg: dict[str, Any],
+    data: FederatedData | None = None,
+    on_round: Callable[[int, float], bool | None] | None = None,
+) -> pa.Table:
     """Run a normalised config and return its trace as an Arrow table.
 
     ``data`` may be passed to reuse an already loaded data set. A non-finite
     objective ends the run: its last row has ``status = 'diverged'``.
+    ``on_round(round, objective)`` is called after each evaluated round after
+    round 0 (e.g. to report intermediate values to an Optuna pruner); a true
+    return value ends the run there, returning the trace so far.
     """
     model = cfg["model"]
     if data is None:
-        data = load_dataset(cfg["dataset"], model["loss"])
+        data = load_dataset(cfg["dataset"], model["loss"], cfg["partition"])
     problem = Problem(data, model["loss"], model["l2"], model["weights"])
     cls = ALGORITHMS[cfg["algorithm"]]
     algorithm = cls(problem, cfg["params"], cfg["seed"])
@@ -68,7 +120,7 @@ def run_trace(cfg: dict[str, Any], data: FederatedData | None = None) -> pa.Tabl
         "run_id": rid,
         "sweep": cfg["sweep"],
         "dataset": data.name,
-        "partition": cfg["partition"],
+        "partition": partition_label(cfg["partition"]),
         "algorithm": cfg["algorithm"],
         "loss": model["loss"],
         "seed": cfg["seed"],
@@ -95,10 +147,18 @@ def run_trace(cfg: dict[str, Any], data: FederatedData | None = None) -> pa.Tabl
         totals["local_iterations"] += cost.local_iterations
         totals["bytes_up"] += cost.bytes_up
         totals["bytes_down"] += cost.bytes_down
-        if (t % every == 0 or t == rounds) and not evaluate(t):
+        if (t % every == 0 or t == rounds) and (
+            not evaluate(t) or (on_round is not None and on_round(t, rows[-1]["objective"]))
+        ):
             break
     for row in rows:  # NaN/inf objectives are stored as they are; NaN metrics as null
-        for key in ("train_accuracy", "support_precision", "support_recall", "dist_to_truth"):
+        for key in (
+            "train_accuracy",
+            "support_precision",
+            "support_recall",
+            "dist_to_truth",
+            "test_accuracy",
+        ):
             if isinstance(row.get(key), float) and math.isnan(row[key]):
                 row[key] = None
     return trace_table(rows)

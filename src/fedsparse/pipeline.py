@@ -10,7 +10,7 @@ from typing import Any
 import numba
 
 from .data import save_dataset
-from .experiment import load_dataset
+from .experiment import prepare_dataset
 from .sweep import plan_sweep
 
 
@@ -34,17 +34,36 @@ def set_threads(threads: int) -> None:
 
 
 def make_data(sweep: dict[str, Any], dataset: str, out_dir: str | Path) -> None:
-    """Generate or load data set ``dataset`` of the sweep and store it for its runs."""
+    """Generate, download or load data set ``dataset`` of the sweep, partition it, store it.
+
+    A partitioned data set's directory also holds ``partition_stats.csv`` (rows, labels
+    and clusters per client) and ``embedding.csv`` (a 2-D t-SNE of a row sample), which
+    the report shows.
+    """
     spec = plan_sweep(sweep).datasets[dataset]
     log = logging.getLogger("fedsparse.data")
     log.info("building data set %s: %s", dataset, spec["data"])
-    data = load_dataset(spec["data"], spec["model"]["loss"])
-    save_dataset(data, out_dir, config=spec)
+    partition = spec.get("partition", "natural")
+    prepared = prepare_dataset(
+        spec["data"],
+        spec["model"]["loss"],
+        partition,
+        cache=sweep.get("data_cache"),
+        embedding_sample=sweep.get("embedding_sample", 1000) if partition != "natural" else 0,
+    )
+    data = prepared.data
+    config = {**spec, "source_file": prepared.source} if prepared.source else spec
+    save_dataset(data, out_dir, config=config)
+    if prepared.partition is not None:
+        prepared.partition.stats.to_csv(Path(out_dir) / "partition_stats.csv", index=False)
+    if prepared.embedding is not None:
+        prepared.embedding.to_csv(Path(out_dir) / "embedding.csv", index=False)
     log.info(
-        "data set %s: %d clients, %d samples, %d features -> %s",
+        "data set %s: %d clients, %d samples (+%d test), %d features -> %s",
         dataset,
         data.n_clients,
         data.n_samples,
+        data.y_test.shape[0] if data.has_test else 0,
         data.n_features,
         out_dir,
     )

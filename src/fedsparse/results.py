@@ -41,6 +41,15 @@ TRACE_SCHEMA = pa.schema(
         ("support_precision", pa.float64()),
         ("support_recall", pa.float64()),
         ("dist_to_truth", pa.float64()),
+        # Optuna studies (null for grid runs): the study, its trial, the trial's final state
+        # (COMPLETE | PRUNED, or HOLDOUT for re-runs of the best trial on fresh seeds) and
+        # the sampler settings as JSON
+        ("study", pa.string()),
+        ("trial_number", pa.int64()),
+        ("trial_state", pa.string()),
+        ("sampler", pa.string()),
+        # accuracy on the held-out test split (classification with a partition test_fraction)
+        ("test_accuracy", pa.float64()),
     ],
     metadata={"fedsparse_trace_schema": str(SCHEMA_VERSION)},
 )
@@ -84,6 +93,14 @@ RUNS_SCHEMA = pa.schema(
         ("numba_version", pa.string()),
         ("host", pa.string()),
         ("finished_at", pa.string()),  # ISO 8601, UTC
+        # Optuna studies (null for grid runs), as in TRACE_SCHEMA, plus the trial's metric
+        # value and the study's search space (JSON)
+        ("study", pa.string()),
+        ("trial_number", pa.int64()),
+        ("trial_state", pa.string()),
+        ("sampler", pa.string()),
+        ("trial_value", pa.float64()),
+        ("search_space", pa.string()),
     ],
     metadata={"fedsparse_runs_schema": str(SCHEMA_VERSION)},
 )

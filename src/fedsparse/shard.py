@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .config import partition_label
 from .data import load_dataset_dir
 from .experiment import run_trace
 from .provenance import provenance
@@ -40,7 +41,7 @@ def run_summary(run: Run, trace: pa.Table, wall_time: float, shard: str) -> dict
         "run_id": run.run_id,
         "sweep": cfg["sweep"],
         "dataset": ds["name"],
-        "partition": cfg["partition"],
+        "partition": partition_label(cfg["partition"]),
         "algorithm": cfg["algorithm"],
         "loss": cfg["model"]["loss"],
         "seed": cfg["seed"],

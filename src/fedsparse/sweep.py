@@ -33,7 +33,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .algorithms import ALGORITHMS
-from .config import _dataset, _integer, _known, _model, normalize_run_config, run_id
+from .config import (
+    _dataset,
+    _integer,
+    _known,
+    _model,
+    _partition,
+    default_loss,
+    normalize_run_config,
+    run_id,
+)
 from .errors import ConfigError
 
 SWEEP_KEYS = (
@@ -46,6 +55,11 @@ SWEEP_KEYS = (
     "algorithms",
     "grid",
     "results",
+    "data_cache",  # where downloaded real data is cached (default $FEDSPARSE_DATA_CACHE)
+    "embedding_sample",  # rows in each data set's t-SNE figure (0: none)
+    "method",  # grid (default) | optuna (fedsparse.tune: the optuna and space sections)
+    "optuna",
+    "space",
 )  # results: the workflow's output folder, not part of any run
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_SHARD_SIZE = 25
@@ -70,6 +84,7 @@ class Plan:
     name: str
     datasets: dict[str, dict[str, Any]]  # name -> {"data": ..., "model": ...}
     shards: dict[str, list[Run]] = field(default_factory=dict)
+    studies: dict[str, Any] = field(default_factory=dict)  # method optuna: name -> StudySpec
 
     @property
     def runs(self) -> list[Run]:
@@ -97,8 +112,25 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
         raise ConfigError("seeds: must be a non-empty list of integers")
     seeds = [_integer(s, f"seeds[{i}]", low=0) for i, s in enumerate(seeds)]
     shard_size = _integer(sweep.get("shard_size", DEFAULT_SHARD_SIZE), "shard_size", low=1)
+    _integer(sweep.get("embedding_sample", 1000), "embedding_sample", low=0)
+    if not isinstance(sweep.get("data_cache", ""), str):
+        raise ConfigError("data_cache: must be a folder path")
     datasets = _datasets(sweep["datasets"])
     algorithms = _algorithms(sweep["algorithms"])
+    method = sweep.get("method", "grid")
+    if method not in ("grid", "optuna"):
+        raise ConfigError(f"method: must be grid or optuna, got {method!r}")
+    if method == "optuna":
+        from .tune import plan_studies
+
+        if "grid" in sweep:
+            raise ConfigError("grid: not used with method optuna (give a space instead)")
+        plan = Plan(name=name, datasets=datasets)
+        plan.studies = plan_studies(sweep, name, datasets, algorithms, seeds)
+        return plan
+    for key in ("optuna", "space"):
+        if key in sweep:
+            raise ConfigError(f"{key}: only used with method: optuna")
     grid = sweep.get("grid", {})
     if not isinstance(grid, dict):
         raise ConfigError("grid: must be a mapping of hyperparameter -> list of values")
@@ -107,7 +139,7 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
     for ds_name, ds in datasets.items():
         runs = []
         for algo, overrides in algorithms.items():
-            axes = _axes(algo, grid, overrides)
+            axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
                 params = dict(zip(axes, values, strict=True))
                 for seed in seeds:
@@ -115,6 +147,7 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
                         "sweep": name,
                         "dataset": ds["data"],
                         "model": ds["model"],
+                        "partition": ds.get("partition", "natural"),
                         "algorithm": algo,
                         "params": params,
                         "rounds": sweep["rounds"],
@@ -141,25 +174,31 @@ def _datasets(value: Any) -> dict[str, dict[str, Any]]:
             raise ConfigError(f"{where}: a data set name may hold letters, digits, '.', '_', '-'")
         if not isinstance(entry, dict) or "data" not in entry:
             raise ConfigError(f"{where}: must be a mapping with 'data' (and optional 'model')")
-        _known(entry, ("data", "model"), where)
+        _known(entry, ("data", "model", "partition", "grid"), where)
+        if not isinstance(entry.get("grid", {}), dict):
+            raise ConfigError(f"{where}.grid: must map hyperparameters to lists of values")
         try:
             data = _dataset(
                 {**entry["data"], "name": name}
                 if isinstance(entry["data"], dict)
                 else entry["data"]
             )
-            default_loss = "logistic" if data.get("task") == "logistic" else "least_squares"
-            model = _model(entry.get("model", {"loss": default_loss}))
+            model = _model(entry.get("model", {"loss": default_loss(data)}))
+            partition = _partition(entry.get("partition"), data)
         except ConfigError as exc:
             msg = str(exc)
             if msg.startswith("dataset."):
                 msg = f"{where}.data.{msg[len('dataset.') :]}"
-            elif msg.startswith("model."):
+            elif msg.startswith(("model.", "partition")):
                 msg = f"{where}.{msg}"
             else:
                 msg = f"{where}: {msg}"
             raise ConfigError(msg) from None
         out[name] = {"data": data, "model": model}
+        if partition != "natural":  # (absent = natural: older plans stay unchanged)
+            out[name]["partition"] = partition
+        if entry.get("grid"):  # this data set's grid values, over the sweep's grid
+            out[name]["grid"] = entry["grid"]
     return out
 
 

@@ -1,7 +1,7 @@
 rule aggregate:
     input:
-        traces=expand(f"{RESULTS}/shards/{{shard}}.parquet", shard=SHARDS),
-        runs=expand(f"{RESULTS}/shards/{{shard}}.runs.parquet", shard=SHARDS),
+        traces=expand(f"{RESULTS}/shards/{{shard}}.parquet", shard=SHARDS) + OPTUNA_TRACES,
+        runs=expand(f"{RESULTS}/shards/{{shard}}.runs.parquet", shard=SHARDS) + OPTUNA_RUNS,
     output:
         traces=directory(f"{RESULTS}/traces"),
         runs=f"{RESULTS}/runs.parquet",

@@ -17,8 +17,18 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid sweep config: {exc}")
 
 SHARDS = list(PLAN.shards)
+# method optuna: one study per data set x algorithm (rules in optuna.smk); none for grids
+STUDIES = list(PLAN.studies)
+OPTUNA_TRACES = [
+    f"{RESULTS}/optuna/{s}/{part}.parquet" for s in STUDIES for part in ("trials", "holdout")
+]
+OPTUNA_RUNS = [
+    f"{RESULTS}/optuna/{s}/{part}.runs.parquet" for s in STUDIES for part in ("trials", "holdout")
+]
 
 
 wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    study=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    worker=r"\d+",

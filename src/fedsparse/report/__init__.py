@@ -27,6 +27,8 @@ import pandas as pd
 
 from .. import __version__
 from . import analysis as an
+from . import optuna_section
+from .data_section import add_data_section
 from .figures import DPI, heatmap_figure, noniid_figure, objective_figure, plt
 
 __all__ = ["build_report"]
@@ -171,6 +173,8 @@ def _build(results_dir: Path, root: Path) -> None:
     for sec in sections.itertuples():
         _section(page, a, sec, summary, r2t, r2t_notes, cells)
     _noniid(page, noniid)
+    add_data_section(page, results_dir, a, tables)
+    optuna_section.add_section(page, results_dir, tables)  # only for Optuna sweeps
     _footer(page)
     title = "fedsparse comparison report: " + ", ".join(info["sweeps"])
     doc = (

@@ -132,6 +132,9 @@ def read_runs(results_dir: Path) -> pd.DataFrame:
         runs[col] = pd.to_numeric(runs[col], errors="coerce").astype(float)
     if runs["finished_at"].notna().any():
         runs = runs.sort_values("finished_at", na_position="first", kind="stable")
+    # Optuna trials are searches, not comparable runs (pruned ones are partial): the
+    # comparison takes their best configurations' held-out re-runs (trial_state HOLDOUT)
+    runs = runs[runs["trial_state"].isna() | runs["trial_state"].eq("HOLDOUT")]
     # the same run in two sweeps has one run id: keep its latest record
     return runs.drop_duplicates("run_id", keep="last").reset_index(drop=True)
 
