@@ -1,0 +1,81 @@
+"""Optuna studies over a sweep's hyperparameters: search spaces, workers, export.
+
+A sweep with ``method: optuna`` names a search space instead of a grid::
+
+    method: optuna
+    optuna:
+      n_trials: 20                 # the study ends with exactly this many finished trials
+      n_workers: 2                 # worker processes (Snakemake jobs) sharing the study
+      sampler: {name: tpe, seed: 0}          # tpe | random | grid | cmaes
+      metric: final_objective      # | best_objective | auc_log_objective
+                                   # | {name: rounds_to_target, target: 0.5}
+      pruner: {name: median}       # none | median | hyperband
+      storage: journal             # | sqlite (one worker) | {url_env: FEDSPARSE_OPTUNA_URL}
+      holdout_seeds: [100, 101]    # the best configuration is re-run on these seeds
+    space:
+      stepsize: {type: float, low: 1.0e-4, high: 0.1, log: true}
+      local_steps: {type: int, low: 1, high: 10}
+      sparsity: {type: categorical, choices: [100, 200]}
+
+There is one study per (data set, partition, algorithm). A trial is one ordinary
+run per seed of ``seeds`` (the metric is their mean); its per-round objective is
+reported to the pruner (step = seed index x (rounds + 1) + round).
+
+Exactly ``n_trials`` finished trials: a worker reserves a trial under a lock held
+on the study (an exclusive ``flock`` on a file next to a journal or SQLite file,
+a transaction-level advisory lock on PostgreSQL) and only while
+``finished + running < n_trials``. Finished means COMPLETE or PRUNED. A running
+trial either finishes (the count is kept) or fails; a failed trial is re-queued
+with the same parameters (a WAITING trial, which ``ask`` takes before sampling
+anything new), so the count can neither overshoot nor stay short. A worker that
+finds the budget reserved by running trials waits for them. Running trials of a
+dead worker (same host and its process gone, or no heartbeat for
+``grace_period`` seconds; on PostgreSQL also Optuna's own heartbeats) are
+failed and re-queued by the next worker that takes the lock, so an interrupted
+study resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+from .export import export_study, finished_trials, run_holdout, study_status
+from .plan import (
+    METRICS,
+    SAMPLERS,
+    SearchParam,
+    StudySpec,
+    TuneError,
+    TuneSettings,
+    parse_settings,
+    parse_space,
+    plan_studies,
+    study_spec,
+)
+from .storage import create_study, load_study, make_pruner, make_sampler, open_storage, study_dir
+from .worker import check_space_on_data, metric_value, run_worker, trial_run_id
+
+__all__ = [
+    "METRICS",
+    "SAMPLERS",
+    "SearchParam",
+    "StudySpec",
+    "TuneError",
+    "TuneSettings",
+    "check_space_on_data",
+    "create_study",
+    "export_study",
+    "finished_trials",
+    "load_study",
+    "make_pruner",
+    "make_sampler",
+    "metric_value",
+    "open_storage",
+    "parse_settings",
+    "parse_space",
+    "plan_studies",
+    "run_holdout",
+    "run_worker",
+    "study_dir",
+    "study_spec",
+    "study_status",
+    "trial_run_id",
+]

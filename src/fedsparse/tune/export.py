@@ -1,0 +1,164 @@
+"""Export trials and their traces into the Parquet results; held-out re-runs; status."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..config import run_id
+from ..results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
+from .plan import TuneError, study_spec
+from .storage import load_study, open_storage, study_dir
+from .worker import _with_study_columns
+
+log = logging.getLogger("fedsparse.tune")
+
+
+def finished_trials(study) -> list:
+    from optuna.trial import TrialState
+
+    return sorted(
+        study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)),
+        key=lambda t: t.number,
+    )
+
+
+def export_study(
+    sweep: dict[str, Any], study: str, results_dir: str | Path, traces_out, runs_out
+) -> None:
+    """Write the finished trials' traces and run rows (trial number, state, sampler)."""
+    spec = study_spec(sweep, study)
+    s = load_study(spec, open_storage(spec, results_dir))
+    trials = finished_trials(s)
+    if len(trials) != spec.settings.n_trials:
+        raise TuneError(
+            f"study {spec.name}: {len(trials)} finished trials, expected "
+            f"{spec.settings.n_trials}; run the workers first"
+        )
+    parts = study_dir(results_dir, spec.name) / "trials"
+    tables, rows = [], []
+    space = json.dumps(spec.space_json(), sort_keys=True)
+    for t in trials:
+        path = parts / f"{t.number:06d}.parquet"
+        if not path.is_file():
+            raise TuneError(f"{path}: trace of finished trial {t.number} is missing")
+        table = pq.read_table(path)
+        summaries = json.loads(table.schema.metadata[b"fedsparse_run_summaries"])
+        table = table.replace_schema_metadata(TRACE_SCHEMA.metadata)
+        state = t.state.name
+        idx = table.schema.get_field_index("trial_state")
+        table = table.set_column(idx, "trial_state", pa.array([state] * table.num_rows))
+        tables.append(_conform(table, TRACE_SCHEMA))
+        for row in summaries:
+            row.update(
+                study=spec.name,
+                trial_number=t.number,
+                trial_state=state,
+                sampler=spec.sampler_json(),
+                trial_value=_finite_or_none(t.value),
+                search_space=space,
+            )
+            rows.append(row)
+    write_parquet_atomic(rows_table(rows, RUNS_SCHEMA), runs_out)
+    write_parquet_atomic(pa.concat_tables(tables), traces_out)
+    log.info("study %s: exported %d trials (%d runs)", spec.name, len(trials), len(rows))
+
+
+def run_holdout(
+    sweep: dict[str, Any],
+    study: str,
+    data_root: str | Path,
+    results_dir: str | Path,
+    traces_out,
+    runs_out,
+) -> None:
+    """Re-run the study's best configuration on the fresh ``holdout_seeds``."""
+    from ..data import load_dataset_dir
+    from ..experiment import run_trace
+    from ..shard import run_summary
+    from ..sweep import Run
+
+    spec = study_spec(sweep, study)
+    s = load_study(spec, open_storage(spec, results_dir))
+    try:
+        best = s.best_trial
+    except ValueError:
+        raise TuneError(
+            f"study {spec.name}: no completed trial (all pruned or failed): nothing to re-run"
+        ) from None
+    data = load_dataset_dir(Path(data_root) / spec.dataset)
+    tables, rows = [], []
+    for seed in spec.settings.holdout_seeds:
+        cfg = spec.run_config(best.params, seed)
+        rid = run_id(cfg)
+        t0 = time.perf_counter()
+        trace = _with_study_columns(run_trace(cfg, data), rid, spec, best.number, "HOLDOUT")
+        row = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
+        row.update(
+            study=spec.name,
+            trial_number=best.number,
+            trial_state="HOLDOUT",
+            sampler=spec.sampler_json(),
+            trial_value=_finite_or_none(best.value),
+            search_space=json.dumps(spec.space_json(), sort_keys=True),
+        )
+        tables.append(trace)
+        rows.append(row)
+        log.info(
+            "study %s: held-out seed %d of trial %d: %s, final objective %.6g",
+            spec.name,
+            seed,
+            best.number,
+            row["status"],
+            row["final_objective"],
+        )
+    write_parquet_atomic(rows_table(rows, RUNS_SCHEMA), runs_out)
+    write_parquet_atomic(pa.concat_tables(tables), traces_out)
+
+
+def study_status(sweep: dict[str, Any], results_dir: str | Path) -> list[dict[str, Any]]:
+    """Per study: trials by state (for ``fedsparse tune status``)."""
+    import optuna
+
+    from ..sweep import plan_sweep
+
+    out = []
+    for name, spec in plan_sweep(sweep).studies.items():
+        row = {"study": name, "n_trials": spec.settings.n_trials}
+        try:
+            s = load_study(spec, open_storage(spec, results_dir))
+        except KeyError:
+            row["created"] = False
+            out.append(row)
+            continue
+        row["created"] = True
+        for state in optuna.trial.TrialState:
+            row[state.name.lower()] = sum(t.state == state for t in s.get_trials(deepcopy=False))
+        try:
+            row["best_value"], row["best_params"] = s.best_value, s.best_params
+        except ValueError:
+            pass
+        out.append(row)
+    return out
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with ``schema``'s columns in its order (columns it lacks are null)."""
+    cols = [
+        table.column(f.name).cast(f.type)
+        if f.name in table.column_names
+        else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _finite_or_none(v: float | None) -> float | None:
+    return float(v) if v is not None and not math.isnan(v) else None

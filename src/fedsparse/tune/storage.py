@@ -1,0 +1,179 @@
+"""Study storage (journal file, SQLite, PostgreSQL), the per-study lock, samplers and pruners."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .plan import StudySpec, _check_url, _write_json, study_spec
+
+log = logging.getLogger("fedsparse.tune")
+
+
+def study_dir(results_dir: str | Path, study: str) -> Path:
+    return Path(results_dir) / "optuna" / study
+
+
+def open_storage(spec: StudySpec, results_dir: str | Path):
+    """The study's Optuna storage (journal file, SQLite file or the URL in the environment)."""
+    import optuna
+
+    st, settings = spec.settings.storage, spec.settings
+    folder = study_dir(results_dir, spec.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    if st["kind"] == "journal":
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        path = (folder / "journal.log").absolute()
+        lock = _FlockJournalLock(f"{path}.flock")
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+    if st["kind"] == "sqlite":
+        url = f"sqlite:///{(folder / 'study.db').absolute()}"
+    else:
+        url = os.environ.get(st["url_env"])
+        if not url:
+            raise ConfigError(
+                f"optuna.storage.url_env: environment variable {st['url_env']} is not set "
+                "(it must hold the database URL)"
+            )
+        _check_url(url, st["url_env"], settings.n_workers)
+    sqlite = url.startswith("sqlite")
+    with warnings.catch_warnings():  # heartbeat_interval is experimental in Optuna
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(
+            url,
+            engine_kwargs=None if sqlite else {"pool_pre_ping": True},
+            # (SQLite: one worker; its own staleness check is enough)
+            heartbeat_interval=None if sqlite else settings.heartbeat_interval,
+            grace_period=None if sqlite else settings.grace_period,
+        )
+
+
+def _FlockJournalLock(path: str):
+    """A journal file lock held with ``flock``: the kernel releases it when its process dies,
+    so a worker killed while writing never leaves a stale lock behind (Optuna's own file
+    locks wait out a grace period, or spin forever on a relative path)."""
+    from optuna.storages.journal._file import BaseJournalFileLock  # (not re-exported)
+
+    class FlockLock(BaseJournalFileLock):
+        def __init__(self) -> None:
+            self._local = threading.local()
+
+        def acquire(self) -> bool:
+            fh = open(path, "a")  # noqa: SIM115 (closed in release)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            self._local.fh = fh
+            return True
+
+        def release(self) -> None:
+            fh = getattr(self._local, "fh", None)
+            if fh is not None:
+                self._local.fh = None
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                fh.close()
+
+    return FlockLock()
+
+
+@contextlib.contextmanager
+def study_lock(storage, spec: StudySpec, results_dir: str | Path) -> Iterator[None]:
+    """Serialise trial reservation among all workers of a study."""
+    engine = getattr(storage, "engine", None)
+    if engine is not None and engine.dialect.name == "postgresql":
+        from sqlalchemy import text
+
+        key = int.from_bytes(hashlib.sha256(spec.name.encode()).digest()[:8], "big", signed=True)
+        with engine.begin() as conn:  # released when the transaction ends, or the session dies
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+            yield
+        return
+    path = study_dir(results_dir, spec.name) / "reserve.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def make_sampler(spec: StudySpec, offset: int = 0):
+    """The configured sampler, seeded with seed + ``offset`` (the next trial's number)."""
+    import optuna
+
+    s = dict(spec.settings.sampler)
+    name, seed = s.pop("name"), s.pop("seed") + offset
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, **s)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "grid":
+        grid = {k: p.grid_values() for k, p in spec.space.items()}
+        return optuna.samplers.GridSampler(grid, seed=seed)
+    return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False, **s)
+
+
+def make_pruner(spec: StudySpec):
+    import optuna
+
+    p = dict(spec.settings.pruner)
+    name = p.pop("name")
+    if name == "median":
+        return optuna.pruners.MedianPruner(**p)
+    if name == "hyperband":
+        total = len(spec.seeds) * (spec.rounds + 1)
+        return optuna.pruners.HyperbandPruner(
+            min_resource=p.get("min_resource", max(1, spec.eval_every)),
+            max_resource=total,
+            reduction_factor=p.get("reduction_factor", 3),
+        )
+    return optuna.pruners.NopPruner()
+
+
+def load_study(spec: StudySpec, storage, offset: int = 0):
+    import optuna
+
+    return optuna.load_study(
+        study_name=spec.name,
+        storage=storage,
+        sampler=make_sampler(spec, offset),
+        pruner=make_pruner(spec),
+    )
+
+
+def create_study(sweep: dict[str, Any], study: str, results_dir: str | Path, marker=None):
+    """Create the study (or check that the stored one matches the config); write ``marker``."""
+    import optuna
+
+    spec = study_spec(sweep, study)
+    storage = open_storage(spec, results_dir)
+    identity = spec.identity()
+    with study_lock(storage, spec, results_dir):
+        try:
+            s = optuna.load_study(study_name=spec.name, storage=storage)
+        except KeyError:
+            s = optuna.create_study(study_name=spec.name, storage=storage, direction="minimize")
+            s.set_user_attr("fedsparse", identity)
+            log.info("study %s: created (%s storage)", spec.name, spec.settings.storage["kind"])
+        else:
+            stored = s.user_attrs.get("fedsparse")
+            if json.dumps(stored, sort_keys=True) != json.dumps(identity, sort_keys=True):
+                raise ConfigError(
+                    f"study {spec.name}: the stored study has a different search space, "
+                    "metric or run settings; give the sweep a new name (or delete the study) "
+                    "to start over"
+                )
+            log.info("study %s: resuming (%d trials stored)", spec.name, len(s.trials))
+    if marker is not None:
+        _write_json(marker, {"study": spec.name, "storage": spec.settings.storage})
+    return s

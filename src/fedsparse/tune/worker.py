@@ -1,0 +1,311 @@
+"""Workers: reserve exactly n_trials under the study lock, run trials, fail stale ones."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import os
+import signal
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..algorithms import ALGORITHMS
+from ..config import run_id
+from ..errors import ConfigError
+from ..results import TRACE_SCHEMA, write_parquet_atomic
+from .plan import HOST, MAX_ERRORS, StudySpec, TuneError, _corners, _write_json, study_spec
+from .storage import load_study, make_sampler, open_storage, study_dir, study_lock
+
+log = logging.getLogger("fedsparse.tune")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_stale(t, now: float, grace: int) -> bool:
+    who = t.user_attrs.get("fedsparse_worker") or {}
+    if who.get("host") == HOST and (who.get("pid") == os.getpid() or not _alive(who["pid"])):
+        return True  # (a reserving worker runs no trial itself, so its own pid is a leftover)
+    beat = t.user_attrs.get("fedsparse_heartbeat")
+    if beat is None:
+        start = t.datetime_start
+        beat = start.timestamp() if start is not None else now
+    return now - float(beat) > grace
+
+
+def _reserve(study, spec: StudySpec, storage):
+    """Under the study lock: fail stale trials, re-queue failed ones, then ask or decline.
+
+    Returns a new trial, ``"wait"`` (the budget is held by running trials) or ``"done"``.
+    """
+    import optuna
+    from optuna.trial import TrialState
+
+    with warnings.catch_warnings():  # (experimental in Optuna)
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)  # RDB heartbeats (no-op for the journal)
+    trials = study.get_trials(deepcopy=False)
+    now = time.time()
+    for t in trials:
+        if t.state == TrialState.RUNNING and _is_stale(t, now, spec.settings.grace_period):
+            with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+                storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+                log.info("study %s: trial %d was abandoned; failed", spec.name, t.number)
+    trials = study.get_trials(deepcopy=False)
+    retried = {t.user_attrs.get("fedsparse_retry_of") for t in trials}
+    for t in trials:
+        if t.state != TrialState.FAIL or t.number in retried:
+            continue
+        errors = t.user_attrs.get("fedsparse_errors", 0) + ("fedsparse_error" in t.user_attrs)
+        if errors >= MAX_ERRORS:
+            raise TuneError(
+                f"study {spec.name}: trial {t.number} failed {errors} times (last error: "
+                f"{t.user_attrs.get('fedsparse_error')}); fix the cause and rerun"
+            )
+        study.enqueue_trial(
+            t.params,
+            user_attrs={"fedsparse_retry_of": t.number, "fedsparse_errors": errors},
+            skip_if_exists=False,
+        )
+        log.info("study %s: trial %d re-queued", spec.name, t.number)
+    trials = study.get_trials(deepcopy=False)
+    states = [t.state for t in trials]
+    finished = sum(s in (TrialState.COMPLETE, TrialState.PRUNED) for s in states)
+    running = states.count(TrialState.RUNNING)
+    if finished >= spec.settings.n_trials:
+        return "done"
+    if finished + running >= spec.settings.n_trials:
+        return "wait"
+    study.sampler = make_sampler(spec, offset=len(trials))
+    with warnings.catch_warnings():  # heartbeats with ask/tell: we send them ourselves
+        warnings.simplefilter("ignore", UserWarning)
+        trial = study.ask(spec.distributions())
+    tid = trial._trial_id
+    storage.set_trial_user_attr(tid, "fedsparse_worker", {"host": HOST, "pid": os.getpid()})
+    storage.set_trial_user_attr(tid, "fedsparse_heartbeat", time.time())
+    return trial
+
+
+class _Heartbeat:
+    """Records a trial's heartbeat every ``interval`` seconds in a thread."""
+
+    def __init__(self, storage, trial_id: int, interval: int):
+        self.storage, self.trial_id, self.interval = storage, trial_id, interval
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            try:
+                self.storage.set_trial_user_attr(self.trial_id, "fedsparse_heartbeat", time.time())
+                if hasattr(self.storage, "record_heartbeat"):
+                    self.storage.record_heartbeat(self.trial_id)
+            except Exception as exc:  # a finished trial, a lost connection: try again later
+                log.debug("heartbeat of trial %d: %s", self.trial_id, exc)
+
+    def __enter__(self):
+        if hasattr(self.storage, "record_heartbeat"):
+            self.storage.record_heartbeat(self.trial_id)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def trial_run_id(cfg: dict[str, Any], study: str, number: int) -> str:
+    """A trial run's id: its config's run id, qualified by study and trial (a configuration
+    may be tried twice, and a pruned trial is a partial run)."""
+    text = json.dumps([run_id(cfg), study, number])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def metric_value(trace: pa.Table, metric: dict[str, Any], rounds: int) -> float:
+    """The metric of one run's trace (lower is better); a diverged run scores +inf."""
+    r = np.asarray(trace.column("round").to_pylist(), dtype=float)
+    obj = np.asarray(trace.column("objective").to_pylist(), dtype=float)
+    diverged = trace.column("status")[-1].as_py() == "diverged" or not np.isfinite(obj[-1])
+    name = metric["name"]
+    if name == "best_objective":
+        finite = obj[np.isfinite(obj)]
+        return float(finite.min()) if finite.size else math.inf
+    if name == "rounds_to_target":
+        hit = np.flatnonzero(np.isfinite(obj) & (obj <= metric["target"]))
+        return float(r[hit[0]]) if hit.size else float(rounds + 1)  # not reached: rounds + 1
+    if diverged:
+        return math.inf
+    if name == "final_objective":
+        return float(obj[-1])
+    if len(r) < 2:
+        return float(np.log10(max(obj[0], 1e-300)))
+    logs = np.log10(np.maximum(obj, 1e-300))
+    return float(np.sum((logs[1:] + logs[:-1]) / 2 * np.diff(r)) / (r[-1] - r[0]))
+
+
+def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str:
+    """Run one trial's runs, save them, then tell the study; returns the final state name."""
+    from optuna.trial import TrialState
+
+    from ..experiment import run_trace
+    from ..shard import run_summary
+    from ..sweep import Run
+
+    params = trial.params
+    prune = spec.settings.pruner["name"] != "none"
+    tables, summaries, values, pruned = [], [], [], False
+    for k, seed in enumerate(spec.seeds):
+        cfg = spec.run_config(params, seed)
+        stopped = []
+
+        def on_round(t: int, objective: float, k=k, stopped=stopped) -> bool:
+            value = objective if math.isfinite(objective) else math.inf
+            trial.report(value, k * (spec.rounds + 1) + t)
+            if trial.should_prune():
+                stopped.append(t)
+                return True
+            return False
+
+        t0 = time.perf_counter()
+        trace = run_trace(cfg, data, on_round=on_round if prune else None)
+        rid = trial_run_id(cfg, spec.name, trial.number)
+        trace = _with_study_columns(trace, rid, spec, trial.number, "RUNNING")
+        summary = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
+        tables.append(trace)
+        summaries.append(summary)
+        values.append(metric_value(trace, spec.settings.metric, spec.rounds))
+        if stopped:
+            pruned = True
+            break
+    value = math.inf if any(math.isinf(v) for v in values) else float(np.mean(values))
+    state = "PRUNED" if pruned else "COMPLETE"
+    meta = {
+        b"fedsparse_run_summaries": json.dumps(summaries).encode(),
+        b"fedsparse_trial": json.dumps({"value": value, "state": state}).encode(),
+    }
+    table = pa.concat_tables(tables)
+    write_parquet_atomic(
+        table.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),
+        parts / f"{trial.number:06d}.parquet",
+    )
+    if pruned:
+        study.tell(trial, state=TrialState.PRUNED)
+    else:
+        study.tell(trial, value)
+    return state
+
+
+def _with_study_columns(
+    trace: pa.Table, rid: str, spec: StudySpec, number: int | None, state: str
+) -> pa.Table:
+    n = trace.num_rows
+    values = {
+        "run_id": pa.array([rid] * n, pa.string()),
+        "study": pa.array([spec.name] * n, pa.string()),
+        "trial_number": pa.array([number] * n, pa.int64()),
+        "trial_state": pa.array([state] * n, pa.string()),
+        "sampler": pa.array([spec.sampler_json()] * n, pa.string()),
+    }
+    for name, col in values.items():
+        trace = trace.set_column(trace.schema.get_field_index(name), name, col)
+    return trace
+
+
+def check_space_on_data(spec: StudySpec, data) -> None:
+    """Fail before any trial if a corner of the space cannot run on this data set."""
+    from ..problem import Problem
+
+    model = spec.model
+    problem = Problem(data, model["loss"], model["l2"], model["weights"])
+    for corner in _corners(spec.space):
+        cfg = spec.run_config(corner, spec.seeds[0])
+        try:
+            ALGORITHMS[spec.algorithm](problem, cfg["params"], 0).check_problem()
+        except ConfigError as exc:
+            raise ConfigError(f"space: {spec.algorithm} on {spec.dataset}: {exc}") from None
+
+
+def run_worker(
+    sweep: dict[str, Any],
+    study: str,
+    data_root: str | Path,
+    results_dir: str | Path,
+    done: str | Path | None = None,
+    poll: float = 0.5,
+) -> int:
+    """Run trials of ``study`` until it holds exactly ``n_trials`` finished trials.
+
+    Returns the number of trials this worker ran. Safe to run in any number of
+    processes at once, on any machines sharing the storage.
+    """
+    from ..data import load_dataset_dir
+
+    spec = study_spec(sweep, study)
+    data = load_dataset_dir(Path(data_root) / spec.dataset)
+    check_space_on_data(spec, data)
+    storage = open_storage(spec, results_dir)
+    s = load_study(spec, storage)
+    parts = study_dir(results_dir, spec.name) / "trials"
+    parts.mkdir(parents=True, exist_ok=True)
+    previous = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+    ran = 0
+    try:
+        while True:
+            with study_lock(storage, spec, results_dir):
+                trial = _reserve(s, spec, storage)
+            if trial == "done":
+                break
+            if trial == "wait":
+                time.sleep(poll)
+                continue
+            ran += 1
+            log.info("study %s: trial %d %s", spec.name, trial.number, trial.params)
+            try:
+                with _Heartbeat(storage, trial._trial_id, spec.settings.heartbeat_interval):
+                    state = _run_trial(s, trial, spec, data, storage, parts)
+            except BaseException as exc:
+                if isinstance(exc, Exception):
+                    log.exception("study %s: trial %d failed", spec.name, trial.number)
+                    with contextlib.suppress(Exception):  # (unless already failed as stale)
+                        storage.set_trial_user_attr(trial._trial_id, "fedsparse_error", repr(exc))
+                _tell_failed(s, trial)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            log.info("study %s: trial %d %s", spec.name, trial.number, state)
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+    log.info("study %s: this worker ran %d trials; the study is complete", spec.name, ran)
+    if done is not None:
+        _write_json(done, {"study": spec.name, "trials_run": ran, "host": HOST})
+    return ran
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _tell_failed(study, trial) -> None:
+    from optuna.trial import TrialState
+
+    with contextlib.suppress(Exception):
+        study.tell(trial, state=TrialState.FAIL)
