@@ -2,32 +2,39 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import atomic_write
+
 SCHEMA_VERSION = 1
 
 # Adding a column is fine; renaming or retyping one is a breaking change.
+# Identity and hyperparameter columns, shared by traces and runs.
+_IDENTITY = [
+    ("run_id", pa.string()),
+    ("sweep", pa.string()),
+    ("dataset", pa.string()),
+    ("partition", pa.string()),
+    ("algorithm", pa.string()),
+    ("loss", pa.string()),
+    ("seed", pa.int64()),
+]
+_HYPERPARAMETERS = [  # null where an algorithm has no such parameter
+    ("stepsize", pa.float64()),
+    ("local_steps", pa.int64()),
+    ("sparsity", pa.int64()),
+    ("batch_size", pa.int64()),  # null = full batch
+    ("batch_growth", pa.float64()),
+]
+
 TRACE_SCHEMA = pa.schema(
     [
-        ("run_id", pa.string()),
-        ("sweep", pa.string()),
-        ("dataset", pa.string()),
-        ("partition", pa.string()),
-        ("algorithm", pa.string()),
-        ("loss", pa.string()),
-        ("seed", pa.int64()),
-        # hyperparameters (null where an algorithm has no such parameter)
-        ("stepsize", pa.float64()),
-        ("local_steps", pa.int64()),
-        ("sparsity", pa.int64()),
-        ("batch_size", pa.int64()),  # null = full batch
-        ("batch_growth", pa.float64()),
+        *_IDENTITY,
+        *_HYPERPARAMETERS,
         # per evaluated round
         ("round", pa.int64()),
         ("local_iterations", pa.int64()),
@@ -53,25 +60,15 @@ TRACE_SCHEMA = pa.schema(
     ],
     metadata={"fedsparse_trace_schema": str(SCHEMA_VERSION)},
 )
-HYPERPARAMETER_COLUMNS = ("stepsize", "local_steps", "sparsity", "batch_size", "batch_growth")
+HYPERPARAMETER_COLUMNS = tuple(name for name, _ in _HYPERPARAMETERS)
 # Columns that identify a configuration up to its seed (seeds are averaged over).
 CONFIG_COLUMNS = ("sweep", "dataset", "partition", "algorithm", "loss", *HYPERPARAMETER_COLUMNS)
 
 # One row per run: its configuration, outcome, timings and provenance.
 RUNS_SCHEMA = pa.schema(
     [
-        ("run_id", pa.string()),
-        ("sweep", pa.string()),
-        ("dataset", pa.string()),
-        ("partition", pa.string()),
-        ("algorithm", pa.string()),
-        ("loss", pa.string()),
-        ("seed", pa.int64()),
-        ("stepsize", pa.float64()),
-        ("local_steps", pa.int64()),
-        ("sparsity", pa.int64()),
-        ("batch_size", pa.int64()),
-        ("batch_growth", pa.float64()),
+        *_IDENTITY,
+        *_HYPERPARAMETERS,
         ("rounds", pa.int64()),
         ("eval_every", pa.int64()),
         ("dataset_kind", pa.string()),  # synthetic | libsvm
@@ -123,20 +120,6 @@ def to_frame(table: pa.Table) -> pd.DataFrame:
 
 
 def write_parquet_atomic(table: pa.Table, path: str | Path) -> None:
-    """Write ``table`` to ``path`` so that ``path`` is either absent or complete.
-
-    The file is written under a temporary name in the same directory, flushed to
-    disk, then renamed over ``path`` (atomic on POSIX file systems).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pq.write_table(table, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``table`` to ``path`` so that ``path`` is either absent or complete."""
+    with atomic_write(path) as fh:
+        pq.write_table(table, fh)

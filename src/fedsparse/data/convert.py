@@ -13,15 +13,14 @@ from __future__ import annotations
 import bz2
 import logging
 import lzma
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..atomic import atomic_write
 from ..errors import DataError
 
 log = logging.getLogger("fedsparse.data")
@@ -247,25 +246,16 @@ def _one_line(exc: BaseException) -> str:
 def save_csr(parsed: Parsed, path: str | Path, meta: dict | None = None) -> None:
     """Write the parsed matrix to ``path`` (an uncompressed .npz) atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            X = parsed.X
-            np.savez(
-                fh,
-                data=X.data,
-                indices=X.indices,
-                indptr=X.indptr,
-                shape=np.array(X.shape, dtype=np.int64),
-                y=parsed.y,
-            )
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as fh:
+        X = parsed.X
+        np.savez(
+            fh,
+            data=X.data,
+            indices=X.indices,
+            indptr=X.indptr,
+            shape=np.array(X.shape, dtype=np.int64),
+            y=parsed.y,
+        )
 
 
 def load_csr(path: str | Path) -> Parsed:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write
 from ..errors import DataError
 
 log = logging.getLogger("fedsparse.data")
@@ -271,9 +272,8 @@ def record_download(dest: Path, url: str, size: int, sha256: str) -> bool:
                 rec.get("size") or -1,
                 rec.get("first_downloaded_at"),
             )
-    tmp = _record_path(dest).with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(rec, indent=2) + "\n")
-    os.replace(tmp, _record_path(dest))
+    with atomic_write(_record_path(dest)) as fh:
+        fh.write((json.dumps(rec, indent=2) + "\n").encode())
     return changed
 
 

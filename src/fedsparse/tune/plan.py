@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..algorithms import ALGORITHMS
+from ..atomic import atomic_write
 from ..config import _integer, _known, _number, normalize_run_config
 from ..errors import ConfigError, FedsparseError
 
@@ -458,9 +459,6 @@ def study_spec(sweep: dict[str, Any], study: str) -> StudySpec:
 
 
 def _write_json(path: str | Path, obj: dict[str, Any]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     obj = {**obj, "written_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    with atomic_write(path) as fh:
+        fh.write((json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n").encode())
