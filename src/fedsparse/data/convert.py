@@ -243,7 +243,7 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
 
 
-def save_csr(parsed: Parsed, path: str | Path, meta: dict | None = None) -> None:
+def save_csr(parsed: Parsed, path: str | Path) -> None:
     """Write the parsed matrix to ``path`` (an uncompressed .npz) atomically."""
     path = Path(path)
     with atomic_write(path) as fh:
