@@ -10,6 +10,16 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
+# On a cluster (profiles/slurm) these run in the Snakemake process itself: each is
+# seconds of work, not worth a job and its queueing.
+localrules:
+    all,
+    aggregate,
+    report,
+    optuna_study,
+    optuna_export,
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/run.smk"

@@ -4,11 +4,17 @@ Each finished run is written at once to ``<output>.parts/<run_id>.parquet``
 (atomically, with its summary in the file metadata); a restarted shard skips
 those runs. The shard's own outputs are written atomically at the end and the
 parts directory is removed.
+
+One process at a time works on a shard (a lock file beside its outputs): after
+the Snakemake process on a cluster's login node dies, its jobs run on, and the
+rerun may start the same shard again while the orphan is still writing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import logging
 import math
@@ -74,6 +80,23 @@ def run_shard(
 ) -> None:
     """Run every run of ``shard`` not yet finished, then write its two Parquet outputs."""
     plan = plan_sweep(sweep)
+    with _exclusive(Path(runs_out).with_name(f".{shard}.lock"), shard):
+        _run_shard(plan, shard, data_root, traces_out, runs_out)
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path, shard: str):
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("shard %s: another process is working on it; waiting for it to finish", shard)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def _run_shard(plan, shard: str, data_root, traces_out, runs_out) -> None:
     runs = plan.shards[shard]
     parts = Path(f"{traces_out}.parts")
     parts.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,8 @@ values), a hyperparameter grid, seeds, rounds and ``eval_every``::
     rounds: 200
     eval_every: 1
     seeds: [0, 1]
-    shard_size: 25
+    shard_size: 25        # runs per shard (one process, one cluster job)
+    max_shards: 500       # larger sweeps get larger shards
     datasets:
       sim1-a0.1-b0.1:
         data: {kind: synthetic, task: linear, alpha: 0.1, beta: 0.1}
@@ -21,15 +22,17 @@ values), a hyperparameter grid, seeds, rounds and ``eval_every``::
       sparsity: [200]
 
 Runs are the cartesian product data set x algorithm x grid (with the
-algorithm's overrides) x seed. A shard holds runs of one data set and one
-algorithm, so one process loads one data set and compiles one kernel set.
+algorithm's overrides) x seed. A shard holds runs of one data set, so one
+process (one cluster job) loads one data set and its kernels once.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .algorithms import ALGORITHMS
@@ -43,6 +46,7 @@ from .config import (
     normalize_run_config,
     run_id,
 )
+from .cost import job_resources
 from .errors import ConfigError
 
 SWEEP_KEYS = (
@@ -51,6 +55,7 @@ SWEEP_KEYS = (
     "eval_every",
     "seeds",
     "shard_size",
+    "max_shards",
     "datasets",
     "algorithms",
     "grid",
@@ -63,6 +68,9 @@ SWEEP_KEYS = (
 )  # results: the workflow's output folder, not part of any run
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_SHARD_SIZE = 25
+# Past this many shards, shards grow: a million-run sweep becomes hundreds of cluster
+# jobs, each loading its data and kernels once, instead of tens of thousands.
+DEFAULT_MAX_SHARDS = 500
 
 
 @dataclass
@@ -93,6 +101,20 @@ class Plan:
     def shard_dataset(self, shard: str) -> str:
         return self.shards[shard][0].dataset
 
+    def shard_resources(self, shard: str, data_dir: str | Path) -> dict[str, int]:
+        """SLURM ``runtime`` (minutes) and ``mem_mb`` for one shard job."""
+        runs = self.shards[shard]
+        spec = self.datasets[runs[0].dataset]["data"]
+        return job_resources([r.config for r in runs], spec, data_dir)
+
+    def worker_resources(self, study: str, data_dir: str | Path) -> dict[str, int]:
+        """The same for one Optuna worker: its share of the trials at the costliest corner."""
+        spec = self.studies[study]
+        trials = math.ceil(spec.settings.n_trials / spec.settings.n_workers) + 1  # + a re-queue
+        configs = [spec.run_config(c, spec.seeds[0]) for c in spec.corners()]
+        costly = max(configs, key=lambda c: job_resources([c], spec.data, data_dir)["runtime"])
+        return job_resources([costly] * trials, spec.data, data_dir)
+
 
 def plan_sweep(sweep: dict[str, Any]) -> Plan:
     """Validate ``sweep`` and expand it; ConfigError names the offending key."""
@@ -112,6 +134,7 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
         raise ConfigError("seeds: must be a non-empty list of integers")
     seeds = [_integer(s, f"seeds[{i}]", low=0) for i, s in enumerate(seeds)]
     shard_size = _integer(sweep.get("shard_size", DEFAULT_SHARD_SIZE), "shard_size", low=1)
+    max_shards = _integer(sweep.get("max_shards", DEFAULT_MAX_SHARDS), "max_shards", low=1)
     _integer(sweep.get("embedding_sample", 1000), "embedding_sample", low=0)
     if not isinstance(sweep.get("data_cache", ""), str):
         raise ConfigError("data_cache: must be a folder path")
@@ -136,8 +159,9 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
         raise ConfigError("grid: must be a mapping of hyperparameter -> list of values")
 
     plan = Plan(name=name, datasets=datasets)
+    runs_of: dict[str, list[Run]] = {}
     for ds_name, ds in datasets.items():
-        runs = []
+        runs = runs_of[ds_name] = []
         for algo, overrides in algorithms.items():
             axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
@@ -156,6 +180,10 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
                     }
                     cfg = normalize_run_config(raw)
                     runs.append(Run(run_id(cfg), cfg))
+    total = sum(len(r) for r in runs_of.values())
+    if total > max_shards * shard_size:
+        shard_size = math.ceil(total / max_shards)
+    for ds_name, runs in runs_of.items():
         for k in range(0, len(runs), shard_size):
             plan.shards[f"{ds_name}--{k // shard_size:04d}"] = runs[k : k + shard_size]
     ids = [r.run_id for r in plan.runs]

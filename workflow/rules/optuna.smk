@@ -37,6 +37,9 @@ rule optuna_worker:
         # RESULTS: three levels above RESULTS/optuna/<study>/<file>
         results=lambda w, output: os.path.dirname(os.path.dirname(os.path.dirname(output[0]))),
     threads: 1
+    resources:
+        runtime=lambda w, input: PLAN.worker_resources(w.study, input.data)["runtime"],
+        mem_mb=lambda w, input: PLAN.worker_resources(w.study, input.data)["mem_mb"],
     script:
         "../scripts/optuna_worker.py"
 

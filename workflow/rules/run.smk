@@ -13,5 +13,9 @@ rule run_shard:
         run_ids=lambda w: [r.run_id for r in PLAN.shards[w.shard]],
         data_root=lambda w, input: os.path.dirname(input[0]),
     threads: 1
+    resources:
+        # cluster time limit and memory from the shard's runs and its data set's size
+        runtime=lambda w, input: PLAN.shard_resources(w.shard, input[0])["runtime"],
+        mem_mb=lambda w, input: PLAN.shard_resources(w.shard, input[0])["mem_mb"],
     script:
         "../scripts/run_shard.py"

@@ -131,6 +131,10 @@ class StudySpec:
             }
         )
 
+    def corners(self) -> list[dict[str, Any]]:
+        """The searched parameters all at their lows, and all at their highs."""
+        return _corners(self.space)
+
     def identity(self) -> dict[str, Any]:
         """What a stored study must match to be resumed (budget and workers may change)."""
         return {

@@ -1,0 +1,133 @@
+"""Resource estimates for cluster jobs.
+
+A shard's runtime is estimated from the bytes its runs must read (the same
+model as the benchmark's read floor: minibatch rows for the local steps, the
+τ columns of an exact evaluation) at a deliberately low throughput, and its
+memory from the size of its data set on disk (memory-mapped arrays are charged
+to the job once their pages are touched). Both err on the generous side: a
+SLURM job that outlives its time limit is killed and its run in progress lost,
+while asking for too much only waits a little longer in the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# The default sweep's runs read ~27 GB each by this model and take 3.1 s on a laptop
+# core (≈ 9 GB/s: evaluations hit the cache); 4 GB/s and a factor 2 give ~4x headroom
+# for slower nodes, memory bandwidth shared by a node's other jobs and cold caches.
+BYTES_PER_SECOND = 4e9
+RUN_OVERHEAD_S = 0.5  # trace assembly, Parquet write, summary (measured 0.24 s)
+JOB_STARTUP_S = 60.0  # interpreter, imports, JIT from a cold cache (~20 s here)
+RUNTIME_SAFETY = 2.0
+MIN_RUNTIME_MIN = 10
+BASE_MEM_MB = 1024  # Python, numba, pyarrow and per-run buffers
+MEM_SAFETY = 1.25
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What the estimates need to know about a data set."""
+
+    rows: int
+    cols: int
+    nnz: int  # stored values of the training matrix (rows * cols when dense)
+    sparse: bool
+    clients: int
+    n_classes: int
+    disk_bytes: int  # all arrays of the data folder (rows, columns copy, test split)
+
+    @property
+    def row_bytes(self) -> float:
+        """Bytes a kernel reads per training row (value + index for CSR)."""
+        if self.sparse:
+            return self.nnz / max(self.rows, 1) * 12
+        return self.cols * 8.0
+
+
+def data_shape(data_dir: str | Path) -> DataShape:
+    """Read a prepared data folder's shape without loading its arrays."""
+    data_dir = Path(data_dir)
+    meta = json.loads((data_dir / "meta.json").read_text())
+    rows, cols = meta["shape"]
+    if meta["sparse"]:
+        nnz = int(np.load(data_dir / "X_data.npy", mmap_mode="r").shape[0])
+    else:
+        nnz = rows * cols
+    clients = int(np.load(data_dir / "client_ptr.npy", mmap_mode="r").shape[0]) - 1
+    disk = sum(f.stat().st_size for f in data_dir.glob("*.npy"))
+    return DataShape(rows, cols, nnz, meta["sparse"], clients, meta["n_classes"], disk)
+
+
+def synthetic_shape(data: dict[str, Any]) -> DataShape:
+    """The shape of a normalised ``kind: synthetic`` data spec (before it is generated)."""
+    rows = data["clients"] * data["samples_per_client"]
+    cols = data["dim"]
+    # X, its column-major copy and y
+    return DataShape(rows, cols, rows * cols, False, data["clients"], 0, 2 * rows * cols * 8)
+
+
+def run_bytes(config: dict[str, Any], shape: DataShape) -> float:
+    """Bytes one run reads: its local steps' minibatch rows and its evaluations."""
+    params = config["params"]
+    rounds = config["rounds"]
+    steps = params.get("local_steps", 1)
+    batch = params.get("batch_size")
+    client_rows = shape.rows / max(shape.clients, 1)
+    if batch is None or params.get("batch_growth", 1.0) != 1.0:
+        rows_per_step = client_rows  # full batch, or growing towards it: bound by the client
+    else:
+        rows_per_step = min(batch, client_rows)
+    local = shape.clients * steps * rows_per_step * shape.row_bytes
+    classes = max(shape.n_classes, 1)
+    if shape.sparse:
+        evaluation = shape.nnz * 12.0 * classes
+    else:
+        tau = min(params.get("sparsity", shape.cols), shape.cols)
+        evaluation = shape.rows * tau * 8.0 * classes
+    evaluations = math.ceil(rounds / config.get("eval_every", 1)) + 1
+    return rounds * local + evaluations * evaluation
+
+
+def shard_runtime_minutes(configs: list[dict[str, Any]], shape: DataShape) -> int:
+    """A SLURM time limit (minutes) for one job running ``configs`` one after another."""
+    seconds = JOB_STARTUP_S + sum(
+        run_bytes(c, shape) / BYTES_PER_SECOND + RUN_OVERHEAD_S for c in configs
+    )
+    return max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
+
+
+def job_mem_mb(shape: DataShape) -> int:
+    """Memory (MB) for a job working on one data set."""
+    return math.ceil(BASE_MEM_MB + MEM_SAFETY * shape.disk_bytes / 2**20)
+
+
+# Before a real data set is downloaded its shape is unknown (snakemake -n, say);
+# Snakemake evaluates the resources again once the job's input exists.
+UNKNOWN_RUNTIME_MIN = 240
+UNKNOWN_MEM_MB = 8192
+
+
+def known_shape(data_spec: dict[str, Any], data_dir: str | Path) -> DataShape | None:
+    """The shape of a prepared data folder, else of a synthetic spec, else None."""
+    if (Path(data_dir) / "meta.json").is_file():
+        return data_shape(data_dir)
+    if data_spec.get("kind") == "synthetic":
+        return synthetic_shape(data_spec)
+    return None
+
+
+def job_resources(
+    configs: list[dict[str, Any]], data_spec: dict[str, Any], data_dir: str | Path
+) -> dict[str, int]:
+    """``runtime`` (minutes) and ``mem_mb`` for a job running ``configs`` on one data set."""
+    shape = known_shape(data_spec, data_dir)
+    if shape is None:
+        return {"runtime": UNKNOWN_RUNTIME_MIN, "mem_mb": UNKNOWN_MEM_MB}
+    return {"runtime": shard_runtime_minutes(configs, shape), "mem_mb": job_mem_mb(shape)}

@@ -1,0 +1,187 @@
+"""The workflow on a real (single-node) SLURM cluster through profiles/slurm.
+
+The cluster is the one ``scripts/local-slurm`` starts on this machine (munge,
+MariaDB, slurmdbd, slurmctld, slurmd; the node is this host at 127.0.0.1).
+`.ci/run` installs its Debian packages; elsewhere these tests skip with the
+reason. Every SLURM job costs tens of seconds of submission and status
+polling, so the sweeps here are a handful of jobs each.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import kill_tree
+from test_workflow import ROOT, SNAKEMAKE, TINY, results_of, snakemake, write_config
+
+LOCAL_SLURM = ROOT / "scripts" / "local-slurm"
+SLURM_CONF = Path("/etc/slurm/slurm.conf")
+# poll sooner than the profile's cluster-friendly defaults: the test cluster is idle
+FAST_POLLING = [
+    "--slurm-init-seconds-before-status-checks",
+    "2",
+    "--seconds-between-status-checks",
+    "3",
+]
+
+
+def _local_slurm(action: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(LOCAL_SLURM), action], capture_output=True, text=True, timeout=180
+    )
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    """A running local SLURM cluster, started if needed; skip with the reason otherwise."""
+    if shutil.which("sbatch") is None or shutil.which("slurmctld") is None:
+        pytest.skip(
+            "SLURM is not installed (apt-get install slurm-wlm slurmdbd munge mariadb-server; "
+            ".ci/run does)"
+        )
+    if SLURM_CONF.exists() and "scripts/local-slurm" not in SLURM_CONF.read_text()[:200]:
+        pytest.skip(f"{SLURM_CONF} belongs to another cluster; not submitting test jobs to it")
+    if _local_slurm("status").returncode != 0:
+        started = _local_slurm("start")
+        if started.returncode != 0:
+            reason = (started.stderr.strip().splitlines() or ["no output"])[-1]
+            pytest.skip(f"could not start a local SLURM cluster: {reason}")
+
+
+def snakemake_slurm(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = snakemake(
+        workdir, "--profile", str(ROOT / "profiles" / "slurm"), *FAST_POLLING, *args, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"snakemake on SLURM failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+            f"\n{_slurm_logs(workdir)}"
+        )
+    return proc
+
+
+def _slurm_logs(workdir: Path) -> str:
+    logs = sorted((workdir / ".snakemake" / "slurm_logs").rglob("*.log"))
+    return "\n".join(f"--- {p}\n{p.read_text()[-1500:]}" for p in logs[-4:])
+
+
+def _sacct_states(since: str) -> list[str]:
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-S", since, "-o", "JobName,State"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line for line in out.splitlines() if line]
+
+
+def test_quick_sweep_on_slurm_equals_a_local_run_bit_for_bit(slurm, tmp_path):
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    quick = yaml.safe_load((ROOT / "config" / "quick.yaml").read_text())
+    on_cluster = tmp_path / "cluster"
+    local = tmp_path / "local"
+    snakemake_slurm(on_cluster, "--configfile", str(write_config(on_cluster, quick)))
+    snakemake(local, "--configfile", str(write_config(local, quick)))
+
+    # every data set and shard really went through SLURM, and finished there
+    jobs = _sacct_states(since)
+    n_jobs = len(quick["datasets"]) + len(list((on_cluster / "results/logs/shards").glob("*.log")))
+    assert len(jobs) == n_jobs, jobs
+    assert all(j.endswith("|COMPLETED") for j in jobs), jobs
+    c_traces, c_runs = results_of(on_cluster)
+    l_traces, l_runs = results_of(local)
+    assert len(c_runs) == 120
+    pd.testing.assert_frame_equal(c_traces, l_traces)  # bit for bit: no tolerance
+    pd.testing.assert_frame_equal(c_runs, l_runs)
+    assert (on_cluster / "results/report/index.html").is_file()
+
+
+# Shards of about ten seconds (runs of one to two seconds), to be caught mid-run.
+RESUME = {
+    **TINY,
+    "sweep": "resume",
+    "rounds": 400,
+    "shard_size": 8,
+    "datasets": {
+        "lin": {
+            "data": {
+                "kind": "synthetic",
+                "task": "linear",
+                "clients": 20,
+                "samples_per_client": 50,
+                "dim": 400,
+                "support": 20,
+            }
+        }
+    },
+    "grid": {**TINY["grid"], "sparsity": [40], "batch_size": [10]},
+}
+
+
+def _running_jobs() -> dict[str, str]:
+    """SLURM job id -> the plugin's job comment (``rule_<rule>_wildcards_<wildcards>``)."""
+    out = subprocess.run(
+        ["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], capture_output=True, text=True, check=True
+    ).stdout
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+def test_killed_snakemake_and_cancelled_job_resume_to_identical_results(slurm, tmp_path):
+    workdir = tmp_path / "cluster"
+    path = write_config(workdir, RESUME)
+    cmd = [
+        *SNAKEMAKE,
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--profile",
+        str(ROOT / "profiles" / "slurm"),
+        *FAST_POLLING,
+        "--configfile",
+        str(path),
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    parts = workdir / "results/shards"
+    deadline = time.monotonic() + 300
+    victim = None
+    try:
+        while time.monotonic() < deadline and victim is None:
+            for d in parts.glob("*.parts") if parts.exists() else []:
+                if len(list(d.glob("*.parquet"))) >= 2:
+                    victim = d.name.removesuffix(".parquet.parts")
+                    break
+            time.sleep(0.1)
+        if victim is None:
+            pytest.fail(f"no shard progress on SLURM within 300 s\n{_slurm_logs(workdir)}")
+    finally:
+        kill_tree(proc.pid)  # the login-node process dies; its SLURM jobs run on
+        proc.wait()
+    job = [i for i, comment in _running_jobs().items() if comment.endswith(victim)]
+    assert job, f"the job of shard {victim} was not running when snakemake was killed"
+    subprocess.run(["scancel", job[0]], check=True)
+    finished_before = len(list((parts / f"{victim}.parquet.parts").glob("*.parquet")))
+
+    snakemake(workdir, "--configfile", str(path), "--unlock")
+    snakemake_slurm(workdir, "--configfile", str(path))  # the profile has --rerun-incomplete
+
+    reference = tmp_path / "local"
+    snakemake(reference, "--configfile", str(write_config(reference, RESUME)))
+    a_traces, a_runs = results_of(reference)
+    b_traces, b_runs = results_of(workdir)
+    assert b_runs.run_id.is_unique and len(b_runs) == len(a_runs)  # nothing duplicated or lost
+    pd.testing.assert_frame_equal(a_traces, b_traces)
+    pd.testing.assert_frame_equal(a_runs, b_runs)
+    # the cancelled shard's rerun (its log is the rerun's) kept the runs it had finished
+    log = (workdir / f"results/logs/shards/{victim}.log").read_text()
+    resumed = int(re.search(r"\((\d+) already done\)", log).group(1))
+    assert resumed >= finished_before >= 2, log
