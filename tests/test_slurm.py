@@ -9,6 +9,7 @@ polling, so the sweeps here are a handful of jobs each.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -33,9 +34,7 @@ FAST_POLLING = [
 
 
 def _local_slurm(action: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(LOCAL_SLURM), action], capture_output=True, text=True, timeout=180
-    )
+    return subprocess.run([str(LOCAL_SLURM), action], capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +100,9 @@ def test_quick_sweep_on_slurm_equals_a_local_run_bit_for_bit(slurm, tmp_path):
     pd.testing.assert_frame_equal(c_traces, l_traces)  # bit for bit: no tolerance
     pd.testing.assert_frame_equal(c_runs, l_runs)
     assert (on_cluster / "results/report/index.html").is_file()
+    # the jobs cached their compiled kernels on node-local disk, not in the home directory
+    node_local = Path(os.environ.get("TMPDIR", "/tmp")) / f"fedsparse-numba-{os.getuid()}"
+    assert list(node_local.rglob("*.nbi")), f"no numba cache under {node_local}"
 
 
 # Shards of about ten seconds (runs of one to two seconds), to be caught mid-run.
@@ -185,3 +187,23 @@ def test_killed_snakemake_and_cancelled_job_resume_to_identical_results(slurm, t
     log = (workdir / f"results/logs/shards/{victim}.log").read_text()
     resumed = int(re.search(r"\((\d+) already done\)", log).group(1))
     assert resumed >= finished_before >= 2, log
+
+
+def test_optuna_workers_run_as_separate_jobs_and_reach_exactly_n_trials(slurm, tmp_path):
+    from test_tune import TUNE
+
+    cfg = {**TUNE, "optuna": {**TUNE["optuna"], "n_trials": 8, "n_workers": 2}}
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    proc = snakemake_slurm(tmp_path, "--configfile", str(write_config(tmp_path, cfg)))
+    jobs = _sacct_states(since)
+    # make_data, two workers and the held-out re-runs were SLURM jobs; the study's creation
+    # and export are local rules
+    assert len(jobs) == 4 and all(j.endswith("|COMPLETED") for j in jobs), jobs
+    submitted = re.findall(r"submitted with SLURM jobid \d+ \(log: \S*/rule_(\w+)/", proc.stderr)
+    assert sorted(submitted) == ["make_data", "optuna_holdout", "optuna_worker", "optuna_worker"]
+    runs = pd.read_parquet(tmp_path / "results/runs.parquet")
+    trials = runs[runs.trial_state.isin(["COMPLETE", "PRUNED"])]
+    assert trials.trial_number.nunique() == 8 and trials.run_id.is_unique
+    # both workers took trials from the shared journal storage
+    logs = sorted((tmp_path / "results/logs/optuna").rglob("worker-*.log"))
+    assert len(logs) == 2 and all("trial" in p.read_text() for p in logs)
