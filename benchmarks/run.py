@@ -453,32 +453,15 @@ def bench_scale() -> dict:
             flush=True,
         )
 
-        def best_query() -> pd.DataFrame:
-            runs = pd.read_parquet(
-                tmp / "results/runs.parquet",
-                columns=[
-                    "dataset",
-                    "algorithm",
-                    "stepsize",
-                    "local_steps",
-                    "sparsity",
-                    "status",
-                    "final_objective",
-                ],
-            )
-            ok = runs[runs.status == "ok"]
-            mean = (
-                ok.groupby(["dataset", "algorithm", "stepsize", "local_steps", "sparsity"])[
-                    "final_objective"
-                ]
-                .mean()
-                .reset_index()
-            )
-            return mean.loc[mean.groupby(["dataset", "algorithm"]).final_objective.idxmin()]
+        def best_query() -> pa.Table:  # what `fedsparse best results` computes (DuckDB)
+            from fedsparse.query import best_configurations, open_results
+
+            with open_results([tmp / "results"]) as res:
+                return best_configurations(res, "final_objective").read_all()
 
         out["best_config_query_s"] = best_of(best_query, 3)
         print(
-            f"  best configuration per algorithm and data set (pandas over runs.parquet): "
+            f"  best configuration per algorithm and data set (fedsparse best): "
             f"{out['best_config_query_s'] * 1e3:.0f} ms",
             flush=True,
         )

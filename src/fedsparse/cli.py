@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import warnings
 from pathlib import Path
 
 from . import __version__
-from .errors import FedsparseError
+from .errors import FedsparseError, FedsparseWarning
+from .query import DEFAULT_LIMIT, FORMATS, METRICS
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -29,11 +32,72 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import build_report
 
-    if not (args.results / "runs.parquet").is_file():
-        raise FedsparseError(f"{args.results}: no runs.parquet here (not a results folder?)")
     html = build_report(args.results, args.output)
     print(f"report -> {html}")
     return 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from .query import open_results, output_format, run_query, write_rows
+
+    fmt = output_format(args.format, args.output)
+    with open_results(args.results) as results:
+        rows = write_rows(run_query(results, args.sql), fmt, args.output, args.limit)
+    if args.output is not None:
+        print(f"{rows} rows -> {args.output}")
+    return 0
+
+
+def _cmd_best(args: argparse.Namespace) -> int:
+    from .query import best_configurations, open_results, output_format, write_rows
+
+    fmt = output_format(args.format, args.output)
+    by = [c for item in args.by for c in item.split(",") if c]
+    with open_results(args.results) as results:
+        rows = write_rows(
+            best_configurations(results, args.metric, by), fmt, args.output, args.limit
+        )
+    if args.output is not None:
+        print(f"{rows} rows -> {args.output}")
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from .query import merge_results
+
+    m = merge_results(args.sources, args.output)
+    folders = list(dict.fromkeys(args.sources))  # a folder given twice is read once
+    found = ", ".join(f"{n} in {src}" for n, src in zip(m.per_folder, folders, strict=False))
+    print(f"merged {m.runs} runs ({found}) -> {args.output}")
+    return 0
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--format",
+        default=None,
+        metavar="|".join(FORMATS),
+        help="table (default; prints at most --limit rows), csv (stdout or -o) or parquet (-o); "
+        "default with -o: from its suffix",
+    )
+    p.add_argument("-o", "--output", type=Path, default=None, help="write the rows to this file")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        help=f"rows a table shows (default {DEFAULT_LIMIT}; 0: all)",
+    )
+
+
+def _results_folders(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "results",
+        type=Path,
+        nargs="*",
+        default=[Path("results")],
+        help="results folders holding runs.parquet and traces/ (default: results); several "
+        "are read as one, each run once (see fedsparse merge)",
+    )
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
@@ -69,18 +133,58 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="run config, YAML or JSON")
     p.add_argument("-o", "--output", type=Path, required=True, help="output .parquet file")
     p.set_defaults(func=_cmd_run)
-    p = sub.add_parser("report", help="(re)build the comparison report of a results folder")
+    p = sub.add_parser("report", help="(re)build the comparison report of results folders")
+    _results_folders(p)
     p.add_argument(
-        "results",
+        "-o",
+        "--output",
         type=Path,
-        nargs="?",
-        default=Path("results"),
-        help="results folder holding runs.parquet and traces/ (default: results)",
-    )
-    p.add_argument(
-        "-o", "--output", type=Path, default=None, help="report folder (default: RESULTS/report)"
+        default=None,
+        help="report folder (default: RESULTS/report; with several folders: ./report)",
     )
     p.set_defaults(func=_cmd_report)
+    p = sub.add_parser(
+        "query",
+        help="SQL (DuckDB) over the views runs and traces of results folders",
+        description="Run one read-only SELECT over two views: runs (runs.parquet) and "
+        "traces (every evaluated round of every run).",
+    )
+    p.add_argument("sql", help="one SELECT statement, e.g. 'SELECT count(*) FROM runs'")
+    _results_folders(p)
+    _output_options(p)
+    p.set_defaults(func=_cmd_query)
+    metrics = "; ".join(f"{m} ({better} is better)" for m, (better, _, _) in METRICS.items())
+    p = sub.add_parser(
+        "best",
+        help="the best configuration per data set and algorithm (mean over seeds)",
+        description="Per data set and algorithm, the configuration (everything but the seed) "
+        "with the best mean metric over its seeds. A diverged run scores the worst value, so "
+        "a configuration with a diverged seed ranks last. Optuna trials are skipped; their "
+        "held-out re-runs count.",
+    )
+    _results_folders(p)
+    p.add_argument(
+        "--metric", default="final_objective", help=f"default final_objective; one of: {metrics}"
+    )
+    p.add_argument(
+        "--by",
+        action="append",
+        default=[],
+        metavar="COLUMN[,COLUMN]",
+        help="also one best per value of these runs.parquet columns (e.g. partition, sweep)",
+    )
+    _output_options(p)
+    p.set_defaults(func=_cmd_best)
+    p = sub.add_parser(
+        "merge",
+        help="merge results folders (e.g. from several machines) into one",
+        description="Write the union of results folders as one results folder. A run found "
+        "in several is kept once: from the folder where it finished ok, else the first given; "
+        "a warning counts runs whose trace rows differ between folders.",
+    )
+    p.add_argument("sources", type=Path, nargs="+", help="results folders")
+    p.add_argument("-o", "--output", type=Path, required=True, help="the merged results folder")
+    p.set_defaults(func=_cmd_merge)
     p = sub.add_parser("tune", help="Optuna studies of a sweep with method: optuna")
     p.add_argument("action", choices=["status", "create", "worker"])
     p.add_argument("sweep", type=Path, help="the sweep config, YAML or JSON")
@@ -94,6 +198,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    default_showwarning = warnings.showwarning
+
+    def one_line(message, category, *rest) -> None:  # our warnings, like our errors
+        if issubclass(category, FedsparseWarning):
+            print(f"fedsparse: warning: {message}", file=sys.stderr)
+        else:
+            default_showwarning(message, category, *rest)
+
+    warnings.showwarning = one_line
     try:
         return args.func(args)
     except FedsparseError as exc:
@@ -102,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fedsparse: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `fedsparse query ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
+    finally:
+        warnings.showwarning = default_showwarning
 
 
 if __name__ == "__main__":

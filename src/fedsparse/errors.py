@@ -13,3 +13,12 @@ class ConfigError(FedsparseError, ValueError):
 
 class DataError(FedsparseError, ValueError):
     """A data file is missing or malformed; the message names the file."""
+
+
+class MissingResultsError(FedsparseError, FileNotFoundError):
+    """A results folder, or its runs.parquet or traces/, does not exist; the message names it."""
+
+
+class FedsparseWarning(UserWarning):
+    """Something a user should know that does not stop the command; the CLI prints it as
+    one ``fedsparse: warning: ...`` line."""

@@ -1,7 +1,9 @@
 """The comparison report of a results folder: one self-contained HTML page.
 
 ``build_report(RESULTS)`` reads ``RESULTS/runs.parquet`` and ``RESULTS/traces/``
-and writes ``RESULTS/report/`` (or ``out_dir``)::
+and writes ``RESULTS/report/`` (or ``out_dir``). ``build_report([A, B, ...])`` reports on
+the union of several results folders (merged as ``fedsparse merge`` does) into ``./report``
+(or ``out_dir``)::
 
     index.html    every figure embedded as a base64 PNG, CSS inline, no external links
     figures/*.png the same figures as files
@@ -20,12 +22,15 @@ import io
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .. import __version__
+from ..errors import FedsparseError
+from ..query import check_results_folder, merge_results
 from . import analysis as an
 from . import optuna_section
 from .data_section import add_data_section
@@ -118,15 +123,34 @@ def _ratio(v: float) -> str:
     return "∞" if v == float("inf") else f"{v:.2f}x"
 
 
-def build_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Path:
-    """Write the comparison report of ``results_dir``; return the path of its index.html."""
-    results_dir = Path(results_dir)
-    out_dir = Path(out_dir) if out_dir is not None else results_dir / "report"
+def build_report(
+    results_dir: str | Path | Sequence[str | Path], out_dir: str | Path | None = None
+) -> Path:
+    """Write the comparison report of ``results_dir`` (one folder or several); return the
+    path of its index.html."""
+    if isinstance(results_dir, str | Path):
+        results_dir = [results_dir]
+    folders = [Path(f) for f in results_dir]
+    if not folders:
+        raise FedsparseError("no results folder given")
+    if len(folders) > 1 and out_dir is None:
+        out_dir = Path("report")
+        # ./report is not inside a results folder: do not replace an unrelated folder
+        if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "index.html").exists():
+            raise FedsparseError(f"{out_dir}: exists and is not a report; give -o REPORT_DIR")
+    out_dir = Path(out_dir) if out_dir is not None else folders[0] / "report"
     out_dir = out_dir.absolute()
+    for folder in folders:
+        check_results_folder(folder)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        _build(results_dir, tmp)
+        if len(folders) == 1:
+            _build(folders[0], tmp, folders)
+        else:  # the union as one results folder, next to the report (it may be large)
+            with tempfile.TemporaryDirectory(prefix=".merged-", dir=out_dir.parent) as merged:
+                merge_results(folders, merged)
+                _build(Path(merged), tmp, folders)
         _swap_in(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -150,7 +174,9 @@ def _swap_in(tmp: Path, out_dir: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _build(results_dir: Path, root: Path) -> None:
+def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
+    """The report of ``results_dir`` in ``root``; partition statistics from ``data_dirs``
+    (the original folders: a merged folder has no data/)."""
     a = an.analyse(results_dir)
     info = an.overview(a)
     summary = an.summary_table(a)
@@ -173,7 +199,7 @@ def _build(results_dir: Path, root: Path) -> None:
     for sec in sections.itertuples():
         _section(page, a, sec, summary, r2t, r2t_notes, cells)
     _noniid(page, noniid)
-    add_data_section(page, results_dir, a, tables)
+    add_data_section(page, results_dir, a, tables, data_dirs)
     optuna_section.add_section(page, results_dir, tables)  # only for Optuna sweeps
     _footer(page)
     title = "fedsparse comparison report: " + ", ".join(info["sweeps"])

@@ -34,21 +34,27 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def read_partition_stats(results_dir: Path) -> dict[str, tuple[dict, pd.DataFrame, pd.DataFrame]]:
-    """Per data set directory with partition statistics: (meta, stats, embedding or empty)."""
+def read_partition_stats(
+    results_dirs: list[Path],
+) -> dict[str, tuple[dict, pd.DataFrame, pd.DataFrame]]:
+    """Per data set directory with partition statistics: (meta, stats, embedding or empty).
+    A data set found in several results folders is taken from the first."""
     out = {}
-    root = results_dir / "data"
-    if not root.is_dir():
-        return out
-    for d in sorted(p for p in root.iterdir() if (p / "partition_stats.csv").is_file()):
-        try:
-            meta = json.loads((d / "meta.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            meta = {}
-        stats = pd.read_csv(d / "partition_stats.csv")
-        emb = pd.read_csv(d / "embedding.csv") if (d / "embedding.csv").is_file() else None
-        out[d.name] = (meta, stats, emb)
-    return out
+    for results_dir in results_dirs:
+        root = results_dir / "data"
+        if not root.is_dir():
+            continue
+        for d in sorted(p for p in root.iterdir() if (p / "partition_stats.csv").is_file()):
+            if d.name in out:
+                continue
+            try:
+                meta = json.loads((d / "meta.json").read_text())
+            except (OSError, json.JSONDecodeError):
+                meta = {}
+            stats = pd.read_csv(d / "partition_stats.csv")
+            emb = pd.read_csv(d / "embedding.csv") if (d / "embedding.csv").is_file() else None
+            out[d.name] = (meta, stats, emb)
+    return dict(sorted(out.items()))
 
 
 def partition_summary(name: str, meta: dict, stats: pd.DataFrame) -> dict:
@@ -133,9 +139,12 @@ def test_accuracy_table(results_dir: Path, a: an.Analysis) -> pd.DataFrame:
     return per[cols].sort_values(["section", "algorithm"]).reset_index(drop=True)
 
 
-def add_data_section(page, results_dir: Path, a: an.Analysis, tables: Path) -> None:
-    """Append the data/partition section to the report ``page`` (nothing if nothing to show)."""
-    found = read_partition_stats(results_dir)
+def add_data_section(
+    page, results_dir: Path, a: an.Analysis, tables: Path, data_dirs: list[Path] | None = None
+) -> None:
+    """Append the data/partition section to the report ``page`` (nothing if nothing to show);
+    partition statistics come from ``data_dirs`` (default: ``results_dir``)."""
+    found = read_partition_stats(data_dirs or [results_dir])
     acc = test_accuracy_table(results_dir, a)
     if not found and acc.empty:
         return

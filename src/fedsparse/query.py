@@ -1,0 +1,448 @@
+"""Query results folders with DuckDB SQL; best configurations; merge folders from several machines.
+
+``open_results(folders)`` gives a DuckDB connection with two views:
+
+* ``traces``: the hive-partitioned ``RESULTS/traces/`` dataset, exactly the TRACE_SCHEMA columns;
+* ``runs``: ``RESULTS/runs.parquet``, exactly the RUNS_SCHEMA columns.
+
+Several folders read as their union. A run (one ``run_id``, i.e. one normalised config)
+found in several folders is kept once, from the folder where its status is ``ok``, else the
+first one given. If its trace rows differ between folders (timings and the sweep label aside,
+e.g. a different CPU changed the last bits) that is a *conflict*, reported as a
+:class:`ResultsConflictWarning`. ``query``, ``best``, ``merge`` and ``report`` share these rules.
+
+The connection can read only the results folders (DuckDB's external access is switched off and
+the configuration locked once the views exist), and :func:`run_query` accepts one SELECT only,
+so a query can neither write files nor read anything else.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from .aggregate import write_traces_dataset
+from .atomic import atomic_write
+from .errors import FedsparseError, FedsparseWarning, MissingResultsError
+from .results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
+
+FORMATS = ("table", "csv", "parquet")
+DEFAULT_LIMIT = 40
+BATCH_ROWS = 65_536
+
+# best: metric -> (better, source, meaning). A diverged run scores the worst value (+inf when
+# lower is better, -inf when higher is), so a configuration with any diverged seed ranks last.
+METRICS = {
+    "final_objective": ("lower", "runs", "training objective at the last round"),
+    "best_objective": ("lower", "runs", "lowest training objective over the rounds"),
+    "final_train_accuracy": ("higher", "traces", "training accuracy at the last round"),
+    "final_test_accuracy": ("higher", "traces", "accuracy on the test split at the last round"),
+    "final_dist_to_truth": ("lower", "traces", "distance to the true model (synthetic data)"),
+}
+# A configuration: everything that defines a run except its seed (and the sweep label, which
+# is not part of the run id either).
+BEST_CONFIG_COLUMNS = (
+    "dataset",
+    "algorithm",
+    "partition",
+    "loss",
+    "rounds",
+    *HYPERPARAMETER_COLUMNS,
+)
+# Trace columns that legitimately differ between two executions of the same run.
+NOT_COMPARED = ("elapsed_s", "sweep")
+
+_SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
+
+
+class ResultsConflictWarning(FedsparseWarning):
+    """The same run has different trace rows in two results folders."""
+
+
+@dataclass
+class Results:
+    """An open DuckDB connection with the ``runs`` and ``traces`` views of ``folders``."""
+
+    con: duckdb.DuckDBPyConnection
+    folders: list[Path]
+    conflicts: list[str]  # run ids whose trace rows differ between folders
+
+
+def check_results_folder(folder: str | Path) -> Path:
+    """``folder`` as an absolute path, or a FedsparseError naming what is missing."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MissingResultsError(f"{folder}: no such results folder")
+    for part in ("runs.parquet", "traces/"):
+        if not (folder / part.rstrip("/")).exists():
+            raise MissingResultsError(f"{folder}: no {part} here (not a results folder?)")
+    return folder.absolute()
+
+
+@contextmanager
+def open_results(folders: Sequence[str | Path]) -> Iterator[Results]:
+    """The views over one or several results folders (see the module docstring)."""
+    paths = list(dict.fromkeys(check_results_folder(f) for f in folders))  # each folder once
+    if not paths:
+        raise FedsparseError("no results folder given")
+    con = duckdb.connect(":memory:")
+    try:
+        try:
+            for i, folder in enumerate(paths):  # one folder: the views themselves
+                runs, traces = (
+                    ("runs", "traces") if len(paths) == 1 else (f"_runs_{i}", f"_traces_{i}")
+                )
+                con.execute(f"CREATE VIEW {runs} AS {_runs_source(con, folder)}")
+                con.execute(f"CREATE VIEW {traces} AS {_traces_source(con, folder)}")
+        except duckdb.Error as exc:
+            raise FedsparseError(f"reading {folder}: {_one_line(exc)}") from None
+        conflicts = _union_views(con, len(paths)) if len(paths) > 1 else []
+        # From here on SQL can read the results folders and nothing else, and cannot undo that.
+        dirs = ", ".join(_quote(f"{p}/") for p in paths)
+        con.execute(f"SET allowed_directories = [{dirs}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        if conflicts:
+            shown = ", ".join(conflicts[:3]) + (", ..." if len(conflicts) > 3 else "")
+            warnings.warn(
+                f"{len(conflicts)} run(s) have different trace rows in different folders "
+                f"(kept: the folder where the run is ok, else the first given): {shown}",
+                ResultsConflictWarning,
+                stacklevel=3,
+            )
+        yield Results(con, paths, conflicts)
+    finally:
+        con.close()
+
+
+def _runs_source(con: duckdb.DuckDBPyConnection, folder: Path) -> str:
+    return _conformed(con, f"read_parquet({_quote(str(folder / 'runs.parquet'))})", RUNS_SCHEMA)
+
+
+def _traces_source(con: duckdb.DuckDBPyConnection, folder: Path) -> str:
+    if not any((folder / "traces").rglob("*.parquet")):  # a folder without runs
+        return _conformed(con, "(SELECT 1 WHERE false)", TRACE_SCHEMA)
+    glob = _quote(str(folder / "traces" / "**" / "*.parquet"))
+    # one folder's files share a schema (aggregate writes them together), so no union_by_name,
+    # which would read every file's footer each time a view is bound
+    source = (
+        f"read_parquet({glob}, hive_partitioning = true, "
+        "hive_types = {'dataset': VARCHAR, 'algorithm': VARCHAR})"
+    )
+    return _conformed(con, source, TRACE_SCHEMA)
+
+
+def _conformed(con: duckdb.DuckDBPyConnection, source: str, schema: pa.Schema) -> str:
+    """SELECT of ``schema``'s columns, typed and in order; columns the files lack are null
+    (results written before a column was added stay readable)."""
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    cols = [
+        f"CAST({_ident(f.name) if f.name in present else 'NULL'} AS {_SQL_TYPES[f.type]})"
+        f" AS {_ident(f.name)}"
+        for f in schema
+    ]
+    return f"SELECT {', '.join(cols)} FROM {source}"
+
+
+def _union_views(con: duckdb.DuckDBPyConnection, n: int) -> list[str]:
+    """Create the deduplicated ``runs`` and ``traces`` views; return the conflicting run ids."""
+    for name in ("runs", "traces"):
+        union = " UNION ALL ".join(f"SELECT {i} AS _folder, * FROM _{name}_{i}" for i in range(n))
+        con.execute(f"CREATE VIEW _{name}_all AS {union}")
+    con.execute(
+        """CREATE VIEW _kept AS SELECT run_id, _folder FROM (
+             SELECT run_id, _folder, row_number() OVER (
+               PARTITION BY run_id ORDER BY coalesce(status = 'ok', false) DESC, _folder) AS k
+             FROM _runs_all) WHERE k = 1"""
+    )
+    con.execute(
+        "CREATE VIEW runs AS SELECT * EXCLUDE (_folder) FROM _runs_all "
+        "SEMI JOIN _kept USING (run_id, _folder)"
+    )
+    con.execute(
+        "CREATE VIEW traces AS SELECT * EXCLUDE (_folder) FROM _traces_all "
+        "SEMI JOIN _kept USING (run_id, _folder)"
+    )
+    compared = ", ".join(_ident(f.name) for f in TRACE_SCHEMA if f.name not in NOT_COMPARED)
+    rows = con.execute(
+        f"""SELECT run_id FROM (
+              SELECT run_id, _folder, count(*) AS n, sum(hash({compared})::HUGEINT) AS h
+              FROM _traces_all GROUP BY run_id, _folder)
+            GROUP BY run_id HAVING min(n) <> max(n) OR min(h) <> max(h) ORDER BY run_id"""
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+# ------------------------------------------------------------------------------ query / best
+
+
+def run_query(results: Results, sql: str) -> pa.RecordBatchReader:
+    """The rows of one read-only SELECT (also WITH, FROM-first, DESCRIBE, SUMMARIZE)."""
+    try:
+        statements = results.con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise FedsparseError(f"query: {_one_line(exc)}") from None
+    if len(statements) != 1:
+        raise FedsparseError(f"query: expected one SQL statement, got {len(statements)}")
+    kind = statements[0].type
+    if kind == duckdb.StatementType.MULTI:  # PIVOT without IN (...) first creates a type
+        raise FedsparseError(
+            "query: only a read-only SELECT is allowed; PIVOT needs its values listed: "
+            "PIVOT runs ON algorithm IN ('fedht', 'distiht') USING ..."
+        )
+    if kind != duckdb.StatementType.SELECT:
+        raise FedsparseError(
+            f"query: only a read-only SELECT is allowed, not {kind.name} "
+            "(write results with --format csv|parquet -o FILE)"
+        )
+    return _execute(results, sql)
+
+
+def best_configurations(
+    results: Results, metric: str = "final_objective", by: Sequence[str] = ()
+) -> pa.RecordBatchReader:
+    """Per (``by``..., dataset, algorithm): the configuration with the best mean ``metric``
+    over its seeds, with its number of seeds and of diverged runs.
+
+    Optuna trials are searches (pruned ones stop early), so as in the report only grid runs
+    and the held-out re-runs of Optuna's best trials (trial_state HOLDOUT) are compared.
+    """
+    if metric not in METRICS:
+        raise FedsparseError(f"best: unknown metric {metric!r} (known: {', '.join(METRICS)})")
+    unknown = [c for c in by if c not in RUNS_SCHEMA.names]
+    if unknown:
+        raise FedsparseError(f"best: --by {unknown[0]}: not a column of runs.parquet")
+    better, source, _ = METRICS[metric]
+    if source == "runs":
+        value, join = f"r.{metric}", ""
+    else:  # the value at the run's last evaluated round
+        column = metric.removeprefix("final_")
+        value = "t.value"
+        join = (
+            f"LEFT JOIN (SELECT run_id, arg_max({column}, round) AS value FROM traces "
+            "GROUP BY run_id) t USING (run_id)"
+        )
+    compared = "r.trial_state IS NULL OR r.trial_state = 'HOLDOUT'"
+    worst = "'inf'::DOUBLE" if better == "lower" else "'-inf'::DOUBLE"
+    groups = [*dict.fromkeys([*by, "dataset", "algorithm"])]
+    config = [*dict.fromkeys([*groups, *BEST_CONFIG_COLUMNS])]
+    mean = _ident(f"mean_{metric}")
+    order = "ASC" if better == "lower" else "DESC"
+    cols, keys = ", ".join(map(_ident, config)), ", ".join(map(_ident, groups))
+    tiebreak = ", ".join(f"{_ident(c)} NULLS FIRST" for c in config)  # deterministic ties
+    sql = f"""
+        WITH scored AS (
+          SELECT r.*, {value} AS value,
+                 CASE WHEN r.status = 'diverged' THEN {worst} ELSE {value} END AS score
+          FROM runs r {join}
+          WHERE {compared}),
+        configs AS (
+          SELECT {cols}, avg(score) AS {mean}, count(DISTINCT seed) AS seeds,
+                 count(*) FILTER (WHERE status = 'diverged') AS diverged, count(value) AS n
+          FROM scored GROUP BY {cols}),
+        ranked AS (
+          SELECT *, max(n) OVER (PARTITION BY {keys}) AS group_n, row_number() OVER (
+            PARTITION BY {keys} ORDER BY {mean} {order} NULLS LAST, {tiebreak}) AS k
+          FROM configs)
+        -- a group where no run has a value: the metric does not apply (e.g. no test split)
+        SELECT * EXCLUDE (n, group_n, k) FROM ranked WHERE k = 1 AND group_n > 0
+        ORDER BY {keys}"""
+    valued = f"SELECT count(*) FROM runs r {join} WHERE ({compared}) AND {value} IS NOT NULL"
+    if not _scalar(results.con, valued):
+        raise FedsparseError(f"best: no grid or held-out run in these results has a {metric}")
+    return _execute(results, sql)
+
+
+def _execute(results: Results, sql: str) -> pa.RecordBatchReader:
+    try:
+        return results.con.sql(sql).to_arrow_reader(BATCH_ROWS)
+    except duckdb.Error as exc:
+        raise FedsparseError(f"query: {_one_line(exc)}") from None
+
+
+# ------------------------------------------------------------------------------ output
+
+
+def output_format(fmt: str | None, output: str | Path | None) -> str:
+    """The output format: ``fmt``, else from ``output``'s suffix, else table. Checked before
+    any query runs, so a wrong combination costs nothing and writes nothing."""
+    if fmt is None:
+        if output is None:
+            return "table"
+        suffix = Path(output).suffix.lower()
+        if suffix in (".csv", ".parquet"):
+            return suffix[1:]
+        raise FedsparseError(f"-o {output}: give --format csv or parquet (or a .csv/.parquet name)")
+    if fmt not in FORMATS:
+        raise FedsparseError(f"--format {fmt}: must be one of {', '.join(FORMATS)}")
+    if fmt == "table" and output is not None:
+        raise FedsparseError("--format table prints to the terminal; use csv or parquet with -o")
+    if fmt == "parquet" and output is None:
+        raise FedsparseError("--format parquet needs -o FILE")
+    return fmt
+
+
+def write_rows(
+    reader: pa.RecordBatchReader,
+    fmt: str,
+    output: str | Path | None = None,
+    limit: int = DEFAULT_LIMIT,
+    stdout: TextIO | None = None,
+) -> int:
+    """Write the rows as a table (at most ``limit`` rows, 0 = all), CSV or Parquet; files
+    atomically. Return the number of rows."""
+    stdout = stdout or sys.stdout
+    try:
+        if fmt == "table":
+            return _print_table(reader, limit, stdout)
+        if output is None:  # csv on stdout
+            stdout.flush()
+            return _write_csv(reader, stdout.buffer)
+        with atomic_write(output) as fh:
+            return _write_csv(reader, fh) if fmt == "csv" else _write_parquet(reader, fh)
+    except duckdb.Error as exc:  # errors raised while the rows are computed
+        raise FedsparseError(f"query: {_one_line(exc)}") from None
+
+
+def _write_csv(reader: pa.RecordBatchReader, fh) -> int:
+    rows = 0
+    with pacsv.CSVWriter(fh, reader.schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
+
+
+def _write_parquet(reader: pa.RecordBatchReader, fh) -> int:
+    rows = 0
+    with pq.ParquetWriter(fh, reader.schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
+
+
+def _print_table(reader: pa.RecordBatchReader, limit: int, out: TextIO) -> int:
+    shown: list[pa.RecordBatch] = []
+    kept = total = 0
+    for batch in reader:
+        if limit <= 0 or kept < limit:
+            take = batch.num_rows if limit <= 0 else min(batch.num_rows, limit - kept)
+            shown.append(batch.slice(0, take))
+            kept += take
+        total += batch.num_rows
+    out.write(format_table(pa.Table.from_batches(shown, schema=reader.schema)))
+    if total > kept:
+        out.write(f"... {total - kept} more rows not shown ({total} in all; --limit 0 shows all)\n")
+    else:
+        out.write(f"({total} row{'s' if total != 1 else ''})\n")
+    return total
+
+
+def format_table(table: pa.Table) -> str:
+    """An aligned plain-text table: numbers right-aligned, nulls shown as NULL."""
+    names = table.column_names
+    numeric = [
+        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+        for t in table.schema.types
+    ]
+    cells = [[_cell(v) for v in col.to_pylist()] for col in table.columns]
+    widths = [max([len(n), *map(len, c)]) for n, c in zip(names, cells, strict=True)]
+
+    def line(values: list[str]) -> str:
+        parts = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ]
+        return "  ".join(parts).rstrip() + "\n"
+
+    text = line(names) + line(["-" * w for w in widths])
+    for i in range(table.num_rows):
+        text += line([c[i] for c in cells])
+    return text
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v).replace("\n", "\\n")
+
+
+# ------------------------------------------------------------------------------ merge
+
+
+@dataclass
+class MergeSummary:
+    runs: int  # runs in the merged folder
+    per_folder: list[int]  # runs found in each source folder
+    conflicts: list[str]  # run ids whose trace rows differ between folders
+
+
+def merge_results(sources: Sequence[str | Path], dest: str | Path) -> MergeSummary:
+    """Write the union of ``sources`` (see the module docstring) to ``dest`` as a results
+    folder, like the aggregate rule: ``traces/`` then ``runs.parquet``, each atomically."""
+    dest = Path(dest).absolute()
+    with open_results(sources) as res:
+        if (dest / "runs.parquet").exists() and dest.resolve() not in {
+            f.resolve() for f in res.folders
+        }:
+            raise FedsparseError(
+                f"{dest}: already holds results; give it as a source too, or another -o"
+            )
+        con = res.con
+        try:
+            traces = con.sql(
+                "SELECT * FROM traces ORDER BY dataset, algorithm, run_id, round"
+            ).to_arrow_table()
+            runs = con.sql("SELECT * FROM runs ORDER BY run_id").to_arrow_table()
+        except duckdb.Error as exc:
+            raise FedsparseError(f"merge: {_one_line(exc)}") from None
+        per_folder = [runs.num_rows]
+        if len(res.folders) > 1:
+            found = dict(
+                con.execute("SELECT _folder, count(*) FROM _runs_all GROUP BY 1").fetchall()
+            )
+            per_folder = [found.get(i, 0) for i in range(len(res.folders))]
+        conflicts = res.conflicts
+    # everything is in memory now: dest may be one of the sources
+    write_traces_dataset(traces.cast(TRACE_SCHEMA), dest / "traces")
+    write_parquet_atomic(runs.cast(RUNS_SCHEMA), dest / "runs.parquet")
+    return MergeSummary(runs.num_rows, per_folder, conflicts)
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> object:
+    return con.execute(sql).fetchall()[0][0]  # fetch all: DuckDB refuses unfinished results
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _one_line(exc: BaseException) -> str:
+    """DuckDB's message without the LINE/caret excerpt, on one line."""
+    lines = []
+    for raw in str(exc).splitlines():
+        if raw.startswith("LINE "):
+            break
+        if raw.strip():
+            lines.append(raw.strip())
+    return " ".join(lines) or type(exc).__name__
