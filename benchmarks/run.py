@@ -305,6 +305,15 @@ def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
     runs = pd.read_parquet(workdir / "results/runs.parquet")
     busy = runs.wall_time_s.sum()
     overhead = wall * cores - busy  # core-seconds not spent inside a run
+
+    def job_seconds(pattern: str) -> float:  # Snakemake's benchmark files of the jobs
+        files = list((workdir / "results/benchmarks").glob(pattern))
+        return sum(float(pd.read_csv(f, sep="\t").s.iloc[0]) for f in files)
+
+    shard_jobs = job_seconds("shards/*.tsv")
+    data_jobs = job_seconds("data/*.tsv")
+    merge_jobs = job_seconds("aggregate.tsv") + job_seconds("report.tsv")
+    per_run = shard_jobs - busy  # inside shard jobs, outside runs: start-up, saving, merging
     return {
         "config": config.name,
         "runs": len(runs),
@@ -315,6 +324,12 @@ def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
         "train_time_s": runs.train_time_s.sum(),
         "overhead_per_run_s": overhead / len(runs),
         "overhead_pct": 100 * overhead / (wall * cores),
+        # where the core time outside runs goes
+        "shard_overhead_s": per_run,
+        "shard_overhead_pct": 100 * per_run / (wall * cores),
+        "data_s": data_jobs,
+        "aggregate_report_s": merge_jobs,
+        "idle_s": wall * cores - shard_jobs - data_jobs - merge_jobs,
         "peak_rss_MB": peak_kib / 1024,
     }
 
@@ -332,6 +347,12 @@ def bench_sweeps(include_default: bool) -> list[dict]:
             f"  {r['config']:12s} {r['runs']:5d} runs in {r['wall_s']:7.1f} s on {r['cores']} "
             f"cores: {r['runs_per_min']:7.0f} runs/min; overhead {r['overhead_per_run_s']:.3f} "
             f"s/run = {r['overhead_pct']:.1f}% of core time; peak RSS {r['peak_rss_MB']:.0f} MB",
+        )
+        print(
+            f"    core time outside runs: in shard jobs {r['shard_overhead_s']:.0f} s "
+            f"({r['shard_overhead_pct']:.1f}%: start-up, saving, merging), data generation "
+            f"{r['data_s']:.0f} s, aggregate + report {r['aggregate_report_s']:.0f} s, "
+            f"idle or scheduling {r['idle_s']:.0f} s",
             flush=True,
         )
     return out

@@ -136,3 +136,15 @@ def test_a_second_process_on_the_same_shard_waits_for_the_first(tmp_path):
     holder.wait()
     assert (out / "t.parquet").is_file() and (out / "r.parquet").is_file()
     assert not np.any([p.name.endswith(".parts") for p in out.iterdir()])
+
+
+def test_costlier_shards_get_higher_scheduling_priority():
+    cfg = sweep(shard_size=5, rounds=100_000)  # 12 runs per data set: shards of 5, 5, 2
+    cfg["datasets"]["wide"] = {"data": dict(LIN, dim=4000)}
+    cfg["datasets"]["real"] = {"data": {"kind": "svmlight", "source": "rcv1.binary"}}
+    cfg["datasets"]["real"]["partition"] = {"kind": "iid", "clients": 4}
+    plan = plan_sweep(cfg)
+    small, wide = plan.shard_priority("lin--0000"), plan.shard_priority("wide--0000")
+    assert wide > small > 0
+    assert plan.shard_priority("lin--0000") > plan.shard_priority("lin--0002")  # 5 runs vs 2
+    assert plan.shard_priority("real--0000") == 0  # not downloaded: unknown, no preference

@@ -95,11 +95,16 @@ def run_bytes(config: dict[str, Any], shape: DataShape) -> float:
     return rounds * local + evaluations * evaluation
 
 
-def shard_runtime_minutes(configs: list[dict[str, Any]], shape: DataShape) -> int:
-    """A SLURM time limit (minutes) for one job running ``configs`` one after another."""
-    seconds = JOB_STARTUP_S + sum(
+def shard_seconds(configs: list[dict[str, Any]], shape: DataShape) -> float:
+    """Estimated seconds of one job running ``configs`` one after another."""
+    return JOB_STARTUP_S + sum(
         run_bytes(c, shape) / BYTES_PER_SECOND + RUN_OVERHEAD_S for c in configs
     )
+
+
+def shard_runtime_minutes(configs: list[dict[str, Any]], shape: DataShape) -> int:
+    """A SLURM time limit (minutes) for one job running ``configs`` one after another."""
+    seconds = shard_seconds(configs, shape)
     return max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
 
 
@@ -114,9 +119,9 @@ UNKNOWN_RUNTIME_MIN = 240
 UNKNOWN_MEM_MB = 8192
 
 
-def known_shape(data_spec: dict[str, Any], data_dir: str | Path) -> DataShape | None:
+def known_shape(data_spec: dict[str, Any], data_dir: str | Path | None) -> DataShape | None:
     """The shape of a prepared data folder, else of a synthetic spec, else None."""
-    if (Path(data_dir) / "meta.json").is_file():
+    if data_dir and (Path(data_dir) / "meta.json").is_file():
         return data_shape(data_dir)
     if data_spec.get("kind") == "synthetic":
         return synthetic_shape(data_spec)

@@ -13,17 +13,20 @@ import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 
 from .algorithms import ALGORITHMS
 from .config import normalize_run_config, partition_label, read_config_file, run_id
 from .data import FederatedData, load_qid_file, simulation
-from .data.prepare import Prepared, apply_partition, prepare
 from .problem import LOSS_TASKS, Problem
 from .results import to_frame, trace_table
+
+if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job needs neither
+    import pandas as pd
+
+    from .data.prepare import Prepared
 
 _WARM: set[tuple[str, bool, str]] = set()
 
@@ -57,6 +60,8 @@ def prepare_dataset(
     embedding_sample: int = 0,
 ) -> Prepared:
     """Like :func:`load_dataset`, with the partition's statistics (and a t-SNE embedding)."""
+    from .data.prepare import Prepared, apply_partition, prepare
+
     if dataset["kind"] == "svmlight":
         return prepare(dataset, partition, cache, embedding_sample)
     data = _own_clients(dataset, loss)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_write
+
+if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job never needs it
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 
@@ -116,6 +119,8 @@ def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
 
 def to_frame(table: pa.Table) -> pd.DataFrame:
     """Arrow table to pandas with nullable integer columns kept as integers."""
+    import pandas as pd
+
     return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
 
 

@@ -46,7 +46,7 @@ from .config import (
     normalize_run_config,
     run_id,
 )
-from .cost import job_resources
+from .cost import job_resources, known_shape, shard_seconds
 from .errors import ConfigError
 
 SWEEP_KEYS = (
@@ -106,6 +106,13 @@ class Plan:
         runs = self.shards[shard]
         spec = self.datasets[runs[0].dataset]["data"]
         return job_resources([r.config for r in runs], spec, data_dir)
+
+    def shard_priority(self, shard: str) -> int:
+        """Estimated seconds of a shard (0 if its data is not yet known): the scheduler
+        starts costly shards first, so no long shard is left running alone at the end."""
+        runs = self.shards[shard]
+        shape = known_shape(self.datasets[runs[0].dataset]["data"], None)
+        return 0 if shape is None else round(shard_seconds([r.config for r in runs], shape))
 
     def worker_resources(self, study: str, data_dir: str | Path) -> dict[str, int]:
         """The same for one Optuna worker: its share of the trials at the costliest corner."""

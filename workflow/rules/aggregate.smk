@@ -9,5 +9,7 @@ rule aggregate:
         "../envs/fedsparse.yaml"
     log:
         f"{RESULTS}/logs/aggregate.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/aggregate.tsv"
     script:
         "../scripts/aggregate.py"

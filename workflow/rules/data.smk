@@ -5,6 +5,8 @@ rule make_data:
         "../envs/fedsparse.yaml"
     log:
         f"{RESULTS}/logs/data/{{dataset}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/data/{{dataset}}.tsv"
     params:
         spec=lambda w: PLAN.datasets[w.dataset],
     script:

@@ -19,6 +19,8 @@ rule report:
         "../envs/fedsparse.yaml"
     log:
         f"{RESULTS}/logs/report.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/report.tsv"
     params:
         results=lambda w, input: os.path.dirname(input.runs),
     script:

@@ -8,11 +8,15 @@ rule run_shard:
         "../envs/fedsparse.yaml"
     log:
         f"{RESULTS}/logs/shards/{{shard}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/shards/{{shard}}.tsv"  # wall time and peak memory of the job
     params:
         # the shard's run ids: when a sweep edit changes them, the shard reruns
         run_ids=lambda w: [r.run_id for r in PLAN.shards[w.shard]],
         data_root=lambda w, input: os.path.dirname(input[0]),
     threads: 1
+    # costliest shards first: a short tail instead of one long shard running alone at the end
+    priority: lambda w: PLAN.shard_priority(w.shard)
     resources:
         # cluster time limit and memory from the shard's runs and its data set's size
         runtime=lambda w, input: PLAN.shard_resources(w.shard, input[0])["runtime"],
