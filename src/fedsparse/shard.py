@@ -31,7 +31,7 @@ from .data import load_dataset_dir
 from .experiment import run_trace
 from .provenance import provenance
 from .results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
-from .sweep import Run, plan_sweep
+from .sweep import Plan, Run, plan_sweep
 
 log = logging.getLogger("fedsparse.shard")
 
@@ -96,7 +96,13 @@ def _exclusive(lock_path: Path, shard: str):
         yield
 
 
-def _run_shard(plan, shard: str, data_root, traces_out, runs_out) -> None:
+def _run_shard(
+    plan: Plan,
+    shard: str,
+    data_root: str | Path,
+    traces_out: str | Path,
+    runs_out: str | Path,
+) -> None:
     runs = plan.shards[shard]
     parts = Path(f"{traces_out}.parts")
     parts.mkdir(parents=True, exist_ok=True)
