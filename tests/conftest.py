@@ -20,6 +20,15 @@ from fedsparse.data import FederatedData
 
 LOSSES = ("least_squares", "logistic", "softmax")
 N_CLASSES = 3
+# A synthetic data set of a few clients for sweep-level tests (copy it before editing).
+SMALL_LINEAR = {
+    "kind": "synthetic",
+    "task": "linear",
+    "clients": 6,
+    "samples_per_client": 20,
+    "dim": 40,
+    "support": 5,
+}
 
 
 def dense(X) -> np.ndarray:

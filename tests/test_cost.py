@@ -8,20 +8,14 @@ import time
 
 import numpy as np
 import pytest
+from conftest import SMALL_LINEAR
 
 from fedsparse import cost
 from fedsparse.errors import ConfigError
 from fedsparse.pipeline import make_data
 from fedsparse.sweep import plan_sweep
 
-LIN = {
-    "kind": "synthetic",
-    "task": "linear",
-    "clients": 6,
-    "samples_per_client": 20,
-    "dim": 40,
-    "support": 5,
-}
+LIN = dict(SMALL_LINEAR)
 
 
 def sweep(**extra) -> dict:

@@ -20,12 +20,14 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import kill_tree
-from test_workflow import ROOT, SNAKEMAKE, TINY, results_of, snakemake, write_config
+from test_workflow import ROOT, TINY, results_of, snakemake, snakemake_command, write_config
 
 LOCAL_SLURM = ROOT / "scripts" / "local-slurm"
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
-# poll sooner than the profile's cluster-friendly defaults: the test cluster is idle
-FAST_POLLING = [
+# profiles/slurm, polling sooner than its cluster-friendly defaults: the test cluster is idle
+SLURM_PROFILE = [
+    "--profile",
+    str(ROOT / "profiles" / "slurm"),
     "--slurm-init-seconds-before-status-checks",
     "2",
     "--seconds-between-status-checks",
@@ -55,9 +57,7 @@ def slurm() -> None:
 
 
 def snakemake_slurm(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = snakemake(
-        workdir, "--profile", str(ROOT / "profiles" / "slurm"), *FAST_POLLING, *args, check=False
-    )
+    proc = snakemake(workdir, *SLURM_PROFILE, *args, check=False)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"snakemake on SLURM failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
@@ -138,18 +138,7 @@ def _running_jobs() -> dict[str, str]:
 def test_killed_snakemake_and_cancelled_job_resume_to_identical_results(slurm, tmp_path):
     workdir = tmp_path / "cluster"
     path = write_config(workdir, RESUME)
-    cmd = [
-        *SNAKEMAKE,
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--profile",
-        str(ROOT / "profiles" / "slurm"),
-        *FAST_POLLING,
-        "--configfile",
-        str(path),
-    ]
+    cmd = snakemake_command(workdir, *SLURM_PROFILE, "--configfile", str(path))
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )

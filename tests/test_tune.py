@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import kill_tree
+from conftest import SMALL_LINEAR, kill_tree
 
 optuna = pytest.importorskip("optuna")
 
@@ -42,14 +42,7 @@ from fedsparse.tune import (  # noqa: E402
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-LIN = {
-    "kind": "synthetic",
-    "task": "linear",
-    "clients": 6,
-    "samples_per_client": 20,
-    "dim": 40,
-    "support": 5,
-}
+LIN = dict(SMALL_LINEAR)
 TUNE = {
     "sweep": "t",
     "method": "optuna",

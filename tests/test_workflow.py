@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import kill_tree
+from conftest import SMALL_LINEAR, kill_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -25,16 +25,7 @@ TINY = {
     "seeds": [0, 1],
     "shard_size": 12,
     "datasets": {
-        "lin": {
-            "data": {
-                "kind": "synthetic",
-                "task": "linear",
-                "clients": 6,
-                "samples_per_client": 20,
-                "dim": 40,
-                "support": 5,
-            }
-        },
+        "lin": {"data": dict(SMALL_LINEAR)},
         "log": {
             "data": {
                 "kind": "synthetic",
@@ -53,18 +44,12 @@ TINY = {
 }
 
 
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    return [*SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    cmd = [
-        *SNAKEMAKE,
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--cores",
-        "2",
-        "--rerun-incomplete",
-        *args,
-    ]
+    cmd = snakemake_command(workdir, "--cores", "2", "--rerun-incomplete", *args)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -187,17 +172,7 @@ def test_rerun_of_a_finished_sweep_does_nothing(finished):
 def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished, tmp_path):
     cfg = yaml.safe_load(yaml.safe_dump(TINY))
     path = write_config(tmp_path, cfg)
-    cmd = [
-        *SNAKEMAKE,
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        "--cores",
-        "1",
-        "--configfile",
-        str(path),
-    ]
+    cmd = snakemake_command(tmp_path, "--cores", "1", "--configfile", str(path))
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )

@@ -307,25 +307,18 @@ def write_rows(
             return _print_table(reader, limit, stdout)
         if output is None:  # csv on stdout
             stdout.flush()
-            return _write_csv(reader, stdout.buffer)
+            return _write_batches(reader, pacsv.CSVWriter(stdout.buffer, reader.schema))
         with atomic_write(output) as fh:
-            return _write_csv(reader, fh) if fmt == "csv" else _write_parquet(reader, fh)
+            writer = pacsv.CSVWriter if fmt == "csv" else pq.ParquetWriter
+            return _write_batches(reader, writer(fh, reader.schema))
     except duckdb.Error as exc:  # errors raised while the rows are computed
         raise FedsparseError(f"query: {_one_line(exc)}") from None
 
 
-def _write_csv(reader: pa.RecordBatchReader, fh) -> int:
+def _write_batches(reader: pa.RecordBatchReader, writer) -> int:
+    """Stream ``reader`` into a pyarrow CSV or Parquet writer; return the number of rows."""
     rows = 0
-    with pacsv.CSVWriter(fh, reader.schema) as writer:
-        for batch in reader:
-            writer.write_batch(batch)
-            rows += batch.num_rows
-    return rows
-
-
-def _write_parquet(reader: pa.RecordBatchReader, fh) -> int:
-    rows = 0
-    with pq.ParquetWriter(fh, reader.schema) as writer:
+    with writer:
         for batch in reader:
             writer.write_batch(batch)
             rows += batch.num_rows
