@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -48,12 +49,46 @@ def test_batch_grad_matches_numpy(loss, sparse):
         np.array([3, 0, 7, 12, 40, 64], dtype=np.int64),
         np.array([5, 5, 9, 30, 30, 30, 2], dtype=np.int64),  # repeated rows count repeatedly
         np.arange(data.n_samples, dtype=np.int64),
+        # rows go three at a time: batches of 1, 2 and 5 take the remainder paths
+        np.array([11], dtype=np.int64),
+        np.array([8, 1], dtype=np.int64),
+        np.array([4, 22, 4, 17, 50], dtype=np.int64),
     ):
         for _ in range(2):  # a repeated call gives the same answer (G is reset)
             value = K.batch_grad(X, y, rows, W, code, l2, G, s)
             Xr = dense(data.X)[rows]
             np.testing.assert_allclose(value, np_loss(Xr, y[rows], W, loss, l2), rtol=RTOL)
             np.testing.assert_allclose(G, np_grad(Xr, y[rows], W, loss, l2), rtol=RTOL, atol=1e-14)
+
+
+@numba.njit
+def _dot3(X, i0, i1, i2, w):
+    return K.row_dot3(X, i0, i1, i2, w)
+
+
+@numba.njit
+def _axpy3(X, i0, i1, i2, a0, a1, a2, g):
+    K.row_axpy3(X, i0, i1, i2, a0, a1, a2, g)
+
+
+@numba.njit
+def _axpy(X, i, a, g):
+    K.row_axpy(X, i, a, g)
+
+
+def test_three_row_primitives_match_numpy_and_single_rows(sparse):
+    data, W, _ = setup_case("least_squares", sparse)
+    X, A, w = data.kernel_X, dense(data.X), W[0]
+    rows = (3, 17, 3)  # a repeated row too
+    got = _dot3(X, *rows, w)
+    np.testing.assert_allclose(got, A[list(rows)] @ w, rtol=1e-13)
+    g3 = np.linspace(-1.0, 1.0, data.n_features)
+    g1 = g3.copy()
+    coefs = (0.5, -1.25, 3.0)
+    _axpy3(X, *rows, *coefs, g3)
+    for i, a in zip(rows, coefs, strict=True):
+        _axpy(X, i, a, g1)
+    np.testing.assert_array_equal(g3, g1)  # the same sums in the same order: identical bits
 
 
 @pytest.mark.parametrize("loss", LOSSES)

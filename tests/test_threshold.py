@@ -36,6 +36,39 @@ def H(x: np.ndarray, tau: int) -> np.ndarray:
     return out
 
 
+@pytest.mark.parametrize("tau", [1, 7, 200, 999])
+@pytest.mark.parametrize(
+    "kind", ["iterate", "wide", "crowded", "ties", "subnormal", "sparse", "zeros"]
+)
+def test_hard_threshold_long_vectors_match_reference(kind, tau):
+    """Length 1000, shaped to reach every path of the selection: the cut bin small or
+    crowded (> 32 candidates), far below the largest entry, among ties, or at zero."""
+    rng = np.random.default_rng(len(kind) * 1000 + tau)
+    n = 1000
+    if kind == "iterate":  # a tau-sparse model after a gradient step
+        x = 1e-3 * rng.standard_normal(n)
+        x[rng.choice(n, 200, replace=False)] += rng.standard_normal(200)
+    elif kind == "wide":  # 1400 binades: most entries share the last bin
+        x = np.exp(rng.uniform(-700, 700, n)) * rng.choice([-1.0, 1.0], n)
+    elif kind == "crowded":  # everything within one bin
+        x = rng.uniform(1.0, 1.05, n) * rng.choice([-1.0, 1.0], n)
+    elif kind == "ties":
+        x = rng.integers(-3, 4, n).astype(np.float64)
+    elif kind == "subnormal":
+        x = rng.standard_normal(n) * 5e-324 * rng.integers(0, 1000, n)
+    elif kind == "sparse":
+        x = np.zeros(n)
+        x[rng.choice(n, 150, replace=False)] = rng.standard_normal(150)
+    else:
+        x = np.zeros(n)
+        x[::7] = -0.0
+    np.testing.assert_array_equal(H(x, tau), np_hard_threshold(x, tau))
+    scratch = K.threshold_scratch(n)  # the allocation-free path gives the same result
+    got = x.copy()
+    K.hard_threshold(got, tau, scratch)
+    np.testing.assert_array_equal(got, np_hard_threshold(x, tau))
+
+
 @given(x=vectors, data=st.data())
 def test_hard_threshold_matches_reference(x, data):
     tau = data.draw(st.integers(0, x.shape[0] + 2), label="tau")

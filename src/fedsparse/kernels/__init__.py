@@ -53,7 +53,7 @@ from .losses import (  # noqa: E402
 )
 from .rng import client_states, randbelow, sample_without_replacement  # noqa: E402
 from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  # noqa: E402
-from .rows import as_kernel_matrix, row_axpy, row_dot  # noqa: E402
+from .rows import as_kernel_matrix, row_axpy, row_axpy3, row_dot, row_dot3  # noqa: E402
 from .sparse_rounds import (  # noqa: E402
     aggregate_active,
     local_sgd_round_csr,
@@ -89,7 +89,9 @@ __all__ = [
     "nnz_per_client",
     "randbelow",
     "row_axpy",
+    "row_axpy3",
     "row_dot",
+    "row_dot3",
     "sample_loss_grad",
     "sample_without_replacement",
     "select_kth_largest",

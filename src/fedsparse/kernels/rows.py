@@ -79,6 +79,65 @@ def _row_axpy(X, i, a, g):
     return csr
 
 
+def row_dot3(X, i0, i1, i2, w):
+    """``(X[i0] @ w, X[i1] @ w, X[i2] @ w)`` (pure-Python fallback)."""
+    return row_dot(X, i0, w), row_dot(X, i1, w), row_dot(X, i2, w)
+
+
+def row_axpy3(X, i0, i1, i2, a0, a1, a2, g):
+    """``g += a0 * X[i0]; g += a1 * X[i1]; g += a2 * X[i2]`` in that order (fallback)."""
+    row_axpy(X, i0, a0, g)
+    row_axpy(X, i1, a1, g)
+    row_axpy(X, i2, a2, g)
+
+
+# Three rows at a time: on dense data the three row streams share the loads of w
+# (or g) and keep more memory requests in flight, which is what random rows need
+# (minibatch gradients went from about 7 to 10-11 GB/s on a 800 MB data set here).
+# Three rows (24 KB) still fit in L1 between the dot products and the axpy.
+@overload(row_dot3, jit_options=_REDUCTION_FLAGS)
+def _row_dot3(X, i0, i1, i2, w):
+    if isinstance(X, types.Array):
+
+        def dense(X, i0, i1, i2, w):
+            x0, x1, x2 = X[i0], X[i1], X[i2]
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            for j in range(w.shape[0]):
+                wj = w[j]
+                s0 += x0[j] * wj
+                s1 += x1[j] * wj
+                s2 += x2[j] * wj
+            return s0, s1, s2
+
+        return dense
+
+    def csr(X, i0, i1, i2, w):
+        return row_dot(X, i0, w), row_dot(X, i1, w), row_dot(X, i2, w)
+
+    return csr
+
+
+@overload(row_axpy3)
+def _row_axpy3(X, i0, i1, i2, a0, a1, a2, g):
+    if isinstance(X, types.Array):
+
+        def dense(X, i0, i1, i2, a0, a1, a2, g):
+            x0, x1, x2 = X[i0], X[i1], X[i2]
+            for j in range(g.shape[0]):  # the same sums, in the same order, as three axpys
+                g[j] = ((g[j] + a0 * x0[j]) + a1 * x1[j]) + a2 * x2[j]
+
+        return dense
+
+    def csr(X, i0, i1, i2, a0, a1, a2, g):
+        row_axpy(X, i0, a0, g)
+        row_axpy(X, i1, a1, g)
+        row_axpy(X, i2, a2, g)
+
+    return csr
+
+
 def as_kernel_matrix(X) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Canonical kernel form of a dense array or scipy CSR matrix.
 

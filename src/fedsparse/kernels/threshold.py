@@ -83,6 +83,16 @@ def select_kth_largest(a, k):
     return a[0]
 
 
+# Bins of the first selection pass, counted down from the largest magnitude: 2**49
+# apart in bit pattern is 1/8 of a binade, so 512 bins span 64 binades (the rest
+# share the last bin); the bin holding the cut typically has a few dozen entries.
+_TOP_BINS = 512
+_TOP_SHIFT = 49
+_MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)  # all bits but the sign
+_INF_BITS = np.int64(0x7FF0000000000000)  # |x| at or above: inf or NaN
+_SMALL = 32  # candidates sorted by insertion below this count
+
+
 @njit(cache=True)
 def hard_threshold(x, tau, scratch):
     """Keep the ``tau`` entries of ``x`` largest in magnitude, zero the rest, in place.
@@ -112,10 +122,93 @@ def hard_threshold(x, tau, scratch):
     if tau <= 0:
         x[:] = 0.0
         return False
+    # Non-negative floats order like their bit patterns read as integers, so the
+    # magnitudes are handled as int64 keys (sign bit cleared): integer loops vectorise.
+    keys = x.view(np.int64)
+    k_top = 0
+    for j in range(n):  # vectorised
+        k_top = max(k_top, keys[j] & _MAGNITUDE)
+    if k_top >= _INF_BITS:
+        return _hard_threshold_nonfinite(x, tau, scratch)
+    if k_top == 0:
+        return False  # all zero: nothing to cut
+    if scratch.shape[0] >= n + SCRATCH_EXTRA:
+        counts = scratch[n : n + SCRATCH_EXTRA].view(np.int64)
+    else:
+        counts = np.empty(SCRATCH_EXTRA, dtype=np.int64)
+    work = scratch[:n].view(np.int64)
+    for j in range(n):  # vectorised: bin of each entry, counted down from the top
+        work[j] = min((k_top - (keys[j] & _MAGNITUDE)) >> _TOP_SHIFT, _TOP_BINS - 1)
+    counts[:_TOP_BINS] = 0
+    for j in range(n):
+        counts[work[j]] += 1
+    b = 0
+    above = 0  # entries in bins above the cut's bin: strictly larger than the cut
+    while above + counts[b] < tau:
+        above += counts[b]
+        b += 1
+    m = 0
+    for j in range(n):  # the cut bin's keys, moved to the front (m <= j: no overlap)
+        if work[j] == b:
+            work[m] = keys[j] & _MAGNITUDE
+            m += 1
+    rank = tau - above
+    if m <= _SMALL:
+        _sort_descending(work, m)
+        cut_key = work[rank - 1]
+    else:
+        _radix_select(work.view(np.uint64), m, rank, counts)
+        cut_key = work[0]
+    equal = 0
+    for i in range(m):
+        above += work[i] > cut_key
+        equal += work[i] == cut_key
+    for j in range(n):  # vectorised: keep |x| >= cut
+        keys[j] = 0 if (keys[j] & _MAGNITUDE) < cut_key else keys[j]
+    cut = _bits_float(cut_key)
+    return _break_ties(x, tau, cut, above, equal)
+
+
+@njit(cache=True)
+def _bits_float(k):
+    return np.array([k]).view(np.float64)[0]
+
+
+@njit(cache=True)
+def _sort_descending(keys, m):
+    """Insertion sort of ``keys[:m]``, largest first (m is small)."""
+    for i in range(1, m):
+        v = keys[i]
+        j = i - 1
+        while j >= 0 and keys[j] < v:
+            keys[j + 1] = keys[j]
+            j -= 1
+        keys[j + 1] = v
+
+
+@njit(cache=True)
+def _break_ties(x, tau, cut, above, equal):
+    """After keeping every ``|x| >= cut``: drop surplus entries equal to the cut, highest index
+    first, so exactly ``tau`` remain. ``above``/``equal``: entries larger than / equal to it."""
+    ties = tau - above  # entries equal to the cut that survive, lowest indices first
+    if equal > ties and cut > 0.0:
+        for j in range(x.shape[0]):
+            if abs(x[j]) == cut:
+                if ties > 0:
+                    ties -= 1
+                else:
+                    x[j] = 0.0
+        return True
+    return False
+
+
+@njit(cache=True)
+def _hard_threshold_nonfinite(x, tau, scratch):
+    """:func:`hard_threshold` when ``x`` holds NaN or infinity (a diverging iterate)."""
+    n = x.shape[0]
     for j in range(n):
         v = abs(x[j])
         scratch[j] = np.inf if np.isnan(v) else v
-    # non-negative floats order like their bit patterns read as unsigned integers
     if scratch.shape[0] >= n + SCRATCH_EXTRA:
         counts = scratch[n : n + SCRATCH_EXTRA].view(np.int64)
     else:
@@ -131,18 +224,9 @@ def hard_threshold(x, tau, scratch):
     for j in range(n):
         above += scratch[j] > cut
         equal += scratch[j] == cut
-    for j in range(n):  # branch-free: keep |x| >= cut and NaN
+    for j in range(n):  # keep |x| >= cut and NaN
         x[j] = 0.0 if abs(x[j]) < cut else x[j]
-    ties = tau - above  # entries equal to the cut that survive, lowest indices first
-    if equal > ties and cut > 0.0:
-        for j in range(n):
-            if abs(x[j]) == cut:
-                if ties > 0:
-                    ties -= 1
-                else:
-                    x[j] = 0.0
-        return True
-    return False
+    return _break_ties(x, tau, cut, above, equal)
 
 
 @njit(cache=True)
