@@ -144,6 +144,21 @@ def test_margin_paths_agree_to_rounding():
     assert np.all(np.abs(rows - cols) <= 16 * np.finfo(float).eps * terms)
 
 
+@pytest.mark.parametrize("support_size", [0, 1, 3, 4, 9, 30])
+def test_margin_columns_sum_the_support_in_index_order(support_size):
+    # Columns go four at a time; the sums must be exactly those of one column at a
+    # time in index order, for every remainder of the support size modulo 4.
+    data, W, _ = setup_case("least_squares", sparse=False)
+    rng = np.random.default_rng(support_size)
+    W = np.zeros_like(W)
+    support = np.sort(rng.choice(data.n_features, support_size, replace=False))
+    W[0, support] = rng.standard_normal(support_size)
+    expected = np.zeros((1, data.n_samples))
+    for j in support:
+        expected[0] += W[0, j] * data.columns[j]
+    np.testing.assert_array_equal(margins(data, W, "columns"), expected)
+
+
 @pytest.mark.parametrize("loss", LOSSES)
 def test_client_losses_from_margins_match_numpy(loss, sparse):
     data, W, code = setup_case(loss, sparse)
