@@ -88,11 +88,10 @@ def client_losses_from_margins(M, y, ptr, loss, W, l2):
                 e = M[0, i] - y[i]
                 total += e * e
             elif loss == LOGISTIC:
+                # log(1 + e^-m), stable, without a branch on the sign of m (the
+                # same bits as -m + log1p(e^m) for m <= 0: addition commutes)
                 m = y[i] * M[0, i]
-                if m > 0.0:
-                    total += np.log1p(np.exp(-m))
-                else:
-                    total += -m + np.log1p(np.exp(m))
+                total += np.log1p(np.exp(-abs(m))) + max(-m, 0.0)
             else:
                 top = -np.inf
                 for r in range(c):

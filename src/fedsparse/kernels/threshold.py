@@ -1,4 +1,4 @@
-"""Hard thresholding H_tau by linear-time selection (no sort)."""
+"""Hard thresholding H_tau by linear-time selection (no full sort)."""
 
 from __future__ import annotations
 
@@ -165,13 +165,8 @@ def hard_threshold(x, tau, scratch):
         equal += work[i] == cut_key
     for j in range(n):  # vectorised: keep |x| >= cut
         keys[j] = 0 if (keys[j] & _MAGNITUDE) < cut_key else keys[j]
-    cut = _bits_float(cut_key)
-    return _break_ties(x, tau, cut, above, equal)
-
-
-@njit(cache=True)
-def _bits_float(k):
-    return np.array([k]).view(np.float64)[0]
+    work[0] = cut_key  # the cut as a float, read through the scratch's float view
+    return _break_ties(x, tau, scratch[0], above, equal)
 
 
 @njit(cache=True)
