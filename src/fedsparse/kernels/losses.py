@@ -112,7 +112,7 @@ def batch_grad(X, y, rows, W, loss, l2, G, s):
     scale = 1.0 / b
     total = 0.0
     k = 0
-    if loss != SOFTMAX:  # three rows at a time; the same sums as one at a time
+    if loss != SOFTMAX:  # three rows at a time (see row_dot3), the rest one by one
         w, g = W[0], G[0]
         while k + 3 <= b:
             i0, i1, i2 = rows[k], rows[k + 1], rows[k + 2]
