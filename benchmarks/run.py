@@ -81,11 +81,9 @@ def bench_machine() -> dict:
     1 GiB (NumPy's pairwise sum is partly compute-bound here), and the copy rate."""
     a = np.ones(GiB // 8)
     b = np.empty_like(a)
-    numba.set_num_threads(1)
     numpy_read = GiB / best_of(lambda: a.sum(), 3)
-    vector_read = GiB / best_of(lambda: streaming_sum(a), 3)
+    vector_read = GiB / best_of(lambda: streaming_sum(a), 3)  # serial: one core
     copy = GiB / best_of(lambda: np.copyto(b, a), 3)
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     return {
         "cpu": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),

@@ -132,10 +132,7 @@ def hard_threshold(x, tau, scratch):
         return _hard_threshold_nonfinite(x, tau, scratch)
     if k_top == 0:
         return False  # all zero: nothing to cut
-    if scratch.shape[0] >= n + SCRATCH_EXTRA:
-        counts = scratch[n : n + SCRATCH_EXTRA].view(np.int64)
-    else:
-        counts = np.empty(SCRATCH_EXTRA, dtype=np.int64)
+    counts = _counters(scratch, n)
     work = scratch[:n].view(np.int64)
     for j in range(n):  # vectorised: bin of each entry, counted down from the top
         work[j] = min((k_top - (keys[j] & _MAGNITUDE)) >> _TOP_SHIFT, _TOP_BINS - 1)
@@ -167,6 +164,14 @@ def hard_threshold(x, tau, scratch):
         keys[j] = 0 if (keys[j] & _MAGNITUDE) < cut_key else keys[j]
     work[0] = cut_key  # the cut as a float, read through the scratch's float view
     return _break_ties(x, tau, scratch[0], above, equal)
+
+
+@njit(cache=True)
+def _counters(scratch, n):
+    """Selection counters: the scratch beyond its first ``n`` entries, if long enough."""
+    if scratch.shape[0] >= n + SCRATCH_EXTRA:
+        return scratch[n : n + SCRATCH_EXTRA].view(np.int64)
+    return np.empty(SCRATCH_EXTRA, dtype=np.int64)
 
 
 @njit(cache=True)
@@ -204,10 +209,7 @@ def _hard_threshold_nonfinite(x, tau, scratch):
     for j in range(n):
         v = abs(x[j])
         scratch[j] = np.inf if np.isnan(v) else v
-    if scratch.shape[0] >= n + SCRATCH_EXTRA:
-        counts = scratch[n : n + SCRATCH_EXTRA].view(np.int64)
-    else:
-        counts = np.empty(SCRATCH_EXTRA, dtype=np.int64)
+    counts = _counters(scratch, n)
     _radix_select(scratch[:n].view(np.uint64), n, tau, counts)
     cut = scratch[0]
     if cut == np.inf:
