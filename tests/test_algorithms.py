@@ -22,8 +22,9 @@ from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, DistributedIHT, FedHT, FedIterHT
 from fedsparse.config import normalize_run_config
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import load_dataset
+from fedsparse.experiment import load_dataset, run_trace
 from fedsparse.problem import Problem
+from fedsparse.results import to_frame
 
 RTOL = 1e-9
 STEPS = {"least_squares": 0.02, "logistic": 0.3, "softmax": 0.3}
@@ -376,6 +377,46 @@ def test_thread_count_does_not_change_results():
     np.testing.assert_array_equal(l1, l2)
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(li1, li2)
+
+
+@pytest.mark.parametrize("batch", [1, 3, 16])
+@pytest.mark.parametrize(
+    "case",
+    [
+        dict(rounds=20, eval_every=3),  # the last round is off the eval_every grid
+        dict(rounds=60, params={"stepsize": 1e6, "local_steps": 5}),  # diverges
+        dict(rounds=20, stop_at=7),  # ended by on_round, as the Optuna pruner does
+    ],
+    ids=["eval_every", "diverges", "on_round"],
+)
+def test_trace_does_not_depend_on_how_many_rounds_are_scored_together(case, batch, monkeypatch):
+    case = dict(case)
+    stop_at = case.pop("stop_at", None)
+    cfg = normalize_run_config(synth_cfg(**case))
+
+    def trace(n: int) -> tuple[pd.DataFrame, list]:
+        calls = []
+
+        def on_round(t: int, objective: float) -> bool:
+            calls.append((t, objective))
+            return t == stop_at
+
+        monkeypatch.setattr(Problem, "eval_batch", property(lambda self: n))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            df = to_frame(run_trace(cfg, on_round=on_round))
+        return df.drop(columns="elapsed_s"), calls
+
+    one, calls_one = trace(1)
+    got, calls = trace(batch)
+    pd.testing.assert_frame_equal(got, one)
+    assert calls == calls_one
+    if stop_at is not None:
+        assert one["round"].iloc[-1] == stop_at and calls[-1][0] == stop_at
+    if "eval_every" in case:
+        assert one["round"].tolist() == [0, 3, 6, 9, 12, 15, 18, 20]
+    if case.get("params"):
+        assert one["status"].iloc[-1] == "diverged" and one["round"].iloc[-1] < 60
 
 
 # ---- communication accounting ----------------------------------------------------------

@@ -104,12 +104,12 @@ def test_batch_grad_without_ridge(loss, sparse):
 
 def margins(data, W, path: str) -> np.ndarray:
     """W X^T through one of the evaluation kernels ('rows' or, dense only, 'columns')."""
-    M = np.full((W.shape[0], data.n_samples), np.nan)
+    M = np.full((1, W.shape[0], data.n_samples), np.nan)
     if path == "columns":
-        K.margins_columns(data.columns, W, M)
+        K.margins_columns(data.columns, W[None], M)
     else:
-        K.margins_rows(data.kernel_X, W, M)
-    return M
+        K.margins_rows(data.kernel_X, W[None], M)
+    return M[0]
 
 
 def eval_paths(sparse: bool) -> list[str]:
@@ -144,10 +144,10 @@ def test_margin_paths_agree_to_rounding():
     assert np.all(np.abs(rows - cols) <= 16 * np.finfo(float).eps * terms)
 
 
-@pytest.mark.parametrize("support_size", [0, 1, 3, 4, 9, 30])
+@pytest.mark.parametrize("support_size", [0, 1, 3, 4, 7, 8, 9, 12, 15, 30])
 def test_margin_columns_sum_the_support_in_index_order(support_size):
-    # Columns go four at a time; the sums must be exactly those of one column at a
-    # time in index order, for every remainder of the support size modulo 4.
+    # Columns go eight at a time; the sums must be exactly those of one column at a
+    # time in index order, for every remainder of the support size modulo 8.
     data, W, _ = setup_case("least_squares", sparse=False)
     rng = np.random.default_rng(support_size)
     W = np.zeros_like(W)
@@ -157,6 +157,33 @@ def test_margin_columns_sum_the_support_in_index_order(support_size):
     for j in support:
         expected[0] += W[0, j] * data.columns[j]
     np.testing.assert_array_equal(margins(data, W, "columns"), expected)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_margins_of_a_stack_of_models_equal_one_at_a_time(loss, sparse):
+    # Models scored together (consecutive rounds of a run) must get exactly the
+    # margins each gets alone, whatever their supports: shared, disjoint, empty, NaN.
+    data, W, _ = setup_case(loss, sparse)
+    rng = np.random.default_rng(7)
+    stack = [sparsify(W), np.zeros_like(W), W]
+    for size in (5, 16, 23):
+        V = np.zeros_like(W)
+        for r in range(W.shape[0]):
+            V[r, rng.choice(data.n_features, size, replace=False)] = rng.standard_normal(size)
+        stack.append(V)
+    stack.append(stack[-1] * 1.5)  # the same support as the model before it
+    bad = stack[-1].copy()
+    bad[0, np.flatnonzero(bad[0])[:2]] = np.nan
+    stack.append(bad)
+    Ws = np.stack(stack)
+    for path in eval_paths(sparse):
+        M = np.full((Ws.shape[0], W.shape[0], data.n_samples), np.nan)
+        if path == "columns":
+            K.margins_columns(data.columns, Ws, M)
+        else:
+            K.margins_rows(data.kernel_X, Ws, M)
+        for q in range(Ws.shape[0]):
+            np.testing.assert_array_equal(M[q], margins(data, Ws[q], path))
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -250,7 +277,7 @@ def test_logistic_huge_margins_are_finite(sparse_X):
     np.testing.assert_allclose(value, (1000.0 + 1200.0) / 4, rtol=RTOL)
     np.testing.assert_allclose(G[0], [0.0, 125.0, 200.0, 0.0], rtol=RTOL, atol=1e-300)
     M = np.empty((1, 4))
-    K.margins_rows(X, W, M)
+    K.margins_rows(X, W[None], M[None])
     ptr = np.array([0, 2, 4], dtype=np.int64)
     client = K.client_losses_from_margins(M, y, ptr, K.LOGISTIC, W, 0.0)
     np.testing.assert_allclose(client, [500.0, 600.0], rtol=RTOL)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from .algorithms import ALGORITHMS
@@ -135,16 +136,30 @@ def run_trace(
     rows = []
     totals = {"local_iterations": 0, "bytes_up": 0, "bytes_down": 0, "elapsed_s": 0.0}
 
-    def evaluate(t: int) -> bool:
-        metrics = problem.metrics(algorithm.model)
-        ok = math.isfinite(metrics["objective"])
-        rows.append(
-            {**identity, "round": t, **totals, **metrics, "status": "ok" if ok else "diverged"}
-        )
-        return ok
+    # Evaluated rounds wait in `pending` (model copies) and are scored together, one
+    # pass over the data for up to `problem.eval_batch` models. Rows, and the calls
+    # to on_round, come out as if each round were scored at once; a run that ends
+    # (diverged, or stopped by on_round) has trained at most eval_batch - 1 rounds
+    # past its end, which are discarded.
+    pending: list[tuple[int, dict[str, Any], np.ndarray]] = []
 
-    evaluate(0)
-    rounds, every = cfg["rounds"], cfg["eval_every"]
+    def score_pending() -> bool:
+        """Score the pending rounds into `rows`; False when the run ends at one of them."""
+        Ws = np.stack([W for _, _, W in pending])
+        scored = problem.metrics_many(Ws)
+        for (t, spent, _), metrics in zip(pending, scored, strict=True):
+            ok = math.isfinite(metrics["objective"])
+            rows.append(
+                {**identity, "round": t, **spent, **metrics, "status": "ok" if ok else "diverged"}
+            )
+            if t > 0 and (not ok or (on_round is not None and on_round(t, metrics["objective"]))):
+                pending.clear()
+                return False
+        pending.clear()
+        return True
+
+    pending.append((0, dict(totals), algorithm.model.copy()))
+    rounds, every, batch = cfg["rounds"], cfg["eval_every"], problem.eval_batch
     for t in range(1, rounds + 1):
         start = time.perf_counter()
         cost = algorithm.round(t - 1)
@@ -152,10 +167,16 @@ def run_trace(
         totals["local_iterations"] += cost.local_iterations
         totals["bytes_up"] += cost.bytes_up
         totals["bytes_down"] += cost.bytes_down
-        if (t % every == 0 or t == rounds) and (
-            not evaluate(t) or (on_round is not None and on_round(t, rows[-1]["objective"]))
-        ):
-            break
+        if t % every == 0 or t == rounds:
+            W = algorithm.model
+            pending.append((t, dict(totals), W.copy()))
+            # a non-finite model has diverged: score it now rather than train on
+            if (len(pending) >= batch or t == rounds or not np.isfinite(W).all()) and (
+                not score_pending()
+            ):
+                break
+    if pending:
+        score_pending()
     for row in rows:  # NaN/inf objectives are stored as they are; NaN metrics as null
         for key in (
             "train_accuracy",

@@ -59,19 +59,33 @@ class Problem:
         """Shape of the parameter W."""
         return (self.n_outputs, self.n_features)
 
-    def margins(self, W: np.ndarray) -> np.ndarray:
-        """``W X^T``, shape (n_outputs, n_samples); dense data reads only W's support columns.
+    @property
+    def eval_batch(self) -> int:
+        """How many models :meth:`metrics_many` should score together (margins up to 32 MB)."""
+        per_model = self.n_outputs * self.data.n_samples * 8
+        return max(1, min(16, (32 << 20) // per_model))
 
-        The returned buffer is reused by the next call.
+    def margins_many(self, Ws: np.ndarray) -> np.ndarray:
+        """``Ws X^T`` for a stack of models, shape (n_models, n_outputs, n_samples).
+
+        Dense data reads only the support columns, once for all models. The returned
+        buffer is reused by the next call.
         """
         d = self.data
-        if self._margins is None:
-            self._margins = np.empty((self.n_outputs, d.n_samples))
+        Ws = np.ascontiguousarray(Ws, dtype=np.float64)
+        n_models = Ws.shape[0]
+        if self._margins is None or self._margins.shape[0] < n_models:
+            self._margins = np.empty((n_models, self.n_outputs, d.n_samples))
+        M = self._margins[:n_models]
         if d.is_sparse:
-            K.margins_rows(d.kernel_X, W, self._margins)
+            K.margins_rows(d.kernel_X, Ws, M)
         else:
-            K.margins_columns(d.columns, W, self._margins)
-        return self._margins
+            K.margins_columns(d.columns, Ws, M)
+        return M
+
+    def margins(self, W: np.ndarray) -> np.ndarray:
+        """``W X^T``, shape (n_outputs, n_samples); the buffer is reused by the next call."""
+        return self.margins_many(W[None])[0]
 
     def client_objectives(self, W: np.ndarray, margins: np.ndarray | None = None) -> np.ndarray:
         """Every client's mean loss f_i(W)."""
@@ -91,7 +105,15 @@ class Problem:
 
     def metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
         """Objective plus the metrics this data set supports (see the trace schema)."""
-        M = self.margins(W)
+        return self.metrics_many(W[None])[0]
+
+    def metrics_many(self, Ws: np.ndarray) -> list[dict[str, float | int | None]]:
+        """:meth:`metrics` of each model in a stack ``Ws`` (n_models, n_outputs, n_features),
+        the same values as one at a time, with one pass over the data for all of them."""
+        M = self.margins_many(Ws)
+        return [self._metrics_from(Ws[q], M[q]) for q in range(Ws.shape[0])]
+
+    def _metrics_from(self, W: np.ndarray, M: np.ndarray) -> dict[str, float | int | None]:
         out: dict[str, float | int | None] = {
             "objective": self.objective(W, M),
             "nnz": int(np.count_nonzero(W)),
