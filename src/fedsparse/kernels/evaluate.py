@@ -85,13 +85,17 @@ def margins_columns(Xt, Ws, M):
 
 @njit(parallel=True, cache=True)
 def margins_rows(X, Ws, M):
-    """``M[q, r, i] = X[i] . Ws[q, r]`` row by row (CSR data, or dense W); each row is
-    read once for all models."""
+    """``M[q, r, i] = X[i] . Ws[q, r]`` row by row (CSR data, or dense W).
+
+    One model at a time: a CSR row's gathers then hit one model, which can stay in
+    cache (interleaving 16 models of RCV1's width made them 2.7x slower).
+    """
     n_models, c = Ws.shape[0], Ws.shape[1]
-    for i in prange(M.shape[2]):
-        for q in range(n_models):
-            for r in range(c):
-                M[q, r, i] = row_dot(X, i, Ws[q, r])
+    for q in range(n_models):
+        for r in range(c):
+            w = Ws[q, r]
+            for i in prange(M.shape[2]):
+                M[q, r, i] = row_dot(X, i, w)
 
 
 @njit(parallel=True, cache=True)
