@@ -234,7 +234,12 @@ def bench_kernels(sets, read_Bps: float) -> list[dict]:
         grad_Bps = batches.size * row_bytes / dt
         problem = Problem(data, loss, 0.0)
         ev = best_of(partial(problem.metrics, W), 5)
-        touched = (200 * data.n_samples * 8) if not data.is_sparse else data.X.nnz * 12
+        if data.is_sparse:  # the support's CSC columns: values and row indices
+            indptr = data.kernel_csc[2]
+            support = np.flatnonzero(W[0])
+            touched = int((indptr[support + 1] - indptr[support]).sum()) * 12
+        else:
+            touched = 200 * data.n_samples * 8
         eval_Bps = touched / ev
         # as a run scores its rounds: 16 consecutive iterates, which share their support
         Ws = np.stack([W * (1.0 + 0.01 * q) for q in range(16)])

@@ -102,18 +102,23 @@ def test_batch_grad_without_ridge(loss, sparse):
     np.testing.assert_allclose(G, np_grad(Xr, data.y[rows], W, loss, 0.0), rtol=RTOL, atol=1e-14)
 
 
-def margins(data, W, path: str) -> np.ndarray:
-    """W X^T through one of the evaluation kernels ('rows' or, dense only, 'columns')."""
+def margins(data, W) -> np.ndarray:
+    """W X^T through the evaluation kernel of the data's storage: dense columns or CSC."""
     M = np.full((1, W.shape[0], data.n_samples), np.nan)
-    if path == "columns":
-        K.margins_columns(data.columns, W[None], M)
+    if data.is_sparse:
+        K.margins_csc(data.kernel_csc, W[None], M)
     else:
-        K.margins_rows(data.kernel_X, W[None], M)
+        K.margins_columns(data.columns, W[None], M)
     return M[0]
 
 
-def eval_paths(sparse: bool) -> list[str]:
-    return ["rows"] if sparse else ["rows", "columns"]
+def margins_of_stack(data, Ws: np.ndarray) -> np.ndarray:
+    M = np.full((Ws.shape[0], Ws.shape[1], data.n_samples), np.nan)
+    if data.is_sparse:
+        K.margins_csc(data.kernel_csc, Ws, M)
+    else:
+        K.margins_columns(data.columns, Ws, M)
+    return M
 
 
 def sparsify(W: np.ndarray) -> np.ndarray:
@@ -129,34 +134,24 @@ def test_margins_match_numpy(loss, sparse):
     data, W, _ = setup_case(loss, sparse)
     for Wcase in (W, sparsify(W), np.zeros_like(W)):
         expected = Wcase @ dense(data.X).T
-        for path in eval_paths(sparse):
-            np.testing.assert_allclose(margins(data, Wcase, path), expected, rtol=RTOL, atol=1e-14)
-
-
-def test_margin_paths_agree_to_rounding():
-    # The row path's dot products are vectorised (their summation order depends
-    # on the CPU's vector width), the column path sums the support in index
-    # order: equal up to a few ulps of the terms, not bit for bit.
-    data, W, _ = setup_case("least_squares", sparse=False)
-    W = sparsify(W)
-    rows, cols = margins(data, W, "rows"), margins(data, W, "columns")
-    terms = np.abs(W) @ np.abs(dense(data.X)).T  # scale of the summed terms
-    assert np.all(np.abs(rows - cols) <= 16 * np.finfo(float).eps * terms)
+        np.testing.assert_allclose(margins(data, Wcase), expected, rtol=RTOL, atol=1e-14)
 
 
 @pytest.mark.parametrize("support_size", [0, 1, 3, 4, 7, 8, 9, 12, 15, 30])
-def test_margin_columns_sum_the_support_in_index_order(support_size):
-    # Columns go eight at a time; the sums must be exactly those of one column at a
-    # time in index order, for every remainder of the support size modulo 8.
-    data, W, _ = setup_case("least_squares", sparse=False)
+def test_margins_sum_the_support_in_index_order(support_size, sparse):
+    # Dense columns go eight at a time, CSC columns one at a time; the sums must be
+    # exactly those of one column at a time in index order (for dense data, for every
+    # remainder of the support size modulo 8).
+    data, W, _ = setup_case("least_squares", sparse=sparse)
     rng = np.random.default_rng(support_size)
     W = np.zeros_like(W)
     support = np.sort(rng.choice(data.n_features, support_size, replace=False))
     W[0, support] = rng.standard_normal(support_size)
+    X = dense(data.X)
     expected = np.zeros((1, data.n_samples))
     for j in support:
-        expected[0] += W[0, j] * data.columns[j]
-    np.testing.assert_array_equal(margins(data, W, "columns"), expected)
+        expected[0] += W[0, j] * X[:, j]
+    np.testing.assert_array_equal(margins(data, W), expected)
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -176,14 +171,10 @@ def test_margins_of_a_stack_of_models_equal_one_at_a_time(loss, sparse):
     bad[0, np.flatnonzero(bad[0])[:2]] = np.nan
     stack.append(bad)
     Ws = np.stack(stack)
-    for path in eval_paths(sparse):
-        M = np.full((Ws.shape[0], W.shape[0], data.n_samples), np.nan)
-        if path == "columns":
-            K.margins_columns(data.columns, Ws, M)
-        else:
-            K.margins_rows(data.kernel_X, Ws, M)
-        for q in range(Ws.shape[0]):
-            np.testing.assert_array_equal(M[q], margins(data, Ws[q], path))
+    M = margins_of_stack(data, Ws)
+    for q in range(Ws.shape[0]):
+        np.testing.assert_array_equal(M[q], margins(data, Ws[q]))
+    assert np.isnan(M[-1]).any() and not np.isnan(M[:-1]).any()
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -196,11 +187,10 @@ def test_client_losses_from_margins_match_numpy(loss, sparse):
             np_loss(Xd[ptr[i] : ptr[i + 1]], data.y[ptr[i] : ptr[i + 1]], Wcase, loss, l2)
             for i in range(data.n_clients)
         ]
-        for path in eval_paths(sparse):
-            M = margins(data, Wcase, path)
-            out = K.client_losses_from_margins(M, data.y, ptr, code, Wcase, l2)
-            assert out.shape == (data.n_clients,)
-            np.testing.assert_allclose(out, expected, rtol=RTOL)
+        M = margins(data, Wcase)
+        out = K.client_losses_from_margins(M, data.y, ptr, code, Wcase, l2)
+        assert out.shape == (data.n_clients,)
+        np.testing.assert_allclose(out, expected, rtol=RTOL)
 
 
 def test_weighted_sum_matches_numpy():
@@ -225,11 +215,10 @@ def test_correct_from_margins_matches_numpy(loss, sparse):
         pred = np.argmax(Z, axis=1).astype(float)
     expected = int(np.sum(pred == data.y))
     code = K.LOSS_CODES[loss]
-    for path in eval_paths(sparse):
-        M = margins(data, W, path)
-        assert K.correct_from_margins(M, data.y, code) == expected
-        # labels equal to the predictions: every row correct
-        assert K.correct_from_margins(M, pred, code) == data.n_samples > 127
+    M = margins(data, W)
+    assert K.correct_from_margins(M, data.y, code) == expected
+    # labels equal to the predictions: every row correct
+    assert K.correct_from_margins(M, pred, code) == data.n_samples > 127
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -276,8 +265,13 @@ def test_logistic_huge_margins_are_finite(sparse_X):
     # the two misclassified rows (m = -1000, -1200) give loss ~ |m|, gradient -y z / n
     np.testing.assert_allclose(value, (1000.0 + 1200.0) / 4, rtol=RTOL)
     np.testing.assert_allclose(G[0], [0.0, 125.0, 200.0, 0.0], rtol=RTOL, atol=1e-300)
-    M = np.empty((1, 4))
-    K.margins_rows(X, W[None], M[None])
+    M = np.empty((1, 1, 4))
+    if sparse_X:
+        C = sp.csc_matrix(A)
+        K.margins_csc((C.data, C.indices.astype(np.int32), C.indptr.astype(np.int64)), W[None], M)
+    else:
+        K.margins_columns(np.ascontiguousarray(A.T), W[None], M)
+    M = M[0]
     ptr = np.array([0, 2, 4], dtype=np.int64)
     client = K.client_losses_from_margins(M, y, ptr, K.LOGISTIC, W, 0.0)
     np.testing.assert_allclose(client, [500.0, 600.0], rtol=RTOL)

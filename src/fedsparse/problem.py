@@ -68,8 +68,8 @@ class Problem:
     def margins_many(self, Ws: np.ndarray) -> np.ndarray:
         """``Ws X^T`` for a stack of models, shape (n_models, n_outputs, n_samples).
 
-        Dense data reads only the support columns, once for all models. The returned
-        buffer is reused by the next call.
+        Only the models' support columns are read (dense data: once for all models).
+        The returned buffer is reused by the next call.
         """
         d = self.data
         Ws = np.ascontiguousarray(Ws, dtype=np.float64)
@@ -78,7 +78,7 @@ class Problem:
             self._margins = np.empty((n_models, self.n_outputs, d.n_samples))
         M = self._margins[:n_models]
         if d.is_sparse:
-            K.margins_rows(d.kernel_X, Ws, M)
+            K.margins_csc(d.kernel_csc, Ws, M)
         else:
             K.margins_columns(d.columns, Ws, M)
         return M

@@ -43,6 +43,7 @@ class FederatedData:
     n_classes: int = 0
     Xt: np.ndarray | None = field(default=None, repr=False)
     _kernel_X: object = field(default=None, repr=False)
+    _kernel_csc: object = field(default=None, repr=False)
     X_test: np.ndarray | sp.csr_matrix | None = field(default=None, repr=False)
     y_test: np.ndarray | None = field(default=None, repr=False)
     test_ptr: np.ndarray | None = field(default=None, repr=False)
@@ -101,6 +102,24 @@ class FederatedData:
         if self.Xt is None:
             self.Xt = np.ascontiguousarray(self.X.T)
         return self.Xt
+
+    @property
+    def kernel_csc(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sparse data by columns, ``(data, row indices, indptr)`` sorted, built once.
+
+        Lets evaluation of a sparse model read only its support's columns.
+        """
+        if not self.is_sparse:
+            raise ValueError("kernel_csc is for sparse data")
+        if self._kernel_csc is None:
+            C = sp.csc_matrix(self.X)
+            C.sort_indices()
+            self._kernel_csc = (
+                np.ascontiguousarray(C.data, dtype=np.float64),
+                np.ascontiguousarray(C.indices, dtype=np.int32),
+                np.ascontiguousarray(C.indptr, dtype=np.int64),
+            )
+        return self._kernel_csc
 
     @property
     def kernel_X(self):

@@ -40,7 +40,7 @@ from .evaluate import (  # noqa: E402
     client_losses_from_margins,
     correct_from_margins,
     margins_columns,
-    margins_rows,
+    margins_csc,
 )
 from .losses import (  # noqa: E402
     LEAST_SQUARES,
@@ -84,7 +84,7 @@ __all__ = [
     "local_sgd_round",
     "local_sgd_round_csr",
     "margins_columns",
-    "margins_rows",
+    "margins_csc",
     "nnz_active",
     "nnz_per_client",
     "randbelow",

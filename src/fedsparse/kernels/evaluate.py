@@ -1,8 +1,9 @@
 """Exact evaluation from margins: M = W X^T once, then every metric from M.
 
-For dense data a column-major copy ``Xt`` (shape (n_features, n_samples)) lets a
-sparse W touch only its support columns: cost n_samples * nnz(W) instead of
-n_samples * n_features. Results are exact (same sums, fixed order per sample).
+A column-major copy of the data (dense ``Xt``, or CSC) lets a sparse W touch only
+its support columns: cost n_samples * nnz(W) (dense) or the support columns'
+non-zeros (CSC) instead of the whole data set. Results are exact: each sample's
+terms are added in increasing feature index.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import numpy as np
 from numba import njit, prange
 
 from .losses import LEAST_SQUARES, LOGISTIC
-from .rows import row_dot
 
 _BLOCK = 4096  # samples per parallel task
 
@@ -83,19 +83,33 @@ def margins_columns(Xt, Ws, M):
                     k += 1
 
 
-@njit(parallel=True, cache=True)
-def margins_rows(X, Ws, M):
-    """``M[q, r, i] = X[i] . Ws[q, r]`` row by row (CSR data, or dense W).
+@njit(cache=True)
+def margins_csc(Xc, Ws, M):
+    """``M[q, r, i] = sum_j Ws[q, r, j] * X[i, j]`` from sparse data by columns.
 
-    One model at a time: a CSR row's gathers then hit one model, which can stay in
-    cache (interleaving 16 models of RCV1's width made them 2.7x slower).
+    Only the columns of each model's support are read (a τ-sparse model on RCV1's
+    shape: about 6,000 of 1.5 million non-zeros), and each sample's terms are added in
+    increasing j, so the sums do not depend on the CPU's vector width.
+
+    Parameters
+    ----------
+    Xc : tuple (data, row indices, indptr)
+        CSC form of X with sorted row indices (``FederatedData.kernel_csc``).
+    Ws : array, shape (n_models, n_outputs, n_features)
+    M : array, shape (n_models, n_outputs, n_samples)
+        Output, overwritten.
     """
-    n_models, c = Ws.shape[0], Ws.shape[1]
+    data, rows, indptr = Xc
+    n_models, c, d = Ws.shape
+    M[:] = 0.0
     for q in range(n_models):
         for r in range(c):
-            w = Ws[q, r]
-            for i in prange(M.shape[2]):
-                M[q, r, i] = row_dot(X, i, w)
+            w, m = Ws[q, r], M[q, r]
+            for j in range(d):
+                wj = w[j]
+                if wj != 0.0:  # NaN counts: a diverged model's margins are NaN
+                    for p in range(indptr[j], indptr[j + 1]):
+                        m[rows[p]] += wj * data[p]
 
 
 @njit(parallel=True, cache=True)
