@@ -545,6 +545,10 @@ def test_support_metrics_of_a_diverged_model_are_null():
     m = pb.metrics(W)
     assert m["support_recall"] == 1.0 and m["support_precision"] == 1.0
     assert m["dist_to_truth"] == 0.0
+    W[0, 3:5] = 0.0  # three of the five true coordinates, plus four false ones
+    W[0, [7, 11, 12, 19]] = 1.0
+    m = pb.metrics(W)
+    assert m["support_recall"] == 3 / 5 and m["support_precision"] == 3 / 7
 
 
 def test_check_problem_rejects_sparsity_above_dimension():

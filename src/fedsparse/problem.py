@@ -44,6 +44,7 @@ class Problem:
         )
         self.n_outputs = max(data.n_classes, 2) if loss == "softmax" else 1
         self.true_support = None if data.x_true is None else np.flatnonzero(data.x_true)
+        self._in_true_support = None if data.x_true is None else data.x_true != 0
         self._margins: np.ndarray | None = None
 
     @property
@@ -133,7 +134,7 @@ class Problem:
                 out["support_recall"] = None
                 return out
             found = np.flatnonzero(W[0])
-            hits = np.intersect1d(found, self.true_support).size
+            hits = int(np.count_nonzero(self._in_true_support[found]))  # ~30x intersect1d
             out["support_precision"] = hits / found.size if found.size else None
             out["support_recall"] = hits / self.true_support.size
         return out
