@@ -542,16 +542,22 @@ def main() -> None:
         "host": platform.node(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    print("machine")
-    report["machine"] = bench_machine()
-    m = report["machine"]
-    print(
-        f"  {m['cores']} cores; read {m['read_GBps']:.1f} GB/s (one core summing 1 GiB: "
-        f"NumPy {m['numpy_sum_GBps']:.1f}, vectorised {m['vector_sum_GBps']:.1f}), "
-        f"copy {m['copy_GBps']:.1f} GB/s",
-        flush=True,
+    previous = (
+        json.loads(args.output.read_text())
+        if args.only != parser.get_default("only") and args.output.exists()
+        else None
     )
-    read_Bps = m["read_GBps"] * 1e9
+    read_Bps = 0.0
+    if only & {"machine", "rounds", "kernels"}:  # the bandwidth those figures are against
+        print("machine")
+        report["machine"] = m = bench_machine()
+        print(
+            f"  {m['cores']} cores; read {m['read_GBps']:.1f} GB/s (one core summing 1 GiB: "
+            f"NumPy {m['numpy_sum_GBps']:.1f}, vectorised {m['vector_sum_GBps']:.1f}), "
+            f"copy {m['copy_GBps']:.1f} GB/s",
+            flush=True,
+        )
+        read_Bps = m["read_GBps"] * 1e9
     sets = datasets() if only & {"rounds", "kernels"} else {}
     if "rounds" in only:
         print("rounds (K=5, batch 10, tau=200; best of 5)")
@@ -569,19 +575,20 @@ def main() -> None:
     if "scale" in only:
         print("scale")
         report["scale"] = bench_scale()
-    if args.only != parser.get_default("only") and args.output.exists():
+    if previous is not None:
         # A partial run updates its sections and keeps the others, each with its date.
-        previous = json.loads(args.output.read_text())
         dates = previous.get("section_dates", {})
-        for key in ("rounds", "kernels", "jit", "sweeps", "scale"):
+        timed = {s["config"] for s in report.get("sweeps", [])}  # sweeps timed in this run
+        for key in ("machine", "rounds", "kernels", "jit", "sweeps", "scale"):
             if key in report:
                 dates[key] = report["date"]
             elif key in previous:
                 report[key] = previous[key]
                 dates.setdefault(key, previous["date"])
-        timed = {s["config"] for s in report.get("sweeps", [])}
-        for old in previous.get("sweeps", []):  # e.g. the default sweep, not re-timed
-            if old["config"] not in timed:
+        for config in timed:
+            dates.pop(config, None)
+        for old in previous.get("sweeps", []) if timed else []:  # e.g. the default sweep,
+            if old["config"] not in timed:  # when only the quick one was re-timed
                 report["sweeps"].append(old)
                 dates.setdefault(old["config"], previous["date"])
         report["section_dates"] = dates
