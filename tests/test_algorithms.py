@@ -551,6 +551,15 @@ def test_support_metrics_of_a_diverged_model_are_null():
     assert m["support_recall"] == 3 / 5 and m["support_precision"] == 3 / 7
 
 
+def test_eval_batch_bounds_memory_and_is_one_for_sparse_data():
+    small = Problem(make_data("logistic", d=20, seed=19), "logistic", 0.0)
+    assert small.eval_batch == 16
+    sparse = Problem(make_data("logistic", d=20, sparse=True, seed=19), "logistic", 0.0)
+    assert sparse.eval_batch == 1  # CSC evaluation shares no reads between models
+    wide = fedsparse.data.simulation("linear", clients=2, samples_per_client=5, dim=1_000_000)
+    assert Problem(wide, "least_squares", 0.0).eval_batch == 4  # 8 MB per model copy
+
+
 def test_check_problem_rejects_sparsity_above_dimension():
     data = make_data("least_squares", d=20, seed=19)
     pb = Problem(data, "least_squares", 0.0)

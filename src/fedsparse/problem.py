@@ -62,8 +62,14 @@ class Problem:
 
     @property
     def eval_batch(self) -> int:
-        """How many models :meth:`metrics_many` should score together (margins up to 32 MB)."""
-        per_model = self.n_outputs * self.data.n_samples * 8
+        """How many models a run should score together with :meth:`metrics_many`.
+
+        Dense data: up to 16, while their margins and copies stay within 32 MB each.
+        Sparse data: 1, as each model reads its own CSC columns (nothing is shared).
+        """
+        if self.data.is_sparse:
+            return 1
+        per_model = self.n_outputs * max(self.data.n_samples, self.n_features) * 8
         return max(1, min(16, (32 << 20) // per_model))
 
     def margins_many(self, Ws: np.ndarray) -> np.ndarray:
