@@ -171,11 +171,9 @@ def run_trace(
             W = algorithm.model
             pending.append((t, dict(totals), W.copy()))
             # a non-finite model has diverged: score it now rather than train on
-            if (len(pending) >= batch or t == rounds or not np.isfinite(W).all()) and (
-                not score_pending()
-            ):
+            if (len(pending) >= batch or not np.isfinite(W).all()) and not score_pending():
                 break
-    if pending:
+    if pending:  # the last rounds
         score_pending()
     for row in rows:  # NaN/inf objectives are stored as they are; NaN metrics as null
         for key in (

@@ -105,20 +105,14 @@ class FederatedData:
 
     @property
     def kernel_csc(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sparse data by columns, ``(data, row indices, indptr)`` sorted, built once.
+        """Sparse data by columns, ``(data, row indices, indptr)``, built once.
 
         Lets evaluation of a sparse model read only its support's columns.
         """
         if not self.is_sparse:
             raise ValueError("kernel_csc is for sparse data")
         if self._kernel_csc is None:
-            C = sp.csc_matrix(self.X)
-            C.sort_indices()
-            self._kernel_csc = (
-                np.ascontiguousarray(C.data, dtype=np.float64),
-                np.ascontiguousarray(C.indices, dtype=np.int32),
-                np.ascontiguousarray(C.indptr, dtype=np.int64),
-            )
+            self._kernel_csc = as_kernel_matrix(self.X.T)  # CSR of X^T is CSC of X
         return self._kernel_csc
 
     @property

@@ -94,7 +94,7 @@ def margins_csc(Xc, Ws, M):
     Parameters
     ----------
     Xc : tuple (data, row indices, indptr)
-        CSC form of X with sorted row indices (``FederatedData.kernel_csc``).
+        CSC form of X (``FederatedData.kernel_csc``).
     Ws : array, shape (n_models, n_outputs, n_features)
     M : array, shape (n_models, n_outputs, n_samples)
         Output, overwritten.
