@@ -94,7 +94,7 @@ def run_direct(data, loss, l2, weights, name, params, seed=0, rounds=5):
     costs, locals_, models = [], [], [algo.model.copy()]
     for t in range(rounds):
         costs.append(algo.round(t))
-        locals_.append(algo.W_local.copy())
+        locals_.append(algo.local_models.copy())
         models.append(algo.model.copy())
         objectives.append(problem.objective(algo.model))
     return np.array(objectives), costs, locals_, models, algo

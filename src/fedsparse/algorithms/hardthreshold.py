@@ -57,7 +57,6 @@ class _LocalSGDHardThreshold(Algorithm):
     def setup(self) -> None:
         pb = self.problem
         self.W = np.zeros(pb.shape)
-        self.W_local = np.zeros((pb.n_clients, *pb.shape))
         self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
         self.rng = K.client_states(self.seed, pb.n_clients)
         self.scratch = K.threshold_scratch(pb.n_features)
@@ -75,10 +74,20 @@ class _LocalSGDHardThreshold(Algorithm):
         if on:
             if not pb.data.is_sparse:
                 raise ValueError("the active-set kernel needs CSR data")
-            (self.active, self.n_active), self.work = K.sparse_buffers(pb.n_clients, *pb.shape)
-            self.W_local[:] = 0.0  # the kernel's invariant: zero outside the active lists
+            tau_local = self.params["sparsity"] if self.threshold_locally else 0
+            capacity = K.compact_capacity(pb.shape[0], pb.n_features, tau_local)
+            self.compact, self.work = K.sparse_buffers(pb.n_clients, *pb.shape, capacity)
+            self.W_local = None
         else:
+            self.W_local = np.zeros((pb.n_clients, *pb.shape))
             self.work = K.thread_buffers(*pb.shape)
+
+    @property
+    def local_models(self) -> np.ndarray:
+        """Each client's model at the end of the last round, shape (n_clients, *model shape)."""
+        if self.active_set:
+            return K.dense_models(*self.compact, self.problem.n_features)
+        return self.W_local
 
     def batch_at(self, t: int) -> int:
         """Minibatch size in round t; 0 means the whole local data set."""
@@ -115,15 +124,15 @@ class _LocalSGDHardThreshold(Algorithm):
         )
         if self.active_set:
             support = np.flatnonzero(np.any(self.W != 0.0, axis=0))
+            if support.size > self.compact[0].shape[1]:  # cannot happen: W is H_tau per row
+                raise RuntimeError("broadcast model has more non-zero columns than c * sparsity")
             K.local_sgd_round_csr(
                 data.kernel_X,
                 data.y,
                 data.client_ptr,
                 self.W,
                 support,
-                self.W_local,
-                self.active,
-                self.n_active,
+                *self.compact,
                 *common,
                 self.work,
             )
@@ -134,11 +143,11 @@ class _LocalSGDHardThreshold(Algorithm):
         if not self.threshold_locally:
             bytes_up = n * dense_bytes(self.W.size)
         elif self.active_set:
-            bytes_up = sparse_bytes(K.nnz_active(self.W_local, self.active, self.n_active).sum())
+            bytes_up = sparse_bytes(K.nnz_active(*self.compact[1:]).sum())
         else:
             bytes_up = sparse_bytes(K.nnz_per_client(self.W_local).sum())
         if self.active_set:
-            K.aggregate_active(self.W_local, self.active, self.n_active, pb.p, self.W)
+            K.aggregate_active(*self.compact, pb.p, self.W)
             K.hard_threshold_rows(self.W, prm["sparsity"], self.scratch)
         else:
             K.aggregate(self.W_local, pb.p, prm["sparsity"], self.W, self.scratch)

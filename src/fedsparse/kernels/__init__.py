@@ -56,6 +56,8 @@ from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  
 from .rows import as_kernel_matrix, row_axpy, row_axpy3, row_dot, row_dot3  # noqa: E402
 from .sparse_rounds import (  # noqa: E402
     aggregate_active,
+    compact_capacity,
+    dense_models,
     local_sgd_round_csr,
     nnz_active,
     sparse_buffers,
@@ -77,8 +79,10 @@ __all__ = [
     "as_kernel_matrix",
     "batch_grad",
     "client_losses_from_margins",
-    "correct_from_margins",
     "client_states",
+    "compact_capacity",
+    "correct_from_margins",
+    "dense_models",
     "hard_threshold",
     "hard_threshold_rows",
     "local_sgd_round",
