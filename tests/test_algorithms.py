@@ -423,13 +423,16 @@ def test_trace_does_not_depend_on_how_many_rounds_are_scored_together(case, batc
 
 
 @pytest.mark.parametrize("loss", LOSSES)
-def test_fediterht_uplink_is_sparse(loss):
-    data = make_data(loss, seed=16)
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_fediterht_uplink_is_sparse(loss, sparse):
+    """CSR data: the clients' compact models (active-set kernel), read back as dense ones."""
+    data = make_data(loss, sparse=sparse, seed=16)
     tau = 5
     params = {"stepsize": STEPS[loss], "sparsity": tau, "local_steps": 3, "batch_size": 6}
-    _, costs, locals_, models, _ = run_direct(
+    _, costs, locals_, models, algo = run_direct(
         data, loss, 1e-3, "uniform", "fediterht", params, rounds=5
     )
+    assert algo.active_set == sparse
     n = data.n_clients
     for t, (cost, W_local) in enumerate(zip(costs, locals_, strict=True)):
         per_row = np.count_nonzero(W_local, axis=2)  # (clients, outputs)
