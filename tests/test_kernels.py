@@ -102,23 +102,19 @@ def test_batch_grad_without_ridge(loss, sparse):
     np.testing.assert_allclose(G, np_grad(Xr, data.y[rows], W, loss, 0.0), rtol=RTOL, atol=1e-14)
 
 
-def margins(data, W) -> np.ndarray:
-    """W X^T through the evaluation kernel of the data's storage: dense columns or CSC."""
-    M = np.full((1, W.shape[0], data.n_samples), np.nan)
-    if data.is_sparse:
-        K.margins_csc(data.kernel_csc, W[None], M)
-    else:
-        K.margins_columns(data.columns, W[None], M)
-    return M[0]
-
-
 def margins_of_stack(data, Ws: np.ndarray) -> np.ndarray:
+    """Ws X^T through the evaluation kernel of the data's storage: dense columns or CSC."""
     M = np.full((Ws.shape[0], Ws.shape[1], data.n_samples), np.nan)
     if data.is_sparse:
         K.margins_csc(data.kernel_csc, Ws, M)
     else:
         K.margins_columns(data.columns, Ws, M)
     return M
+
+
+def margins(data, W) -> np.ndarray:
+    """W X^T for one model."""
+    return margins_of_stack(data, W[None])[0]
 
 
 def sparsify(W: np.ndarray) -> np.ndarray:
