@@ -34,21 +34,29 @@ def trajectory(problem, algo, params, active_set: bool, rounds: int = 6):
     a.setup()
     a.use_active_set(active_set)
     costs = [a.round(t) for t in range(rounds)]
-    return a.W.copy(), [(c.bytes_up, c.bytes_down) for c in costs]
+    return a.W.copy(), [(c.bytes_up, c.bytes_down) for c in costs], a.local_models.copy()
 
 
 @pytest.mark.parametrize("loss", ["least_squares", "logistic", "softmax"])
 @pytest.mark.parametrize("algo", ["fedht", "fediterht", "distiht"])
 @pytest.mark.parametrize("integer", [False, True], ids=["real", "ties"])
-def test_active_set_round_is_bit_identical_to_generic_round(loss, algo, integer):
+@pytest.mark.parametrize("l2", [0.0, 0.01], ids=["no-ridge", "ridge"])
+def test_active_set_round_is_bit_identical_to_generic_round(loss, algo, integer, l2):
     data = csr_data(loss, integer)
-    problem = Problem(data, loss, 0.01)
-    for batch in (5, None):
-        params = {"stepsize": 0.5 if integer else 0.05, "sparsity": 12, "batch_size": batch}
+    problem = Problem(data, loss, l2)
+    # a growing batch makes the compact models' capacity grow between rounds
+    for batch, growth in ((5, 1.0), (None, 1.0), (2, 1.7)):
+        params = {
+            "stepsize": 0.5 if integer else 0.05,
+            "sparsity": 12,
+            "batch_size": batch,
+            "batch_growth": growth,
+        }
         fast = trajectory(problem, algo, params, active_set=True)
         slow = trajectory(problem, algo, params, active_set=False)
         np.testing.assert_array_equal(fast[0], slow[0])
         assert fast[1] == slow[1]
+        np.testing.assert_array_equal(fast[2], slow[2])  # every client's model, too
         assert np.count_nonzero(fast[0]) > 0
 
 
@@ -62,6 +70,10 @@ def test_threshold_over_a_shuffled_active_list_breaks_ties_by_coordinate():
         act = rng.permutation(np.flatnonzero(row)).astype(np.int64)
         W = row[None, :].copy()
         scratch = K.threshold_scratch(d)
-        kept = _threshold_active(W, act, act.size, tau, np.empty(d), scratch)
+        vals = np.empty(d)
+        vals[: act.size] = row[act]
+        mark = (row != 0).astype(np.uint8)
+        kept = _threshold_active(W, act, act.size, tau, vals, scratch, mark)
         np.testing.assert_array_equal(W[0], expected)
         assert sorted(act[:kept]) == sorted(np.flatnonzero(expected))
+        np.testing.assert_array_equal(mark, (expected != 0).astype(np.uint8))

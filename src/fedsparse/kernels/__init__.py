@@ -56,7 +56,6 @@ from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  
 from .rows import as_kernel_matrix, row_axpy, row_axpy3, row_dot, row_dot3  # noqa: E402
 from .sparse_rounds import (  # noqa: E402
     aggregate_active,
-    compact_capacity,
     dense_models,
     local_sgd_round_csr,
     nnz_active,
@@ -80,7 +79,6 @@ __all__ = [
     "batch_grad",
     "client_losses_from_margins",
     "client_states",
-    "compact_capacity",
     "correct_from_margins",
     "dense_models",
     "hard_threshold",

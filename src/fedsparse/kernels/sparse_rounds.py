@@ -5,9 +5,11 @@ features, work proportional to d in every local step (zeroing the gradient,
 updating and thresholding all coordinates) dominates. Here each client keeps
 the list of coordinates where its model may be non-zero (the broadcast model's
 support plus every feature its minibatches touched); the gradient, ridge,
-update, H_tau and aggregation run over that list only. The arithmetic and its
-order are those of :func:`fedsparse.kernels.rounds.local_sgd_round`, so the
-results are the same bits.
+update, H_tau and aggregation run over that list only. Without ridge or local
+H_tau a step updates only its rows' features: every other gradient entry is
+zero. The arithmetic and its order are those of
+:func:`fedsparse.kernels.rounds.local_sgd_round`, so the results are the same
+bits.
 
 A client trains in its thread's dense work space (all-zero between clients,
 so it stays in that core's caches) and leaves its model compactly: the active
@@ -25,13 +27,6 @@ from numba import njit, prange
 from .losses import sample_loss_grad
 from .rng import sample_without_replacement
 from .threshold import SCRATCH_EXTRA, hard_threshold
-
-
-def compact_capacity(n_outputs: int, n_features: int, tau_local: int) -> int:
-    """Coordinates a client's compact model may need: with local H_tau at most
-    ``n_outputs * tau_local`` survive (given a broadcast model of at most that many
-    non-zero columns); without it, every feature."""
-    return n_features if tau_local <= 0 else min(n_features, n_outputs * tau_local)
 
 
 def sparse_buffers(
@@ -56,7 +51,7 @@ def sparse_buffers(
         np.zeros((t, n_outputs, n_features)),  # gradients, kept all-zero between steps
         np.empty((t, n_outputs)),  # softmax scores
         np.zeros((t, n_features), dtype=np.uint8),  # membership marks, kept all-zero
-        np.empty((t, n_features), dtype=np.int64),  # active coordinates
+        np.empty((t, n_features + 1), dtype=np.int64),  # active coordinates (+1: see the round)
         np.empty((t, n_features)),  # gathered values for H_tau
         np.empty((t, n_features + SCRATCH_EXTRA)),  # H_tau scratch
     )
@@ -88,7 +83,8 @@ def local_sgd_round_csr(
     (ascending). Client i's model at the end of the round is written compactly:
     ``value[i, :, k]`` at coordinate ``index[i, k]`` for ``k < count[i]``, every
     other coordinate zero. The capacity ``index.shape[1]`` must hold
-    ``support`` and what the steps leave (:func:`compact_capacity`); ``index``,
+    ``support`` and what the steps leave (c * tau_local with local thresholding;
+    without, the support plus every feature of the client's sampled rows); ``index``,
     ``value``, ``count`` and ``work`` come from :func:`sparse_buffers`.
     """
     data, indices, indptr = X
@@ -99,12 +95,14 @@ def local_sgd_round_csr(
         t = numba.get_thread_id()
         Wi = WS[t]
         Gt = G[t]
-        mark = marks[t]
+        mark = marks[t]  # 1 where the coordinate is in act[:na], for the whole client
         act = acts[t]
+        vals = values[t]
         na = support.shape[0]
         for k in range(na):
             j = support[k]
             act[k] = j
+            mark[j] = 1
             for r in range(c):
                 Wi[r, j] = W[r, j]
         lo = ptr[i]
@@ -114,29 +112,49 @@ def local_sgd_round_csr(
         for _ in range(steps):
             if b < n:
                 sample_without_replacement(perm, lo, n, b, rng, i)
-            for k in range(na):
-                mark[act[k]] = 1
             for q in range(b):
                 row = perm[lo + q]
                 sample_loss_grad(X, y, row, Wi, loss, scale, Gt, S[t])
                 for p in range(indptr[row], indptr[row + 1]):
+                    # list new coordinates without a branch (act has room for one past d)
                     j = indices[p]
-                    if mark[j] == 0:
-                        mark[j] = 1
-                        act[na] = j
-                        na += 1
-            for k in range(na):
-                j = act[k]
-                mark[j] = 0
-                for r in range(c):
-                    if l2 != 0.0:
+                    act[na] = j
+                    na += 1 - mark[j]
+                    mark[j] = 1
+            if tau_local > 0:
+                # every active coordinate goes through H_tau; with one output row
+                # its new values are collected on the way
+                for k in range(na):
+                    j = act[k]
+                    for r in range(c):
+                        if l2 != 0.0:
+                            Gt[r, j] += l2 * Wi[r, j]
+                        Wi[r, j] -= stepsize * Gt[r, j]
+                        Gt[r, j] = 0.0
+                    vals[k] = Wi[0, j]
+                if na > tau_local:
+                    na = _threshold_active(Wi, act, na, tau_local, vals, scratch[t], mark)
+            elif l2 == 0.0:
+                # coordinates outside this step's rows have a zero gradient and keep
+                # their value (w - stepsize * 0 is w, to the bit): update the rows'
+                # coordinates only; a repeated coordinate's second update subtracts 0
+                for q in range(b):
+                    row = perm[lo + q]
+                    for p in range(indptr[row], indptr[row + 1]):
+                        j = indices[p]
+                        for r in range(c):
+                            Wi[r, j] -= stepsize * Gt[r, j]
+                            Gt[r, j] = 0.0
+            else:
+                for k in range(na):
+                    j = act[k]
+                    for r in range(c):
                         Gt[r, j] += l2 * Wi[r, j]
-                    Wi[r, j] -= stepsize * Gt[r, j]
-                    Gt[r, j] = 0.0
-            if tau_local > 0 and na > tau_local:
-                na = _threshold_active(Wi, act, na, tau_local, values[t], scratch[t])
+                        Wi[r, j] -= stepsize * Gt[r, j]
+                        Gt[r, j] = 0.0
         for k in range(na):  # hand the model over compactly; the work space is zero again
             j = act[k]
+            mark[j] = 0
             index[i, k] = j
             for r in range(c):
                 value[i, r, k] = Wi[r, j]
@@ -145,33 +163,44 @@ def local_sgd_round_csr(
 
 
 @njit(cache=True)
-def _threshold_active(Wi, act, na, tau, vals, scratch):
-    """H_tau per row of ``Wi`` restricted to ``act[:na]``; drop coordinates now zero in all rows.
+def _threshold_active(Wi, act, na, tau, vals, scratch, mark):
+    """H_tau per row of ``Wi`` restricted to ``act[:na]``; drop coordinates now zero in all
+    rows from the list (and from ``mark``). ``vals[:na]`` holds row 0 at ``act[:na]``.
 
     Coordinates outside the list are zero, so thresholding the listed values is
     thresholding the row, except that ties go to the lower coordinate: when
     H_tau reports a tie, the list is sorted and the row thresholded again.
     """
-    for r in range(Wi.shape[0]):
-        for k in range(na):
-            vals[k] = Wi[r, act[k]]
+    c = Wi.shape[0]
+    for r in range(c):
+        if r > 0:
+            for k in range(na):
+                vals[k] = Wi[r, act[k]]
         if hard_threshold(vals[:na], tau, scratch):
             act[:na] = np.sort(act[:na])  # rare: equal magnitudes at the cut
             for k in range(na):
                 vals[k] = Wi[r, act[k]]
             hard_threshold(vals[:na], tau, scratch)
+        if c == 1:
+            break  # zeros written below, with the list's compaction
         for k in range(na):
             Wi[r, act[k]] = vals[k]
     kept = 0
     for k in range(na):
         j = act[k]
-        nonzero = False
-        for r in range(Wi.shape[0]):
-            if Wi[r, j] != 0.0:
-                nonzero = True
+        if c == 1:
+            nonzero = vals[k] != 0.0
+            if not nonzero:
+                Wi[0, j] = 0.0
+        else:
+            nonzero = False
+            for r in range(c):
+                nonzero |= Wi[r, j] != 0.0
         if nonzero:
             act[kept] = j
             kept += 1
+        else:
+            mark[j] = 0
     return kept
 
 
