@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from conftest import LOSSES, N_CLASSES, dense, make_data, np_grad, np_loss
 
 from fedsparse import kernels as K
+from fedsparse.kernels.rows import prefetch_csr_row
 
 RTOL = 1e-12
 
@@ -312,3 +313,15 @@ def test_numba_cache_is_keyed_by_kernel_sources_and_node_local_under_slurm(tmp_p
     slurm = numba_cache_dir({"SLURM_JOB_ID": "42", "TMPDIR": str(tmp_path / "node")})
     assert slurm.startswith(str(tmp_path / "node") + "/fedsparse-numba-")
     assert slurm.rsplit("/", 1)[1] == explicit.rsplit("/", 1)[1]  # same key: same sources
+
+
+def test_prefetching_csr_rows_reads_nothing_out_of_place():
+    """Prefetch hints past a row's end (even the array's) must not fault or write."""
+    A = sp.random(30, 50, density=0.1, format="csr", random_state=np.random.default_rng(2))
+    A = sp.vstack([A, sp.csr_matrix((1, 50))]).tocsr()  # an empty last row
+    X = K.as_kernel_matrix(A)
+    before = [a.copy() for a in X]
+    for i in range(A.shape[0]):
+        prefetch_csr_row(X, i)
+    for a, b in zip(X, before, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -15,7 +15,9 @@ A client trains in its thread's dense work space (all-zero between clients,
 so it stays in that core's caches) and leaves its model compactly: the active
 coordinates and their values. Per-client dense models (n_clients x d, 38 MB
 at RCV1's shape, cold in cache for every client) made the same round about a
-quarter slower.
+quarter slower. In the work space a feature's weight and gradient are
+neighbours (one cache line, not two: about 10 % faster), and the next
+minibatch row is prefetched while the current one is used (about 9 %).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from numba import njit, prange
 
 from .losses import sample_loss_grad
 from .rng import sample_without_replacement
+from .rows import prefetch_csr_row
 from .threshold import SCRATCH_EXTRA, hard_threshold
 
 
@@ -47,8 +50,9 @@ def sparse_buffers(
         np.zeros((n_clients, n_outputs, capacity)),  # its values there
         np.zeros(n_clients, dtype=np.int64),  # how many
     ), (
-        np.zeros((t, n_outputs, n_features)),  # the client model being trained, kept all-zero
-        np.zeros((t, n_outputs, n_features)),  # gradients, kept all-zero between steps
+        # the client model being trained and its gradient, interleaved so that a
+        # feature's weight and gradient share a cache line; kept all-zero
+        np.zeros((t, n_features, 2 * n_outputs)),
         np.empty((t, n_outputs)),  # softmax scores
         np.zeros((t, n_features), dtype=np.uint8),  # membership marks, kept all-zero
         np.empty((t, n_features + 1), dtype=np.int64),  # active coordinates (+1: see the round)
@@ -88,13 +92,13 @@ def local_sgd_round_csr(
     ``value``, ``count`` and ``work`` come from :func:`sparse_buffers`.
     """
     data, indices, indptr = X
-    WS, G, S, marks, acts, values, scratch = work
+    WG, S, marks, acts, values, scratch = work
     n_clients = ptr.shape[0] - 1
     c = W.shape[0]
     for i in prange(n_clients):
         t = numba.get_thread_id()
-        Wi = WS[t]
-        Gt = G[t]
+        Wi = WG[t, :, :c].T  # (c, d) views
+        Gt = WG[t, :, c:].T
         mark = marks[t]  # 1 where the coordinate is in act[:na], for the whole client
         act = acts[t]
         vals = values[t]
@@ -112,8 +116,12 @@ def local_sgd_round_csr(
         for _ in range(steps):
             if b < n:
                 sample_without_replacement(perm, lo, n, b, rng, i)
+            if b > 0:
+                prefetch_csr_row(X, perm[lo])
             for q in range(b):
                 row = perm[lo + q]
+                if q + 1 < b:
+                    prefetch_csr_row(X, perm[lo + q + 1])
                 sample_loss_grad(X, y, row, Wi, loss, scale, Gt, S[t])
                 for p in range(indptr[row], indptr[row + 1]):
                     # list new coordinates without a branch (act has room for one past d)
