@@ -208,9 +208,10 @@ def sparse_grads(X, y, batches, W, code, G, s):
     """Minibatch gradients as the CSR round computes them: weight and gradient of a
     feature interleaved in one work array, the next row prefetched."""
     data, indices, indptr = X
-    WG = np.zeros((W.shape[1], 2))
-    WG[:, 0] = W[0]
-    W, G = WG[:, :1].T, WG[:, 1:].T
+    c = W.shape[0]
+    WG = np.zeros((W.shape[1], 2 * c))
+    WG[:, :c] = W.T
+    W, G = WG[:, :c].T, WG[:, c:].T
     t = 0.0
     for k in range(batches.shape[0]):
         rows = batches[k]

@@ -147,7 +147,8 @@ class _LocalSGDHardThreshold(Algorithm):
         if self.active_set:
             support = np.flatnonzero(np.any(self.W != 0.0, axis=0))
             capacity = self._compact_capacity(batch)
-            if support.size > capacity:  # cannot happen: W is H_tau per row
+            if support.size > min(pb.n_features, pb.shape[0] * prm["sparsity"]):
+                # cannot happen (W is H_tau per row), but the capacity counts on it
                 raise RuntimeError("broadcast model has more non-zero columns than c * sparsity")
             if self.compact is None or self.compact[0].shape[1] < capacity:  # grows with b
                 self.compact, self.work = K.sparse_buffers(n, *pb.shape, capacity)

@@ -149,11 +149,12 @@ def _prefetch(typingctx, a, i):
         aryty = signature.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-        i8, i32 = ir.IntType(8), ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8.as_pointer(), i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        # the name carries the pointer type, spelled per LLVM version (p0i8 or p0)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)
         # read, keep in all cache levels, data cache
-        args = [builder.bitcast(ptr, i8.as_pointer()), i32(0), i32(3), i32(1)]
+        args = [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)]
         builder.call(fn, args)
         return context.get_dummy_value()
 
