@@ -75,11 +75,8 @@ class _LocalSGDHardThreshold(Algorithm):
                 raise ValueError("the active-set kernel needs CSR data")
             indptr, ptr = pb.data.kernel_X[2], pb.data.client_ptr
             self._client_nnz = indptr[ptr[1:]] - indptr[ptr[:-1]]
-            self._client_widest_row = np.zeros(pb.n_clients, dtype=np.int64)
-            has_rows = np.diff(ptr) > 0
-            self._client_widest_row[has_rows] = np.maximum.reduceat(
-                np.diff(indptr), ptr[:-1][has_rows]
-            )
+            # every client has a row (FederatedData checks), so no empty reduceat segment
+            self._client_widest_row = np.maximum.reduceat(np.diff(indptr), ptr[:-1])
             self.compact, self.work = None, None
             self.W_local = None
         else:

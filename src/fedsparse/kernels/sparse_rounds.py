@@ -116,8 +116,7 @@ def local_sgd_round_csr(
         for _ in range(steps):
             if b < n:
                 sample_without_replacement(perm, lo, n, b, rng, i)
-            if b > 0:
-                prefetch_csr_row(X, perm[lo])
+            prefetch_csr_row(X, perm[lo])  # every client has a row
             for q in range(b):
                 row = perm[lo + q]
                 if q + 1 < b:
@@ -129,20 +128,7 @@ def local_sgd_round_csr(
                     act[na] = j
                     na += 1 - mark[j]
                     mark[j] = 1
-            if tau_local > 0:
-                # every active coordinate goes through H_tau; with one output row
-                # its new values are collected on the way
-                for k in range(na):
-                    j = act[k]
-                    for r in range(c):
-                        if l2 != 0.0:
-                            Gt[r, j] += l2 * Wi[r, j]
-                        Wi[r, j] -= stepsize * Gt[r, j]
-                        Gt[r, j] = 0.0
-                    vals[k] = Wi[0, j]
-                if na > tau_local:
-                    na = _threshold_active(Wi, act, na, tau_local, vals, scratch[t], mark)
-            elif l2 == 0.0:
+            if tau_local == 0 and l2 == 0.0:
                 # coordinates outside this step's rows have a zero gradient and keep
                 # their value (w - stepsize * 0 is w, to the bit): update the rows'
                 # coordinates only; a repeated coordinate's second update subtracts 0
@@ -153,13 +139,19 @@ def local_sgd_round_csr(
                         for r in range(c):
                             Wi[r, j] -= stepsize * Gt[r, j]
                             Gt[r, j] = 0.0
-            else:
-                for k in range(na):
-                    j = act[k]
-                    for r in range(c):
+                continue
+            # ridge or local H_tau: every active coordinate moves; the values of the
+            # first output row are collected on the way, for H_tau
+            for k in range(na):
+                j = act[k]
+                for r in range(c):
+                    if l2 != 0.0:
                         Gt[r, j] += l2 * Wi[r, j]
-                        Wi[r, j] -= stepsize * Gt[r, j]
-                        Gt[r, j] = 0.0
+                    Wi[r, j] -= stepsize * Gt[r, j]
+                    Gt[r, j] = 0.0
+                vals[k] = Wi[0, j]
+            if 0 < tau_local < na:
+                na = _threshold_active(Wi, act, na, tau_local, vals, scratch[t], mark)
         for k in range(na):  # hand the model over compactly; the work space is zero again
             j = act[k]
             mark[j] = 0
