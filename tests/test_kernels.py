@@ -325,3 +325,13 @@ def test_prefetching_csr_rows_reads_nothing_out_of_place():
         prefetch_csr_row(X, i)
     for a, b in zip(X, before, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_nnz_per_client_counts_every_output_row():
+    rng = np.random.default_rng(3)
+    W_local = rng.standard_normal((4, 3, 37))
+    W_local[rng.random(W_local.shape) < 0.7] = 0.0
+    W_local[2] = 0.0
+    W_local[1, 0, 5] = -0.0  # signed zero is no upload
+    expect = np.count_nonzero(W_local.reshape(4, -1), axis=1)
+    assert np.array_equal(K.nnz_per_client(W_local), expect)
