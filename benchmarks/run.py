@@ -54,6 +54,11 @@ from fedsparse.problem import Problem  # noqa: E402
 GiB = 1 << 30
 
 
+# Every speed is the best over at least this long: this shared machine runs slow in
+# spells of up to a second (a NumPy round's best of 20 measured 22-37 ms across runs).
+QUIET_SECONDS = 4.0
+
+
 def best_of(fn, repeat: int = 5, min_seconds: float = 0.0) -> float:
     """Minimum wall time of ``fn()`` over ``repeat`` calls (after one warm-up call),
     continuing until ``min_seconds`` have passed."""
@@ -84,9 +89,10 @@ def bench_machine() -> dict:
     1 GiB (NumPy's pairwise sum is partly compute-bound here), and the copy rate."""
     a = np.ones(GiB // 8)
     b = np.empty_like(a)
-    numpy_read = GiB / best_of(lambda: a.sum(), 3)
-    vector_read = GiB / best_of(lambda: streaming_sum(a), 3)  # serial: one core
-    copy = GiB / best_of(lambda: np.copyto(b, a), 3)
+    # best over >= 4 s, as every kernel below: the machine's speed outside its slow spells
+    numpy_read = GiB / best_of(lambda: a.sum(), 3, QUIET_SECONDS)
+    vector_read = GiB / best_of(lambda: streaming_sum(a), 3, QUIET_SECONDS)  # serial: one core
+    copy = GiB / best_of(lambda: np.copyto(b, a), 3, QUIET_SECONDS)
     return {
         "cpu": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
@@ -135,19 +141,17 @@ def fedsparse_round_time(problem: Problem, algo: str, threads: int) -> float:
     a = cls(problem, cls.validate_params(params), 0)
     a.setup()
     counter = iter(range(10**9))
-    # best group of 5 rounds over at least 30 groups and 4 s: on this shared machine
-    # whole seconds run slow (CSR rounds swing between about 9.5 and 15 ms)
-    return best_of(lambda: [a.round(next(counter)) for _ in range(5)], 30, 4.0) / 5
+    # best group of 5 rounds over at least 30 groups (CSR rounds swing between about 9.5
+    # and 15 ms in this machine's spells)
+    return best_of(lambda: [a.round(next(counter)) for _ in range(5)], 30, QUIET_SECONDS) / 5
 
 
 def numpy_round_time(data: FederatedData, loss: str, algo: str) -> float:
     ref = NumpyHardThreshold(
         data.X, data.y, data.client_ptr, algorithm=algo, loss=loss, l2=0.0, **PARAMS
     )
-    # The baseline's round times spread widely on a shared machine (its best of 20
-    # rounds measured 22-37 ms for one config); the best over at least 4 s is its speed
-    # on a quiet machine, so the comparison is not flattered by a slow spell.
-    return best_of(ref.round, 20, 4.0)
+    # timed like fedsparse's rounds, so the comparison is not flattered by a slow spell
+    return best_of(ref.round, 20, QUIET_SECONDS)
 
 
 def round_bytes(data: FederatedData, algo: str) -> float:
@@ -245,7 +249,7 @@ def bench_kernels(sets, read_Bps: float) -> list[dict]:
         else:
             many_grads = dense_grads
 
-        dt = best_of(partial(many_grads, X, data.y, batches, W, code, G, s), 7)
+        dt = best_of(partial(many_grads, X, data.y, batches, W, code, G, s), 7, QUIET_SECONDS)
         grad_Bps = batches.size * row_bytes / dt
         ceiling = {}
         if data.is_sparse:
@@ -254,14 +258,15 @@ def bench_kernels(sets, read_Bps: float) -> list[dict]:
             # per non-zero (gather, multiply-add, scatter, clear), the kernel's ceiling.
             in_order = np.arange(batches.size).reshape(batches.shape) % data.n_samples
             folded = (X[0], X[1] % 2048, X[2])
-            dt0 = best_of(partial(many_grads, folded, data.y, in_order, W[:, :2048], code, G, s), 7)
+            folded_grads = partial(many_grads, folded, data.y, in_order, W[:, :2048], code, G, s)
+            dt0 = best_of(folded_grads, 7, QUIET_SECONDS)
             ceiling_Bps = batches.size * row_bytes / dt0
             ceiling = {
                 "gradient_ceiling_GBps": ceiling_Bps / 1e9,
                 "gradient_ceiling_ns_per_nonzero": dt0 / (batches.size * row_bytes / 12) * 1e9,
             }
         problem = Problem(data, loss, 0.0)
-        ev = best_of(partial(problem.metrics, W), 5)
+        ev = best_of(partial(problem.metrics, W), 5, QUIET_SECONDS)
         if data.is_sparse:  # the support's CSC columns: values and row indices
             indptr = data.kernel_csc[2]
             support = np.flatnonzero(W[0])
@@ -271,7 +276,7 @@ def bench_kernels(sets, read_Bps: float) -> list[dict]:
         eval_Bps = touched / ev
         # as a run scores its rounds: 16 consecutive iterates, which share their support
         Ws = np.stack([W * (1.0 + 0.01 * q) for q in range(16)])
-        ev16 = best_of(partial(problem.metrics_many, Ws), 5) / len(Ws)
+        ev16 = best_of(partial(problem.metrics_many, Ws), 5, QUIET_SECONDS) / len(Ws)
         out.append(
             {
                 "dataset": name,
