@@ -95,7 +95,7 @@ def nnz_per_client(W_local):
     for i in range(W_local.shape[0]):
         k = 0
         for r in range(W_local.shape[1]):
-            w = W_local[i, r]  # 1-D view: the branch-free count vectorises (5x faster)
+            w = W_local[i, r]  # 1-D view: the branch-free count vectorises (about 4x faster)
             for j in range(w.shape[0]):
                 k += w[j] != 0.0
         out[i] = k
