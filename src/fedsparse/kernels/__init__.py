@@ -51,6 +51,19 @@ from .losses import (  # noqa: E402
     sample_loss_grad,
     weighted_sum,
 )
+from .mlp import (  # noqa: E402
+    ACTIVATIONS,
+    RELU,
+    SIGMOID,
+    SWISH,
+    TANH,
+    mlp_batch_grad,
+    mlp_eval,
+    mlp_local_sgd_round,
+    mlp_thread_work,
+    mlp_work,
+    n_params,
+)
 from .rng import client_states, randbelow, sample_without_replacement  # noqa: E402
 from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  # noqa: E402
 from .rows import as_kernel_matrix, row_axpy, row_axpy3, row_dot, row_dot3  # noqa: E402
@@ -69,10 +82,15 @@ from .threshold import (  # noqa: E402
 )
 
 __all__ = [
+    "ACTIVATIONS",
     "LEAST_SQUARES",
     "LOGISTIC",
     "LOSS_CODES",
+    "RELU",
+    "SIGMOID",
     "SOFTMAX",
+    "SWISH",
+    "TANH",
     "aggregate",
     "aggregate_active",
     "as_kernel_matrix",
@@ -87,6 +105,12 @@ __all__ = [
     "local_sgd_round_csr",
     "margins_columns",
     "margins_csc",
+    "mlp_batch_grad",
+    "mlp_eval",
+    "mlp_local_sgd_round",
+    "mlp_thread_work",
+    "mlp_work",
+    "n_params",
     "nnz_active",
     "nnz_per_client",
     "randbelow",

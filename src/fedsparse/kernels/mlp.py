@@ -1,0 +1,704 @@
+"""Minibatch gradients, blocked evaluation and local SGD rounds for multilayer perceptrons.
+
+The parameter is one flat float64 vector ``theta``: for each layer ``l`` in order,
+``W_l`` of shape (out_l, in_l) row-major, then ``b_l`` (out_l) if ``bias``.
+``sizes = [d, h_1, ..., h_k, n_out]`` (int64; ``n_out`` = 1 for least squares and
+logistic, the number of classes for softmax). Forward: ``z_l = W_l a_{l-1} + b_l``,
+``a_l = act(z_l)`` on hidden layers; the last ``z`` goes into the loss (the
+per-sample losses of :mod:`fedsparse.kernels.losses`). No hidden layer is a
+linear model with the same layout.
+
+A minibatch is handled as matrices of ``b`` rows, so every layer product is one
+BLAS ``dgemm`` (called through numba's own BLAS binding, with ``alpha`` and
+``beta`` so that gradients accumulate where they land: into ``G``, or straight
+into ``theta`` for an SGD step); only the first layer of CSR data uses sparse
+loops. Work space is allocated once by :func:`mlp_work`
+(one thread) or :func:`mlp_thread_work` (one slot per numba thread).
+
+Threads: :func:`mlp_eval` and :func:`mlp_local_sgd_round` run clients in parallel
+numba threads, each calling BLAS, so BLAS itself should run one thread
+(``OPENBLAS_NUM_THREADS=1``, set before NumPy and SciPy load). With a
+multithreaded OpenBLAS inside numba's threads the two thread pools fight over the
+cores: a 784-500-200-10 round took 6x longer on 2 cores (``benchmarks/mlp.py``).
+Results are bit-identical for any number of numba threads; OpenBLAS's own
+thread count changes the last bits of its products.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange, types
+from numba.extending import overload
+from numba.np.linalg import ensure_blas
+
+from .losses import LEAST_SQUARES, SOFTMAX
+from .rng import sample_without_replacement
+from .threshold import SCRATCH_EXTRA, hard_threshold_rows
+
+RELU = 0
+SWISH = 1
+TANH = 2
+SIGMOID = 3
+ACTIVATIONS = {"relu": RELU, "swish": SWISH, "tanh": TANH, "sigmoid": SIGMOID}
+
+# numba's C wrapper around SciPy's BLAS ?gemm (what np.dot calls inside jitted code),
+# declared here to pass alpha and beta: the symbol is resolved in-process, so kernels
+# that call it stay cacheable (a ctypes function pointer would not be).
+ensure_blas()
+_F64P = types.CPointer(types.float64)
+_xxgemm = types.ExternalFunction(
+    "numba_xxgemm",
+    types.intc(
+        types.char, types.char, types.char,  # kind, transa, transb
+        types.intp, types.intp, types.intp,  # m, n, k
+        _F64P, _F64P, types.intp,  # alpha, a, lda
+        _F64P, types.intp, _F64P,  # b, ldb, beta
+        _F64P, types.intp,  # c, ldc
+    ),
+)  # fmt: skip
+_KIND = ord("d")
+_N = ord("n")
+_T = ord("t")
+
+# Work-tuple positions (see mlp_work): gathered input rows, hidden activations,
+# their derivatives, two delta buffers back to back (BLAS's alpha/beta slots follow).
+_X0, _A, _E = 0, 1, 3
+
+
+def n_params(sizes, bias: bool) -> int:
+    """Length of the flat parameter vector of an MLP with layer widths ``sizes``."""
+    sizes = [int(s) for s in sizes]
+    return sum(o * i + (o if bias else 0) for i, o in zip(sizes[:-1], sizes[1:], strict=True))
+
+
+def _work_lengths(sizes, max_batch: int, dense: bool) -> tuple[int, ...]:
+    sizes = [int(s) for s in sizes]
+    if len(sizes) < 2 or min(sizes) <= 0 or max_batch <= 0:
+        raise ValueError(f"invalid MLP sizes {sizes} or batch {max_batch}")
+    hidden = sum(sizes[1:-1])
+    return (
+        max_batch * sizes[0] if dense else 0,
+        max_batch * hidden,
+        max_batch * hidden,
+        2 * max_batch * max(sizes[1:]),
+        2,
+    )
+
+
+def mlp_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.ndarray, ...]:
+    """Work space of :func:`mlp_batch_grad` for one thread and batches of <= ``max_batch`` rows.
+
+    Returns ``(X0, A, D, E, coef)``, 1-D float64 arrays: the minibatch's rows gathered
+    from dense ``X`` (empty if ``dense=False``: CSR data is read in place), hidden
+    activations and their derivatives, two delta buffers, and BLAS scalars.
+    """
+    return tuple(np.zeros(n) for n in _work_lengths(sizes, max_batch, dense))
+
+
+def mlp_thread_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.ndarray, ...]:
+    """Per-thread work space for :func:`mlp_local_sgd_round`, one slot per possible thread.
+
+    Returns ``(X0, A, D, E, coef, G, scratch)``, each of shape (n_threads, ...): row
+    ``t`` of the first five is an :func:`mlp_work` tuple, ``G`` a gradient buffer (for
+    callers' own parallel loops: the round applies its steps without one) and ``scratch``
+    the threshold scratch, both sized for ``bias=True`` (enough either way).
+    """
+    n = numba.config.NUMBA_NUM_THREADS
+    p = n_params(sizes, True)
+    lengths = (*_work_lengths(sizes, max_batch, dense), p, p + SCRATCH_EXTRA)
+    return tuple(np.zeros((n, m)) for m in lengths)
+
+
+# ---------------------------------------------------------------------------
+# BLAS and layout helpers
+
+
+@njit(cache=True)
+def _gemm(ta, tb, m, n, k, alpha, A, B, beta, C, coef):
+    """Row-major ``C (m x n) = alpha * op(A) @ op(B) + beta * C`` on flat, packed arrays.
+
+    ``A``, ``B``, ``C`` are 1-D views starting at each matrix, stored row-major with
+    no padding (``A`` is m x k, or k x m if ``ta`` is ord("t"); likewise ``B``).
+    A row-major matrix is its transpose to column-major BLAS, so this is the
+    column-major product ``C^T = op(B)^T op(A)^T``, with the same flags.
+    """
+    lda = k if ta == _N else m
+    ldb = n if tb == _N else k
+    coef[0] = alpha
+    coef[1] = beta
+    a, b, c = coef[0:1].ctypes, B.ctypes, coef[1:2].ctypes
+    _xxgemm(_KIND, tb, ta, n, m, k, a, b, ldb, A.ctypes, lda, c, C.ctypes, n)
+
+
+@njit(cache=True)
+def _offsets(sizes, bias):
+    """Start of each layer's ``W_l`` in theta; entry L is the total length."""
+    n_layers = sizes.shape[0] - 1
+    off = np.empty(n_layers + 1, dtype=np.int64)
+    off[0] = 0
+    for layer in range(n_layers):
+        block = sizes[layer + 1] * sizes[layer]
+        if bias:
+            block += sizes[layer + 1]
+        off[layer + 1] = off[layer] + block
+    return off
+
+
+@njit(cache=True)
+def _activate(act, z):
+    """``(act(z), act'(z))`` for one pre-activation; relu'(0) = 0."""
+    if act == 0:  # RELU
+        return (z, 1.0) if z > 0.0 else (0.0, 0.0)
+    if act == 2:  # TANH
+        a = np.tanh(z)
+        return a, 1.0 - a * a
+    if z >= 0.0:  # a sigmoid that never overflows
+        s = 1.0 / (1.0 + np.exp(-z))
+    else:
+        e = np.exp(z)
+        s = e / (1.0 + e)
+    if act == 3:  # SIGMOID
+        return s, s * (1.0 - s)
+    return z * s, s * (1.0 + z * (1.0 - s))  # SWISH
+
+
+@njit(cache=True)
+def _bias_activate(Z, b, width, theta, boff, bias, act, A, D):
+    """``A = act(Z + b_l)`` and ``D = act'(Z + b_l)`` row by row (``D`` may be skipped:
+    pass an empty array); ``Z`` may be ``A`` itself."""
+    want_d = D.shape[0] > 0
+    for r in range(b):
+        base = r * width
+        for o in range(width):
+            z = Z[base + o]
+            if bias:
+                z += theta[boff + o]
+            a, g = _activate(act, z)
+            A[base + o] = a
+            if want_d:
+                D[base + o] = g
+
+
+@njit(cache=True)
+def _add_bias(Z, b, width, theta, boff):
+    for r in range(b):
+        out = Z[r * width : (r + 1) * width]
+        bl = theta[boff : boff + width]
+        for o in range(width):
+            out[o] += bl[o]
+
+
+# ---------------------------------------------------------------------------
+# First layer: dense rows through BLAS, CSR rows by sparse loops (dispatch on X's type)
+
+
+def _gather(X, rows, X0):
+    """Copy dense rows ``X[rows]`` into ``X0`` (b x d); nothing for CSR (compiled only)."""
+
+
+@overload(_gather)
+def _gather_impl(X, rows, X0):
+    if isinstance(X, types.Array):
+
+        def dense(X, rows, X0):
+            d = X.shape[1]
+            for r in range(rows.shape[0]):
+                X0[r * d : (r + 1) * d] = X[rows[r]]
+
+        return dense
+    return lambda X, rows, X0: None
+
+
+def _first_forward(X, rows, X0, theta, out, d, Z, coef):
+    """``Z (b x out) = X[rows] @ W_1^T`` (compiled only)."""
+
+
+@overload(_first_forward)
+def _first_forward_impl(X, rows, X0, theta, out, d, Z, coef):
+    if isinstance(X, types.Array):
+
+        def dense(X, rows, X0, theta, out, d, Z, coef):
+            _gemm(_N, _T, rows.shape[0], out, d, 1.0, X0, theta, 0.0, Z, coef)
+
+        return dense
+
+    def csr(X, rows, X0, theta, out, d, Z, coef):
+        data, indices, indptr = X
+        for r in range(rows.shape[0]):
+            lo, hi = indptr[rows[r]], indptr[rows[r] + 1]
+            for o in range(out):
+                w = theta[o * d : (o + 1) * d]
+                s = 0.0
+                for k in range(lo, hi):
+                    s += data[k] * w[indices[k]]
+                Z[r * out + o] = s
+
+    return csr
+
+
+def _first_backward(X, rows, X0, delta, out, d, alpha, T, coef):
+    """``T (out x d) += alpha * delta^T @ X[rows]`` (compiled only)."""
+
+
+@overload(_first_backward)
+def _first_backward_impl(X, rows, X0, delta, out, d, alpha, T, coef):
+    if isinstance(X, types.Array):
+
+        def dense(X, rows, X0, delta, out, d, alpha, T, coef):
+            _gemm(_T, _N, out, d, rows.shape[0], alpha, delta, X0, 1.0, T, coef)
+
+        return dense
+
+    def csr(X, rows, X0, delta, out, d, alpha, T, coef):
+        data, indices, indptr = X
+        b = rows.shape[0]
+        for o in range(out):
+            t = T[o * d : (o + 1) * d]
+            for r in range(b):
+                c = alpha * delta[r * out + o]
+                if c != 0.0:
+                    for k in range(indptr[rows[r]], indptr[rows[r] + 1]):
+                        t[indices[k]] += c * data[k]
+
+    return csr
+
+
+def _block_rows(X, lo, hi, rows):
+    """Input rows ``lo..hi-1`` as ``X0`` for :func:`_first_forward`: a view of dense ``X``
+    (contiguous rows need no copy); for CSR, ``rows[:hi-lo]`` is filled instead."""
+
+
+@overload(_block_rows)
+def _block_rows_impl(X, lo, hi, rows):
+    if isinstance(X, types.Array):
+
+        def dense(X, lo, hi, rows):
+            d = X.shape[1]
+            return X.reshape(X.shape[0] * d)[lo * d : hi * d]
+
+        return dense
+
+    def csr(X, lo, hi, rows):
+        for r in range(hi - lo):
+            rows[r] = lo + r
+        return np.empty(0)
+
+    return csr
+
+
+# ---------------------------------------------------------------------------
+# Forward and backward passes on one minibatch
+
+
+@njit(cache=True)
+def _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z, coef):
+    """Hidden activations (and derivatives, if ``D`` is non-empty) into ``A``/``D``,
+    layer after layer at offsets ``b * sum(h_1..h_{l-1})``; the output scores into ``Z``.
+    ``X0`` holds the dense input rows (see :func:`_gather`)."""
+    b = rows.shape[0]
+    n_layers = sizes.shape[0] - 1
+    prev = X0
+    pos = 0
+    for layer in range(n_layers):
+        fan_in, out = sizes[layer], sizes[layer + 1]
+        boff = off[layer] + out * fan_in
+        last = layer == n_layers - 1
+        dst = Z if last else A[pos : pos + b * out]
+        if layer == 0:
+            _first_forward(X, rows, X0, theta, out, fan_in, dst, coef)
+        else:
+            _gemm(_N, _T, b, out, fan_in, 1.0, prev, theta[off[layer] :], 0.0, dst, coef)
+        if last:
+            if bias:
+                _add_bias(Z, b, out, theta, boff)
+        else:
+            Dl = D[pos : pos + b * out] if D.shape[0] > 0 else D
+            _bias_activate(dst, b, out, theta, boff, bias, act, dst, Dl)
+            prev = dst
+            pos += b * out
+
+
+@njit(cache=True)
+def _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T, coef):
+    """``T = shrink * T + alpha * grad``, layer by layer, where ``grad`` is the data gradient
+    whose output deltas (d loss / d z_L, already divided by b) are in ``E[:b * n_out]``.
+
+    ``T`` may be ``theta`` itself (an in-place SGD step): each layer's delta to the
+    layer below is taken with the old ``W_l`` before ``W_l`` changes. BLAS always
+    accumulates (beta = 1): OpenBLAS scales C by beta != 1 in a pass of its own that
+    took longer than our loop, and beta = 0 costs a zeroing pass too (the callers
+    initialise T instead).
+    """
+    b = rows.shape[0]
+    n_layers = sizes.shape[0] - 1
+    half = E.shape[0] // 2
+    cur = E[:half]
+    nxt = E[half:]
+    pos = 0  # end of the hidden activations' region
+    for layer in range(1, n_layers):
+        pos += b * sizes[layer]
+    for layer in range(n_layers - 1, -1, -1):
+        fan_in, out = sizes[layer], sizes[layer + 1]
+        woff = off[layer]
+        if layer > 0:
+            pos -= b * fan_in
+            a_in = A[pos : pos + b * fan_in]
+            # delta below: (cur @ W_l) * act'(z_{l-1}), before W_l changes
+            _gemm(_N, _N, b, fan_in, out, 1.0, cur, theta[woff:], 0.0, nxt, coef)
+        if shrink != 1.0:
+            _scale(T[woff : off[layer + 1]], shrink)
+        if layer > 0:
+            _gemm(_T, _N, out, fan_in, b, alpha, cur, a_in, 1.0, T[woff:], coef)
+        else:
+            _first_backward(X, rows, X0, cur, out, fan_in, alpha, T[woff:], coef)
+        if bias:
+            _bias_grad(cur, b, out, alpha, T[woff + out * fan_in : off[layer + 1]])
+        if layer > 0:
+            d_in = D[pos : pos + b * fan_in]
+            for j in range(b * fan_in):
+                nxt[j] *= d_in[j]
+            cur, nxt = nxt, cur
+
+
+@njit(cache=True)
+def _scale(t, c):
+    """``t *= c`` (vectorised)."""
+    for j in range(t.shape[0]):
+        t[j] *= c
+
+
+@njit(cache=True)
+def _bias_grad(delta, b, out, alpha, t):
+    """``t += alpha * (column sums of delta (b x out))``."""
+    for r in range(b):
+        row = delta[r * out : (r + 1) * out]
+        for o in range(out):
+            t[o] += alpha * row[o]
+
+
+# ---------------------------------------------------------------------------
+# Output layer: losses on a block of scores
+
+
+@njit(cache=True)
+def _row_loss(z, c, yi, loss, scale, g):
+    """Loss of one row with scores ``z`` (length c) and label ``yi``; if ``g`` is non-empty,
+    ``g = scale * d loss / d z`` (``g`` may be ``z``). Returns (loss, correct)."""
+    if loss == SOFTMAX:
+        label = int(yi)
+        top = z[0]
+        best = 0
+        for r in range(1, c):
+            if z[r] > top:  # strict: ties go to the lowest index
+                top = z[r]
+                best = r
+        true_score = z[label]
+        total = 0.0
+        for r in range(c):
+            total += np.exp(z[r] - top)
+        value = np.log(total) + top - true_score
+        if g.shape[0] > 0:
+            for r in range(c):
+                p = np.exp(z[r] - top) / total
+                g[r] = scale * (p - 1.0 if r == label else p)
+        return value, best == label
+    zi = z[0]
+    if loss == LEAST_SQUARES:
+        res = zi - yi
+        if g.shape[0] > 0:
+            g[0] = scale * 2.0 * res
+        return res * res, False
+    m = yi * zi  # logistic, stable for both signs of the margin
+    if m > 0.0:
+        e = np.exp(-m)
+        value = np.log1p(e)
+        sig = e / (1.0 + e)
+    else:
+        e = np.exp(m)
+        value = -m + np.log1p(e)
+        sig = 1.0 / (1.0 + e)
+    if g.shape[0] > 0:
+        g[0] = -scale * yi * sig
+    return value, (1.0 if zi > 0.0 else -1.0) == yi
+
+
+@njit(cache=True)
+def _init_ridge(theta, l2, G):
+    """``G = l2 * theta`` (the gradient then accumulates onto it); return ``l2/2 ||theta||^2``."""
+    sq = 0.0
+    for j in range(theta.shape[0]):
+        t = theta[j]
+        sq += t * t
+        G[j] = l2 * t
+    return 0.5 * l2 * sq
+
+
+# ---------------------------------------------------------------------------
+# Public kernels
+
+
+@njit(cache=True)
+def _check(X0, X_dense, rows, theta, sizes, bias, work):
+    """Raise on work space too small for ``rows`` or a parameter of the wrong length."""
+    b = rows.shape[0]
+    hidden = 0
+    widest = 0
+    for layer in range(1, sizes.shape[0]):
+        widest = max(widest, sizes[layer])
+        if layer < sizes.shape[0] - 1:
+            hidden += sizes[layer]
+    if b < 1:
+        raise ValueError("mlp: empty minibatch")
+    if theta.shape[0] != _offsets(sizes, bias)[-1]:
+        raise ValueError("mlp: theta has the wrong length for sizes and bias")
+    if X_dense and X0.shape[0] < b * sizes[0]:
+        raise ValueError("mlp: work space too small for dense rows (mlp_work(..., dense=True))")
+    if work[_A].shape[0] < b * hidden or work[_E].shape[0] < 2 * b * widest:
+        raise ValueError("mlp: work space too small for this batch (see mlp_work)")
+
+
+def _is_dense(X):
+    """True for a dense ``X`` (compiled only)."""
+
+
+@overload(_is_dense)
+def _is_dense_impl(X):
+    value = isinstance(X, types.Array)
+    return lambda X: value
+
+
+@njit(cache=True)
+def _step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+    """Forward, output deltas and ``T = shrink * T + alpha * data_grad``; return the mean data
+    loss over ``rows``."""
+    X0, A, D, E, coef = work
+    b = rows.shape[0]
+    c = sizes[-1]
+    _gather(X, rows, X0)
+    Z = E[: b * c]
+    _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z, coef)
+    scale = 1.0 / b
+    total = 0.0
+    for r in range(b):
+        z = Z[r * c : (r + 1) * c]
+        total += _row_loss(z, c, y[rows[r]], loss, scale, z)[0]
+    _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T, coef)
+    return total / b
+
+
+@njit(cache=True)
+def mlp_batch_grad(X, y, rows, theta, sizes, bias, act, loss, l2, G, work):
+    """Mean loss over ``rows`` plus ridge, and its gradient written into ``G``.
+
+    Parameters
+    ----------
+    X : array, shape (n_samples, n_features), or CSR triple
+    y : array, shape (n_samples,)
+    rows : int64 array, shape (b,), b >= 1
+        The sample indices of the minibatch (repeats count repeatedly).
+    theta : array, shape (n_params,)
+        Flat parameters (see the module docstring for the layout).
+    sizes : int64 array, shape (n_layers + 1,)
+        ``[d, h_1, ..., h_k, n_out]``.
+    bias : bool
+    act : int
+        One of ``RELU``, ``SWISH``, ``TANH``, ``SIGMOID``.
+    loss : int
+        One of ``LEAST_SQUARES``, ``LOGISTIC``, ``SOFTMAX``.
+    l2 : float
+        Adds ``l2/2 * ||theta||^2`` (all parameters, biases included).
+    G : array, shape (n_params,)
+        Output, overwritten.
+    work : tuple from :func:`mlp_work` with ``max_batch >= b``
+
+    Returns
+    -------
+    float
+    """
+    _check(work[_X0], _is_dense(X), rows, theta, sizes, bias, work)
+    off = _offsets(sizes, bias)
+    ridge = _init_ridge(theta, l2, G)
+    return _step(X, y, rows, theta, sizes, bias, act, loss, off, work, 1.0, 1.0, G) + ridge
+
+
+@njit(parallel=True, cache=True)
+def mlp_eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, correct):
+    """Data loss and correct predictions of every client, forward only, ``block`` rows at a time.
+
+    Client ``i`` owns rows ``ptr[i]..ptr[i+1]-1`` and is scored with
+    ``thetas[which[i]]``. Memory is O(block * widest layer) per client, never
+    O(n_samples * hidden). Each client is summed by one thread in row order, so
+    results do not depend on the number of threads.
+
+    Parameters
+    ----------
+    X : array, shape (n_samples, n_features), or CSR triple
+    y : array, shape (n_samples,)
+    ptr : int64 array, shape (n_clients + 1,)
+    thetas : array, shape (n_models, n_params)
+    which : int64 array, shape (n_clients,)
+    sizes, bias, act, loss
+        As in :func:`mlp_batch_grad`.
+    block : int
+        Rows per forward pass (>= 1).
+    loss_sum : array, shape (n_clients,)
+        Output: sum over the client's rows of the data loss (no ridge term).
+    correct : int64 array, shape (n_clients,)
+        Output: correctly classified rows (softmax: argmax, ties to the lowest
+        index; logistic: sign of z, z > 0 -> +1; least squares: 0).
+    """
+    n_clients = ptr.shape[0] - 1
+    off = _offsets(sizes, bias)
+    c = sizes[-1]
+    widest = 0
+    for layer in range(1, sizes.shape[0]):
+        widest = max(widest, sizes[layer])
+    no_d = np.empty(0)
+    for i in prange(n_clients):
+        theta = thetas[which[i]]
+        lo, hi = ptr[i], ptr[i + 1]
+        bb = max(1, min(block, hi - lo))
+        # two ping-pong halves: hidden layers alternate, the scores land in either
+        buf = np.empty(2 * bb * widest)
+        rows = np.empty(bb, dtype=np.int64)
+        coef = np.empty(2)
+        total = 0.0
+        good = 0
+        for start in range(lo, hi, bb):
+            stop = min(start + bb, hi)
+            n = stop - start
+            X0 = _block_rows(X, start, stop, rows)
+            Z = _forward_eval(X, rows[:n], X0, theta, sizes, bias, act, off, buf, coef)
+            for r in range(n):
+                value, ok = _row_loss(Z[r * c : (r + 1) * c], c, y[start + r], loss, 1.0, no_d)
+                total += value
+                good += ok
+        loss_sum[i] = total
+        correct[i] = good
+
+
+@njit(cache=True)
+def _forward_eval(X, rows, X0, theta, sizes, bias, act, off, buf, coef):
+    """Forward pass keeping only the current layer (two halves of ``buf``); return the scores."""
+    b = rows.shape[0]
+    n_layers = sizes.shape[0] - 1
+    half = buf.shape[0] // 2
+    no_d = np.empty(0)
+    prev = X0
+    dst = buf[:0]
+    for layer in range(n_layers):
+        fan_in, out = sizes[layer], sizes[layer + 1]
+        dst = buf[(layer % 2) * half : (layer % 2) * half + b * out]
+        if layer == 0:
+            _first_forward(X, rows, X0, theta, out, fan_in, dst, coef)
+        else:
+            _gemm(_N, _T, b, out, fan_in, 1.0, prev, theta[off[layer] :], 0.0, dst, coef)
+        boff = off[layer] + out * fan_in
+        if layer == n_layers - 1:
+            if bias:
+                _add_bias(dst, b, out, theta, boff)
+        else:
+            _bias_activate(dst, b, out, theta, boff, bias, act, dst, no_d)
+        prev = dst
+    return dst
+
+
+@njit(parallel=True, cache=True)
+def mlp_local_sgd_round(
+    X,
+    y,
+    ptr,
+    theta,
+    theta_local,
+    perm,
+    rng,
+    steps,
+    batch,
+    stepsize,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    tau_local,
+    work,
+):
+    """Run ``steps`` local SGD steps on every client's MLP, starting from ``theta``.
+
+    The MLP twin of :func:`fedsparse.kernels.local_sgd_round`: client ``i`` owns
+    rows ``ptr[i]..ptr[i+1]-1``; each step draws ``min(batch, n_i)`` rows without
+    replacement (``batch <= 0``: all rows, no randomness), takes
+    ``theta_i -= stepsize * grad`` (grad including ``l2 * theta_i``) and, if
+    ``tau_local > 0``, keeps the ``tau_local`` entries of ``theta_i`` largest in
+    magnitude (FedIter-HT). The step is applied inside the backward pass:
+    ``theta_i = (1 - stepsize * l2) * theta_i - stepsize * data_grad``, one
+    BLAS update per layer and no separate gradient buffer pass.
+
+    Parameters
+    ----------
+    theta : array, shape (n_params,)
+        The global model broadcast this round.
+    theta_local : array, shape (n_clients, n_params)
+        Output: each client's model at the end of the round.
+    perm : int64 array, shape (n_samples,)
+        Per-client row permutations, persistent across rounds.
+    rng : uint64 array, shape (n_clients,)
+        Per-client random states, advanced in place.
+    work : tuple from :func:`mlp_thread_work` with ``max_batch >= min(batch, max n_i)``
+    Other parameters as in :func:`mlp_batch_grad`.
+    """
+    n_clients = ptr.shape[0] - 1
+    P = theta.shape[0]
+    off = _offsets(sizes, bias)
+    X0, A, D, E, coef, G, scratch = work
+    largest = 0
+    for i in range(n_clients):
+        largest = max(largest, ptr[i + 1] - ptr[i])
+    if batch > 0:
+        largest = min(largest, batch)
+    if theta_local.shape[1] != P or scratch.shape[1] < P:
+        raise ValueError("mlp: theta_local or the work space does not match theta")
+    if largest > 0:
+        _check(
+            X0[0],
+            _is_dense(X),
+            perm[:largest],
+            theta,
+            sizes,
+            bias,
+            (X0[0], A[0], D[0], E[0], coef[0]),
+        )
+    keep = 1.0 - stepsize * l2
+    for i in prange(n_clients):
+        t = numba.get_thread_id()
+        lo = ptr[i]
+        n = ptr[i + 1] - lo
+        b = n if batch <= 0 or batch >= n else batch
+        ti = theta_local[i]
+        ti[:] = theta
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        for _ in range(steps):
+            if b == 0:  # no rows: the ridge term alone, as local_sgd_round does
+                for j in range(P):
+                    ti[j] *= keep
+            else:
+                if b < n:
+                    sample_without_replacement(perm, lo, n, b, rng, i)
+                _step(
+                    X,
+                    y,
+                    perm[lo : lo + b],
+                    ti,
+                    sizes,
+                    bias,
+                    act,
+                    loss,
+                    off,
+                    wt,
+                    -stepsize,
+                    keep,
+                    ti,
+                )
+            if tau_local > 0:
+                hard_threshold_rows(ti.reshape((1, P)), tau_local, scratch[t])
