@@ -13,8 +13,9 @@ Sections
             against the measured read bandwidth
   jit       process time of a tiny run with a cold and with a warm kernel cache
   sweep     quick (and optionally default) sweep: runs per minute, per-run overhead, peak memory
-  scale     plan a 10,000-run grid (snakemake -n), aggregate 10,000 runs x 200 rounds,
-            best configuration per algorithm by a query
+  scale     plan a 10,000-run grid (snakemake -n), a shard job finding its runs in it (planning
+            the sweep, as before plan files, against reading its part of the plan file),
+            aggregate 10,000 runs x 200 rounds, best configuration per algorithm by a query
 """
 
 from __future__ import annotations
@@ -432,6 +433,42 @@ def bench_sweeps(include_default: bool) -> list[dict]:
 # ---- scale --------------------------------------------------------------------------------
 
 
+def shard_finding_runs(sweep: dict, path: Path) -> dict:
+    """Seconds a shard job spends finding its runs, each timed in a fresh process (as a job
+    is), best of 5: planning the whole sweep, or reading its part of the plan file."""
+    from fedsparse.sweep import plan_sweep, write_plan_file
+
+    plan = plan_sweep(sweep)
+    write_plan_file(plan, sweep, path)
+    shard = list(plan.shards)[len(plan.shards) // 2]
+    code = (
+        "import json, sys, time\n"
+        "import fedsparse.shard\n"  # what a shard job imports anyway
+        "from fedsparse.sweep import plan_sweep, read_plan_shard\n"
+        "sweep, shard, how = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]\n"
+        "t = time.perf_counter()\n"
+        "if how == 'plan':\n"
+        "    plan_sweep(sweep).shards[shard]\n"
+        "else:\n"
+        f"    read_plan_shard({str(path)!r}, shard, sweep)\n"
+        "print(time.perf_counter() - t)\n"
+    )
+
+    def seconds(how: str) -> float:
+        args = [sys.executable, "-c", code, json.dumps(sweep), shard, how]
+        runs = [subprocess.run(args, capture_output=True, text=True, check=True) for _ in range(5)]
+        return min(float(r.stdout) for r in runs)
+
+    out = {"shard_plans_sweep_s": seconds("plan"), "shard_reads_plan_file_s": seconds("file")}
+    print(
+        f"  a shard job finding its {len(plan.shards[shard])} runs among 10,000: planning the "
+        f"sweep {out['shard_plans_sweep_s']:.2f} s, its part of the plan file "
+        f"{out['shard_reads_plan_file_s'] * 1e3:.1f} ms",
+        flush=True,
+    )
+    return out
+
+
 def bench_scale() -> dict:
     from fedsparse.aggregate import aggregate
     from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
@@ -474,6 +511,7 @@ def bench_scale() -> dict:
         )
         out["plan_10k_runs_s"] = time.perf_counter() - t
         print(f"  snakemake -n on a 10,000-run grid: {out['plan_10k_runs_s']:.1f} s", flush=True)
+        out.update(shard_finding_runs(sweep, tmp / "plan.parquet"))
 
         # 10,000 runs x 201 evaluated rounds in 200 shard files, values from a real trace
         import fedsparse

@@ -8,12 +8,12 @@ import tracemalloc
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fedsparse.config import _partition, normalize_run_config
+from fedsparse.config import normalize_partition, normalize_run_config
 from fedsparse.data.convert import parse_svmlight
-from fedsparse.data.libsvm import _labels
+from fedsparse.data.libsvm import labels_for_task
 from fedsparse.data.partition import partition
 from fedsparse.data.prepare import apply_partition
 from fedsparse.errors import ConfigError, DataError
@@ -23,7 +23,7 @@ SVM = {"kind": "svmlight", "url": "http://127.0.0.1/x.svm", "task": "multiclass"
 
 def spec(kind: str, **kw) -> dict:
     """A normalised partition spec (through the config validator)."""
-    return _partition({"kind": kind, **kw}, SVM)
+    return normalize_partition({"kind": kind, **kw}, SVM)
 
 
 def data(n: int, classes: int, d: int = 20, seed: int = 0):
@@ -65,6 +65,8 @@ def test_every_row_used_exactly_once_with_the_requested_clients(
     kind, n, classes, clients, seed, test
 ):
     name, extra = kind
+    # (labels: too few clients to cover every label is a clear error, tested below)
+    assume(name != "labels" or clients * extra["k"] >= classes)
     X, y = data(n, classes, seed=seed)
     s = spec(name, clients=clients, seed=seed, test_fraction=test[0], test_split=test[1], **extra)
     res = partition(X, y, "multiclass", s)
@@ -171,7 +173,7 @@ def test_impossible_min_size_fails_fast_with_a_clear_message():
 )
 def test_bad_partition_configs_name_the_key(value, needle):
     with pytest.raises(ConfigError, match=needle):
-        _partition(value, SVM)
+        normalize_partition(value, SVM)
 
 
 def test_configs_without_a_partition_keep_their_natural_clients():
@@ -223,7 +225,7 @@ def test_converting_and_partitioning_stay_close_to_the_csr_size(tmp_path):
             parsed = parse_svmlight(path, n_features=d)
             X = parsed.X
             csr = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-            y = _labels(parsed.y, "binary", path)
+            y = labels_for_task(parsed.y, "binary", path)
             del parsed
             extra = {"clients": 100} if kind == "iid" else {"cluster_by": "kmeans"}
             s = spec(kind, test_fraction=0.1, seed=0, **extra)
@@ -238,3 +240,128 @@ def test_converting_and_partitioning_stay_close_to_the_csr_size(tmp_path):
     centroids = 10 * d * 8
     assert peaks["iid"] < 2.5 * csr + 8e6
     assert peaks["papers"] < 2.5 * csr + 8e6 + 8 * centroids
+
+
+# ---------------------------------------------------------------------------- the papers' splits
+
+
+def balanced(n_per: int, classes: int, seed: int = 0) -> np.ndarray:
+    """Labels 0..classes-1, ``n_per`` of each, shuffled."""
+    return (
+        np.random.default_rng(seed)
+        .permutation(np.repeat(np.arange(classes), n_per))
+        .astype(np.float64)
+    )
+
+
+def cycle(**kw) -> dict:
+    return spec("label_cycle", **kw)
+
+
+@pytest.mark.parametrize("scope", ["per_client", "total"])
+def test_label_cycle_labels_counts_and_no_row_given_twice(scope):
+    y, y_test = balanced(300, 10), balanced(100, 10, seed=1)
+    X = np.zeros((y.size, 1))
+    s = cycle(clients=20, labels_per_client=5, train_per_label=20, test_per_label=10, scope=scope)
+    res = partition(X, y, "multiclass", s, y_test=y_test)
+    assert len(res.clients) == len(res.test) == 20
+    each_tr, each_te = (20, 10) if scope == "per_client" else (2, 1)  # total: over 10 clients
+    for u, (tr, te) in enumerate(zip(res.clients, res.test, strict=True)):
+        mine = sorted((u + j) % 10 for j in range(5))
+        assert np.unique(y[tr]).tolist() == mine and np.unique(y_test[te]).tolist() == mine
+        assert np.bincount(y[tr].astype(int), minlength=10)[mine].tolist() == [each_tr] * 5
+        assert np.bincount(y_test[te].astype(int), minlength=10)[mine].tolist() == [each_te] * 5
+    train = np.concatenate(res.clients)
+    test = np.concatenate(res.test)
+    assert len(np.unique(train)) == len(train) and len(np.unique(test)) == len(test)
+    assert res.stats["labels"].tolist() == [5] * 20
+    assert res.stats["test_rows"].tolist() == [5 * each_te] * 20
+    again = partition(X, y, "multiclass", s, y_test=y_test)  # seeded
+    assert all(np.array_equal(a, b) for a, b in zip(res.clients, again.clients, strict=True))
+    other = partition(X, y, "multiclass", {**s, "seed": 1}, y_test=y_test)
+    assert not np.array_equal(res.clients[0], other.clients[0])
+
+
+def test_label_cycle_total_splits_a_label_as_evenly_as_possible():
+    y = balanced(50, 4)
+    s = cycle(clients=3, labels_per_client=2, train_per_label=7, test_per_label=0, scope="total")
+    res = partition(np.zeros((y.size, 1)), y, "multiclass", s, y_test=balanced(5, 4))
+    # labels 1 and 2 have two clients each: 7 rows as 4 + 3; labels 0 and 3 one client each
+    counts = [np.bincount(y[c].astype(int), minlength=4).tolist() for c in res.clients]
+    assert counts == [[7, 4, 0, 0], [0, 3, 4, 0], [0, 0, 3, 7]]
+    assert all(len(t) == 0 for t in res.test)
+
+
+def test_label_cycle_on_one_pool_draws_test_rows_from_the_rest():
+    y = balanced(30, 3)
+    s = cycle(clients=3, labels_per_client=2, train_per_label=5, test_per_label=4)
+    res = partition(np.zeros((y.size, 1)), y, "multiclass", s)  # no test file
+    train, test = np.concatenate(res.clients), np.concatenate(res.test)
+    assert len(train) == 30 and len(test) == 24
+    assert not set(train.tolist()) & set(test.tolist())  # no row both trains and tests
+    with pytest.raises(
+        DataError,
+        match=r"label 0 needs 10 training \+ 22 test rows, the data "
+        r"has 30 \(short by 2\)",
+    ):
+        partition(np.zeros((y.size, 1)), y, "multiclass", {**s, "test_per_label": 11})
+
+
+def test_label_cycle_says_by_how_much_a_label_is_short():
+    y, y_test = balanced(1000, 10), balanced(100, 10)
+    X = np.zeros((y.size, 1))
+    s = cycle(clients=20, labels_per_client=5, train_per_label=200, test_per_label=10)
+    with pytest.raises(DataError) as err:
+        partition(X, y, "multiclass", s, y_test=y_test)
+    assert str(err.value) == (
+        "partition: label 0 needs 2000 training rows, the data has 1000 (short by 1000); "
+        "and 9 more shortfalls"
+    )
+    with pytest.raises(DataError, match=r"label 0 needs 8000 test rows, the test data has 100 "):
+        partition(
+            X, y, "multiclass", {**s, "train_per_label": 20, "test_per_label": 800}, y_test=y_test
+        )
+    with pytest.raises(DataError, match=r"partition.labels_per_client: 11 labels per client"):
+        partition(X, y, "multiclass", {**s, "labels_per_client": 11}, y_test=y_test)
+    with pytest.raises(DataError, match=r"partition.train_per_label: .* client 10 without"):
+        partition(
+            X,
+            y,
+            "multiclass",
+            {**s, "train_per_label": 1, "scope": "total", "labels_per_client": 1},
+            y_test=y_test,
+        )
+
+
+def test_one_class_gives_every_client_one_label_split_evenly():
+    y = balanced(31, 5)
+    X = np.zeros((y.size, 1))
+    res = partition(X, y, "multiclass", spec("one_class", clients=10))
+    check_exactly_once(res, y.size)
+    for u, c in enumerate(res.clients):
+        assert np.unique(y[c]).tolist() == [u % 5]
+        assert len(c) in (15, 16)  # 31 rows of a label split between its two clients
+    with pytest.raises(DataError, match=r"partition.clients: .* multiple of the data's 5 labels"):
+        partition(X, y, "multiclass", spec("one_class", clients=7))
+
+
+def test_new_partition_configs_are_validated_and_leave_old_ones_alone():
+    assert spec("iid") == {
+        "kind": "iid",
+        "clients": 100,
+        "seed": 0,
+        "min_size": 1,
+        "test_fraction": 0.0,
+        "test_split": "per_client",
+    }
+    for value, needle in [
+        ({"kind": "label_cycle", "scope": "both"}, "partition.scope"),
+        ({"kind": "label_cycle", "test_per_label": -1}, "partition.test_per_label"),
+        ({"kind": "label_cycle", "labels_per_client": 0}, "partition.labels_per_client"),
+        ({"kind": "label_cycle", "test_fraction": 0.2}, "partition.test_fraction: unknown key"),
+        ({"kind": "one_class", "clients": 2.5}, "partition.clients"),
+    ]:
+        with pytest.raises(ConfigError, match=needle):
+            normalize_partition(value, SVM)
+    with pytest.raises(DataError, match="label_cycle needs classification data"):
+        partition(np.zeros((10, 1)), np.arange(10.0), "regression", cycle())

@@ -475,3 +475,53 @@ def test_bad_input_is_one_line_exit_2_and_no_file(case, folders, tmp_path):
     assert message in out.stderr and out.stdout == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # no out.csv, x.csv, x.db
     assert sorted(p.name for p in b.iterdir()) == before
+
+
+# ---------------------------------------------------------------------------- the one rule
+
+
+def test_every_reader_keeps_a_run_of_several_folders_once_by_one_rule(tmp_path):
+    """ok in the second folder only: from the second; ok in neither: from the first; ok in
+    both: from the first. Runs row and trace rows alike, for query, merge and the report."""
+    from fedsparse.aggregate import write_traces_dataset
+    from fedsparse.report.analysis import read_runs, read_traces
+    from fedsparse.results import read_results, rows_table, trace_table, write_parquet_atomic
+
+    status = {
+        "first": {"ok-in-second": "diverged", "ok-in-neither": "diverged", "ok-in-both": "ok"},
+        "second": {"ok-in-second": "ok", "ok-in-neither": "diverged", "ok-in-both": "ok"},
+    }
+    for name, runs in status.items():
+        ids = {"sweep": name, "dataset": "d", "algorithm": "fedht"}
+        rows = [{"run_id": r, **ids, "status": s} for r, s in runs.items()]
+        write_parquet_atomic(rows_table(rows, RUNS_SCHEMA), tmp_path / name / "runs.parquet")
+        trace = [
+            {"run_id": r, **ids, "round": k, "objective": 1.0 + k, "status": s}
+            for r, s in runs.items()
+            for k in range(3)
+        ]
+        write_traces_dataset(trace_table(trace), tmp_path / name / "traces")
+    folders = [tmp_path / "first", tmp_path / "second"]
+    want = {"ok-in-second": "second", "ok-in-neither": "first", "ok-in-both": "first"}
+
+    def kept(table) -> dict[str, str]:
+        frame = table.to_pandas() if hasattr(table, "to_pandas") else table
+        assert frame.groupby("run_id").sweep.nunique().eq(1).all()  # one folder per run
+        return dict(zip(frame.run_id, frame.sweep, strict=True))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResultsConflictWarning)  # their rows differ: statuses
+        assert kept(read_results(folders, "SELECT run_id, sweep FROM runs")) == want
+        traces = read_results(folders, "SELECT run_id, sweep, round FROM traces")
+        assert traces.num_rows == 3 * 3 and kept(traces) == want
+        assert kept(query(folders, "SELECT run_id, sweep FROM runs")) == want
+        assert kept(query(folders, "SELECT run_id, sweep FROM traces")) == want
+        merge_results(folders, tmp_path / "merged")
+    merged = tmp_path / "merged"
+    assert kept(read_runs(merged)) == want  # the report reads the merged union
+    assert kept(read_traces_sweep(merged)) == want
+    assert len(read_traces(merged, read_runs(merged).run_id)) == 3 * 3
+
+
+def read_traces_sweep(folder: Path) -> pd.DataFrame:
+    return traces_of(folder)[["run_id", "sweep"]].drop_duplicates()

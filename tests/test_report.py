@@ -88,14 +88,24 @@ def _run_row(cfg: dict, trace: pd.DataFrame) -> dict:
     return {
         **{
             c: last[c]
-            for c in ("run_id", "sweep", "dataset", "partition", "algorithm", "loss", "seed", *HP)
+            for c in (
+                "run_id",
+                "sweep",
+                "dataset",
+                "partition",
+                "algorithm",
+                "loss",
+                "model",
+                "seed",
+                *HP,
+            )
         },
         "rounds": cfg["rounds"],
         "eval_every": 1,
         "dataset_kind": ds["kind"],
         "dataset_task": ds["task"],
-        "alpha": float(ds["alpha"]),
-        "beta": float(ds["beta"]),
+        "data_alpha": float(ds["alpha"]),
+        "data_beta": float(ds["beta"]),
         "status": last["status"],
         "final_round": last["round"],
         "final_objective": last["objective"],

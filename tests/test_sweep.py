@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import SMALL_LINEAR
 
 from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
@@ -96,3 +97,123 @@ def test_bad_sweeps_name_the_offending_key(edit, key):
     with pytest.raises(ConfigError) as err:
         plan_sweep(cfg)
     assert str(err.value).startswith(key), str(err.value)
+
+
+# ---------------------------------------------------------------------------- the schema
+
+
+def test_the_schema_lists_exactly_the_registered_algorithms():
+    from fedsparse.algorithms import ALGORITHMS
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/sweep.schema.yaml").read_text())
+    listed = schema["$defs"]["algorithm"]["enum"]
+    assert listed == list(ALGORITHMS), (
+        "workflow/schemas/sweep.schema.yaml $defs.algorithm.enum must be "
+        f"{list(ALGORITHMS)} (fedsparse.algorithms.ALGORITHMS)"
+    )
+
+
+@pytest.mark.parametrize("form", ["list", "mapping"])
+def test_the_schema_refuses_an_unknown_algorithm_and_takes_known_ones(form):
+    import jsonschema
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/sweep.schema.yaml").read_text())
+    cfg = quick()
+    if form == "list":
+        cfg["algorithms"] = list(cfg["algorithms"])
+    jsonschema.Draft202012Validator(schema).validate(cfg)
+    cfg["algorithms"] = ["fedht", "sgd"] if form == "list" else {**cfg["algorithms"], "sgd": {}}
+    with pytest.raises(jsonschema.ValidationError, match="sgd"):
+        jsonschema.Draft202012Validator(schema).validate(cfg)
+
+
+# ---------------------------------------------------------------------------- the plan file
+
+
+def test_plan_file_gives_each_shard_its_runs_and_is_rewritten_only_on_change(tmp_path):
+    from fedsparse.sweep import read_plan_shard, write_plan_file
+
+    cfg, path = quick(), tmp_path / "plan.parquet"
+    plan = plan_sweep(cfg)
+    assert write_plan_file(plan, cfg, path)
+    for shard, runs in plan.shards.items():
+        got = read_plan_shard(path, shard, cfg)
+        assert [(r.run_id, r.config) for r in got] == [(r.run_id, r.config) for r in runs]
+        assert [list(r.config) for r in got] == [list(r.config) for r in runs]  # key order
+    mtime = path.stat().st_mtime_ns
+    assert not write_plan_file(plan_sweep(cfg), cfg, path)  # the same plan: left alone
+    assert path.stat().st_mtime_ns == mtime
+    cfg["seeds"] = [0, 1, 2]
+    assert write_plan_file(plan_sweep(cfg), cfg, path)  # another plan: rewritten
+    shard = next(iter(plan.shards))
+    assert len(read_plan_shard(path, shard, cfg)) == quick()["shard_size"]
+
+
+@pytest.mark.parametrize("case", ["missing", "stale", "no such shard", "not parquet"])
+def test_an_unusable_plan_file_is_one_line_naming_it(tmp_path, case):
+    from fedsparse.sweep import PlanFileError, read_plan_shard, write_plan_file
+
+    cfg, path = quick(), tmp_path / "plan.parquet"
+    shard = next(iter(plan_sweep(cfg).shards))
+    if case != "missing":
+        write_plan_file(plan_sweep(cfg), cfg, path)
+    if case == "stale":
+        cfg["rounds"] += 1
+    if case == "no such shard":
+        shard = "nope--0000"
+    if case == "not parquet":
+        path.write_text("sweep: quick\n")
+    with pytest.raises(PlanFileError) as err:
+        read_plan_shard(path, shard, cfg)
+    message = str(err.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    want = {"missing": "no plan file", "stale": "another sweep config", "not parquet": "cannot"}
+    assert want.get(case, "nope--0000") in message
+
+
+def test_a_shard_reads_its_part_and_plans_itself_only_without_a_valid_plan(
+    tmp_path, monkeypatch, caplog
+):
+    import logging
+
+    import pandas as pd
+
+    import fedsparse.shard as shard_module
+    from fedsparse.pipeline import make_data
+    from fedsparse.sweep import plan_file_path, write_plan_file
+
+    cfg = {
+        "sweep": "p",
+        "rounds": 3,
+        "seeds": [0, 1],
+        "shard_size": 2,
+        "embedding_sample": 0,
+        "datasets": {"lin": {"data": dict(SMALL_LINEAR)}},
+        "algorithms": ["fedht"],
+        "grid": {"stepsize": [0.01], "sparsity": [5]},
+    }
+    make_data(cfg, "lin", tmp_path / "data" / "lin")
+    shards = tmp_path / "shards"
+    write_plan_file(plan_sweep(cfg), cfg, plan_file_path(shards))
+
+    def outputs(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+        traces, runs = shards / f"{name}.parquet", shards / f"{name}.runs.parquet"
+        shard_module.run_shard(cfg, "lin--0000", tmp_path / "data", traces, runs)
+        timings = ["train_time_s", "wall_time_s", "finished_at"]
+        return (
+            pd.read_parquet(traces).drop(columns="elapsed_s"),
+            pd.read_parquet(runs).drop(columns=timings),
+        )
+
+    with monkeypatch.context() as m:  # the plan file is used: planning would fail
+        m.setattr(shard_module, "plan_sweep", lambda sweep: pytest.fail("planned the sweep"))
+        from_file = outputs("a")
+    caplog.set_level(logging.INFO, logger="fedsparse.shard")
+    cfg["sweep"] = "q"  # another config than the plan file's: the shard plans it itself
+    stale = outputs("b")
+    assert "lin--0000: planning the sweep here: " in caplog.text
+    assert "another sweep config" in caplog.text
+    for a, b in zip(from_file, stale, strict=True):  # the only difference: the sweep label
+        label = [c for c in ("sweep", "config_json") if c in a]
+        pd.testing.assert_frame_equal(a.drop(columns=label), b.drop(columns=label))
+    assert set(stale[1].sweep) == {"q"}  # the shard's own config, as before plan files

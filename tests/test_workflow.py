@@ -87,6 +87,7 @@ def job_counts(output: str) -> dict[str, int]:
 
 def test_dry_run_of_the_quick_config_plans_the_expected_jobs(tmp_path):
     proc = snakemake(tmp_path, "-n", "--configfile", str(ROOT / "config/quick.yaml"))
+    assert not (tmp_path / "results").exists()  # a dry run writes no plan file
     counts = job_counts(proc.stdout)
     # 3 data sets x 40 runs, 40 runs per shard; data built once per data set
     assert counts == {
@@ -162,6 +163,10 @@ def test_end_to_end_sweep_writes_traces_runs_and_report(finished):
     assert not list((finished / "results/shards").glob("*.parts"))
     log = (finished / "results/logs/shards/lin--0000.log").read_text()
     assert re.search(r"12/12 runs done .* about 0s left", log)
+    # the sweep was planned once: every shard read its runs from the plan file
+    assert (finished / "results/shards/plan.parquet").is_file()
+    logs = "".join(p.read_text() for p in (finished / "results/logs/shards").glob("*.log"))
+    assert "planning the sweep here" not in logs
 
 
 def test_rerun_of_a_finished_sweep_does_nothing(finished):

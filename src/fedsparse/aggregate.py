@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from .results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
+from .results import RUNS_SCHEMA, TRACE_SCHEMA, read_results, write_parquet_atomic
 
 PARTITION_COLUMNS = ("dataset", "algorithm")
 PARTITIONING = pads.partitioning(
@@ -73,10 +73,4 @@ def write_traces_dataset(traces: pa.Table, traces_dir: str | Path) -> None:
 
 def read_traces(results_dir: str | Path) -> pa.Table:
     """All traces of a results folder, partition columns as strings, TRACE_SCHEMA order."""
-    dataset = pads.dataset(
-        Path(results_dir) / "traces",
-        format="parquet",
-        partitioning=PARTITIONING,
-        schema=TRACE_SCHEMA,
-    )
-    return dataset.to_table()
+    return read_results([results_dir], "SELECT * FROM traces").cast(TRACE_SCHEMA)

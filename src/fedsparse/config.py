@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from . import model as model_layer
 from .algorithms import ALGORITHMS
 from .errors import ConfigError
 from .problem import DEFAULT_L2, LOSS_TASKS
@@ -66,6 +67,27 @@ SVMLIGHT_DEFAULTS: dict[str, Any] = {
     "mirror": None,  # offline/cluster: a base URL replacing the LibSVM site
     "name": None,
 }
+# kind idx: an image set in the original IDX format (four files, train and test), from the
+# registry (source; fedsparse.data.registry.IMAGE_SETS) or a local folder (path).
+IDX_DEFAULTS: dict[str, Any] = {
+    "source": None,  # fashion-mnist | mnist
+    "path": None,  # a folder holding the four files (plain or .gz); offline copy of a source
+    "mirror": None,  # a base URL replacing the source's site
+    "preprocess": None,  # {scale: 255, standardize: false} (PREPROCESS_DEFAULTS)
+    "task": "multiclass",  # (always; accepted so that a canonical config normalises again)
+    "name": None,
+}
+# kind leaf: a folder in LEAF's JSON format (train/*.json, test/*.json), each writer a client.
+LEAF_DEFAULTS: dict[str, Any] = {
+    "path": None,
+    "preprocess": None,  # LEAF's images are already in [0, 1]: scale 1 by default
+    "task": "multiclass",
+    "name": None,
+}
+PREPROCESS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "idx": {"scale": 255.0, "standardize": False},  # pixels 0..255 to [0, 1]
+    "leaf": {"scale": 1.0, "standardize": False},
+}
 # Where a file comes from does not change which run it is: results from a mirror, a
 # local copy or the site share run ids (the data's SHA-256 is checked instead).
 LOCATION_KEYS = ("path", "mirror")
@@ -83,7 +105,18 @@ PARTITION_DEFAULTS: dict[str, dict[str, Any]] = {
     "dirichlet": {"clients": 100, "alpha": 0.5, "bins": 10, "max_tries": 100},
     "quantity": {"clients": 100, "alpha": 0.5},
     "labels": {"clients": 100, "k": 2, "bins": 10},
+    "one_class": {"clients": 10},
+    # pFedMe's/sFedHP's split (spec seed-002 section 4.1): its own test keys, no test_fraction
+    "label_cycle": {
+        "clients": 20,
+        "labels_per_client": 5,
+        "train_per_label": 200,
+        "test_per_label": 800,
+        "scope": "per_client",  # per_client | total (the spec's ambiguity D1)
+    },
 }
+OWN_TEST_SPLIT = ("label_cycle",)  # partitioners that draw test rows themselves
+SCOPES = ("per_client", "total")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -106,7 +139,7 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
     """Validate a run config and return its canonical form (defaults filled in)."""
     if not isinstance(raw, dict):
         raise ConfigError("config: must be a mapping")
-    _known(raw, RUN_KEYS, "config")
+    check_keys(raw, RUN_KEYS, "config")
     for key in ("dataset", "algorithm", "params", "rounds"):
         if key not in raw:
             raise ConfigError(f"{key}: required")
@@ -115,26 +148,26 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"algorithm: unknown algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})"
         )
-    model = _model(raw.get("model", {}))
+    model = normalize_model(raw.get("model", {}))
     cfg = {
         "sweep": _string(raw.get("sweep", "single"), "sweep"),
-        "dataset": _dataset(raw["dataset"]),
+        "dataset": normalize_dataset(raw["dataset"]),
         "partition": None,
         "model": model,
         "algorithm": algorithm,
         "params": ALGORITHMS[algorithm].validate_params(raw["params"]),
-        "rounds": _integer(raw["rounds"], "rounds", low=1),
-        "seed": _integer(raw.get("seed", 0), "seed", low=0),
-        "eval_every": _integer(raw.get("eval_every", 1), "eval_every", low=1),
+        "rounds": as_integer(raw["rounds"], "rounds", low=1),
+        "seed": as_integer(raw.get("seed", 0), "seed", low=0),
+        "eval_every": as_integer(raw.get("eval_every", 1), "eval_every", low=1),
     }
-    cfg["partition"] = _partition(raw.get("partition"), cfg["dataset"])
+    cfg["partition"] = normalize_partition(raw.get("partition"), cfg["dataset"])
     if cfg["dataset"]["kind"] == "synthetic":
         task = "binary" if cfg["dataset"]["task"] == "logistic" else "regression"
         if model["loss"] != "least_squares" and LOSS_TASKS[model["loss"]] != task:
             raise ConfigError(
                 f"model.loss: {model['loss']} does not fit synthetic task {cfg['dataset']['task']}"
             )
-    if cfg["dataset"]["kind"] == "svmlight":
+    if cfg["dataset"]["kind"] in ("svmlight", "idx", "leaf"):
         task = cfg["dataset"]["task"]
         if model["loss"] != "least_squares" and LOSS_TASKS[model["loss"]] != task:
             raise ConfigError(f"model.loss: {model['loss']} does not fit {task} data")
@@ -145,8 +178,13 @@ def run_id(cfg: dict[str, Any]) -> str:
     """Stable 16-hex-digit id of a normalised run config (the sweep label is not part of it)."""
     identity = {k: v for k, v in cfg.items() if k != "sweep"}
     ds = identity.get("dataset")
-    if isinstance(ds, dict) and ds.get("kind") == "svmlight":
+    if isinstance(ds, dict) and (
+        ds.get("kind") == "svmlight" or (ds.get("kind") == "idx" and ds.get("source"))
+    ):
         identity["dataset"] = {k: v for k, v in ds.items() if k not in LOCATION_KEYS}
+    init = identity.get("model", {}).get("init", {})
+    if init.get("kind") == "file":  # the file's SHA-256 identifies it, not where it lies
+        identity["model"] = {**identity["model"], "init": {**init, "path": None}}
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -165,12 +203,16 @@ def dataset_name(ds: dict[str, Any]) -> str:
         for suffix in (".bz2", ".xz"):
             name = name.removesuffix(suffix)
         return name or "svmlight"
+    if ds["kind"] == "idx" and ds.get("source"):
+        return ds["source"]
+    if ds["kind"] in ("idx", "leaf"):
+        return Path(ds["path"]).expanduser().name or "images"
     return Path(ds["path"]).stem
 
 
 def default_loss(ds: dict[str, Any]) -> str:
     """The loss a data set gets when its model names none."""
-    if ds.get("kind") == "svmlight":
+    if ds.get("kind") in ("svmlight", "idx", "leaf"):
         return DEFAULT_LOSS[ds["task"]]
     return "logistic" if ds.get("task") == "logistic" else "least_squares"
 
@@ -184,33 +226,38 @@ def partition_label(partition: str | dict[str, Any]) -> str:
         "dirichlet": f"dirichlet-a{partition.get('alpha', 0):g}",
         "quantity": f"quantity-a{partition.get('alpha', 0):g}",
         "labels": f"labels-k{partition.get('k', 0)}",
+        "label_cycle": (
+            f"label_cycle-l{partition.get('labels_per_client')}"
+            f"-tr{partition.get('train_per_label')}-te{partition.get('test_per_label')}"
+            f"-{partition.get('scope')}"
+        ),
     }.get(kind, kind)
     if partition.get("test_fraction"):
         label += f"+test{partition['test_fraction']:g}"
     return label
 
 
-def _dataset(ds: Any) -> dict[str, Any]:
+def normalize_dataset(ds: Any) -> dict[str, Any]:
     if not isinstance(ds, dict) or "kind" not in ds:
         raise ConfigError(
-            "dataset: must be a mapping with a 'kind' (synthetic, libsvm or svmlight)"
+            "dataset: must be a mapping with a 'kind' (synthetic, libsvm, svmlight, idx or leaf)"
         )
     kind = ds["kind"]
     if kind == "synthetic":
-        _known(ds, ("kind", *SYNTHETIC_DEFAULTS), "dataset")
+        check_keys(ds, ("kind", *SYNTHETIC_DEFAULTS), "dataset")
         out = {"kind": kind, **SYNTHETIC_DEFAULTS, **{k: v for k, v in ds.items() if k != "kind"}}
         if out["task"] not in ("linear", "logistic"):
             raise ConfigError(f"dataset.task: must be linear or logistic, got {out['task']!r}")
         for key in ("clients", "dim", "support", "positives"):
-            out[key] = _integer(out[key], f"dataset.{key}", low=1)
+            out[key] = as_integer(out[key], f"dataset.{key}", low=1)
         if out["samples_per_client"] is None:
             out["samples_per_client"] = 100 if out["task"] == "linear" else 1000
-        out["samples_per_client"] = _integer(
+        out["samples_per_client"] = as_integer(
             out["samples_per_client"], "dataset.samples_per_client", low=1
         )
-        out["seed"] = _integer(out["seed"], "dataset.seed", low=0)
+        out["seed"] = as_integer(out["seed"], "dataset.seed", low=0)
         for key in ("alpha", "beta", "noise_std"):
-            out[key] = _number(out[key], f"dataset.{key}", low=0.0)
+            out[key] = as_number(out[key], f"dataset.{key}", low=0.0)
         if out["support"] > out["dim"]:
             raise ConfigError(f"dataset.support: {out['support']} exceeds dataset.dim {out['dim']}")
         if out["task"] == "logistic" and out["positives"] >= out["samples_per_client"]:
@@ -218,19 +265,21 @@ def _dataset(ds: Any) -> dict[str, Any]:
         if not isinstance(out["shared_model"], bool):
             raise ConfigError("dataset.shared_model: must be true or false")
     elif kind == "libsvm":
-        _known(ds, ("kind", *LIBSVM_DEFAULTS), "dataset")
+        check_keys(ds, ("kind", *LIBSVM_DEFAULTS), "dataset")
         out = {"kind": kind, **LIBSVM_DEFAULTS, **{k: v for k, v in ds.items() if k != "kind"}}
         if not isinstance(out["path"], str) or not out["path"]:
             raise ConfigError("dataset.path: required for kind libsvm (an svmlight file)")
         if out["client_key"] != "qid":
             raise ConfigError("dataset.client_key: only 'qid' is supported")
         if out["n_features"] is not None:
-            out["n_features"] = _integer(out["n_features"], "dataset.n_features", low=1)
+            out["n_features"] = as_integer(out["n_features"], "dataset.n_features", low=1)
     elif kind == "svmlight":
         out = _svmlight(ds)
+    elif kind in ("idx", "leaf"):
+        out = _images(ds)
     else:
         raise ConfigError(
-            f"dataset.kind: unknown kind {kind!r} (known: synthetic, libsvm, svmlight)"
+            f"dataset.kind: unknown kind {kind!r} (known: synthetic, libsvm, svmlight, idx, leaf)"
         )
     if out["name"] is not None:
         _string(out["name"], "dataset.name")
@@ -241,7 +290,7 @@ def _dataset(ds: Any) -> dict[str, Any]:
 def _svmlight(ds: dict[str, Any]) -> dict[str, Any]:
     from .data import registry  # data layer, imported lazily
 
-    _known(ds, ("kind", *SVMLIGHT_DEFAULTS), "dataset")
+    check_keys(ds, ("kind", *SVMLIGHT_DEFAULTS), "dataset")
     out = {"kind": "svmlight", **SVMLIGHT_DEFAULTS, **{k: v for k, v in ds.items() if k != "kind"}}
     for key in ("source", "url", "path", "mirror", "task", "sha256"):
         if out[key] is not None:
@@ -277,15 +326,57 @@ def _svmlight(ds: dict[str, Any]) -> dict[str, Any]:
         )
     for key in ("n_features", "rows", "size"):
         if out[key] is not None:
-            out[key] = _integer(out[key], f"dataset.{key}", low=1)
+            out[key] = as_integer(out[key], f"dataset.{key}", low=1)
     if out["sha256"] is not None:
         out["sha256"] = out["sha256"].lower()
     return out
 
 
-def _partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, Any]:
+def _images(ds: dict[str, Any]) -> dict[str, Any]:
+    """``kind: idx`` (an IDX image set) or ``kind: leaf`` (a LEAF folder), normalised."""
+    from .data import registry  # data layer, imported lazily
+
+    kind = ds["kind"]
+    defaults = IDX_DEFAULTS if kind == "idx" else LEAF_DEFAULTS
+    check_keys(ds, ("kind", *defaults), "dataset")
+    out = {"kind": kind, **defaults, **{k: v for k, v in ds.items() if k != "kind"}}
+    for key in ("source", "path", "mirror"):
+        if out.get(key) is not None:
+            _string(out[key], f"dataset.{key}")
+    if out["task"] != "multiclass":
+        raise ConfigError(f"dataset.task: {kind} data is multiclass, got {out['task']!r}")
+    if kind == "leaf" and out["path"] is None:
+        raise ConfigError("dataset.path: required for kind leaf (a folder with train/ and test/)")
+    if kind == "idx":
+        if out["source"] is None and out["path"] is None:
+            raise ConfigError(
+                "dataset.source: kind idx needs a source "
+                f"({', '.join(registry.IMAGE_SETS)}) or a path (a folder of IDX files)"
+            )
+        if out["source"] is not None:
+            registry.get_images(out["source"])
+        if out["mirror"] is not None:
+            if out["source"] is None:
+                raise ConfigError("dataset.mirror: a mirror replaces a source's site")
+            if not out["mirror"].startswith(("http://", "https://", "file:")):
+                raise ConfigError("dataset.mirror: must be an http(s):// or file: URL")
+    pre = out["preprocess"] if out["preprocess"] is not None else {}
+    if not isinstance(pre, dict):
+        raise ConfigError("dataset.preprocess: must be a mapping such as {scale: 255}")
+    check_keys(pre, tuple(PREPROCESS_DEFAULTS[kind]), "dataset.preprocess")
+    pre = {**PREPROCESS_DEFAULTS[kind], **pre}
+    pre["scale"] = as_number(pre["scale"], "dataset.preprocess.scale")
+    if pre["scale"] <= 0:
+        raise ConfigError(f"dataset.preprocess.scale: must be > 0, got {pre['scale']!r}")
+    if not isinstance(pre["standardize"], bool):
+        raise ConfigError("dataset.preprocess.standardize: must be true or false")
+    out["preprocess"] = pre
+    return out
+
+
+def normalize_partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, Any]:
     """'natural' (the data set's own clients) or a full partitioner mapping."""
-    own_clients = dataset["kind"] != "svmlight"
+    own_clients = dataset["kind"] not in ("svmlight", "idx")
     if value is None:
         value = "natural" if own_clients else "papers"
     if isinstance(value, str):
@@ -294,10 +385,10 @@ def _partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, Any]:
         raise ConfigError("partition: must be a name or a mapping with a 'kind'")
     kind = value["kind"]
     if kind == "natural":
-        _known(value, ("kind",), "partition")
+        check_keys(value, ("kind",), "partition")
         if not own_clients:
             raise ConfigError(
-                "partition: svmlight data has no clients of its own; choose one of "
+                f"partition: {dataset['kind']} data has no clients of its own; choose one of "
                 f"{', '.join(PARTITION_DEFAULTS)}"
             )
         return "natural"
@@ -306,19 +397,37 @@ def _partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, Any]:
             f"partition.kind: unknown partitioner {kind!r} "
             f"(known: natural, {', '.join(PARTITION_DEFAULTS)})"
         )
-    defaults = {**PARTITION_DEFAULTS[kind], **PARTITION_COMMON}
-    _known(value, ("kind", *defaults), "partition")
+    if kind in OWN_TEST_SPLIT:
+        defaults = {**PARTITION_DEFAULTS[kind], "seed": PARTITION_COMMON["seed"]}
+    else:
+        defaults = {**PARTITION_DEFAULTS[kind], **PARTITION_COMMON}
+    check_keys(value, ("kind", *defaults), "partition")
     out = {"kind": kind, **defaults, **{k: v for k, v in value.items() if k != "kind"}}
-    for key in ("clients", "clusters", "parts", "parts_per_client", "k", "bins", "max_tries"):
+    for key in (
+        "clients",
+        "clusters",
+        "parts",
+        "parts_per_client",
+        "k",
+        "bins",
+        "max_tries",
+        "labels_per_client",
+        "train_per_label",
+    ):
         if key in out:
-            out[key] = _integer(out[key], f"partition.{key}", low=1)
-    out["seed"] = _integer(out["seed"], "partition.seed", low=0)
-    out["min_size"] = _integer(out["min_size"], "partition.min_size", low=1)
+            out[key] = as_integer(out[key], f"partition.{key}", low=1)
+    out["seed"] = as_integer(out["seed"], "partition.seed", low=0)
+    if kind in OWN_TEST_SPLIT:
+        out["test_per_label"] = as_integer(out["test_per_label"], "partition.test_per_label", low=0)
+        if out["scope"] not in SCOPES:
+            raise ConfigError(f"partition.scope: must be per_client or total, got {out['scope']!r}")
+        return out
+    out["min_size"] = as_integer(out["min_size"], "partition.min_size", low=1)
     if "alpha" in out:
-        out["alpha"] = _number(out["alpha"], "partition.alpha")
+        out["alpha"] = as_number(out["alpha"], "partition.alpha")
         if out["alpha"] <= 0:
             raise ConfigError(f"partition.alpha: must be > 0, got {out['alpha']!r}")
-    out["test_fraction"] = _number(out["test_fraction"], "partition.test_fraction", low=0.0)
+    out["test_fraction"] = as_number(out["test_fraction"], "partition.test_fraction", low=0.0)
     if out["test_fraction"] >= 1:
         raise ConfigError("partition.test_fraction: must be below 1")
     if out["test_split"] not in ("per_client", "global"):
@@ -328,28 +437,31 @@ def _partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, Any]:
     return out
 
 
-def _model(model: Any) -> dict[str, Any]:
+def normalize_model(model: Any) -> dict[str, Any]:
     if not isinstance(model, dict):
         raise ConfigError("model: must be a mapping such as {loss: least_squares}")
-    _known(model, ("loss", "l2", "weights"), "model")
+    check_keys(
+        model, ("loss", "l2", "weights", "kind", "hidden", "activation", "bias", "init"), "model"
+    )
     loss = model.get("loss", "least_squares")
     if loss not in LOSS_TASKS:
         raise ConfigError(f"model.loss: unknown loss {loss!r} (known: {', '.join(LOSS_TASKS)})")
     weights = model.get("weights", "uniform")
     if weights not in ("uniform", "samples"):
         raise ConfigError(f"model.weights: must be uniform or samples, got {weights!r}")
-    l2 = _number(model.get("l2", DEFAULT_L2[loss]), "model.l2", low=0.0)
-    return {"loss": loss, "l2": l2, "weights": weights}
+    l2 = as_number(model.get("l2", DEFAULT_L2[loss]), "model.l2", low=0.0)
+    # structure keys (kind, hidden, ...) only where they differ from a linear model's
+    return {"loss": loss, "l2": l2, "weights": weights, **model_layer.normalize(model)}
 
 
-def _known(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+def check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
     for key in section:
         if key not in allowed:
             prefix = "" if where == "config" else f"{where}."
             raise ConfigError(f"{prefix}{key}: unknown key (allowed: {', '.join(allowed)})")
 
 
-def _integer(value: Any, where: str, low: int | None = None) -> int:
+def as_integer(value: Any, where: str, low: int | None = None) -> int:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -362,7 +474,7 @@ def _integer(value: Any, where: str, low: int | None = None) -> int:
     return int(value)
 
 
-def _number(value: Any, where: str, low: float | None = None) -> float:
+def as_number(value: Any, where: str, low: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"{where}: must be a finite number, got {value!r}")
     if low is not None and value < low:

@@ -21,6 +21,7 @@ import pyarrow as pa
 from .algorithms import ALGORITHMS
 from .config import normalize_run_config, partition_label, read_config_file, run_id
 from .data import FederatedData, load_qid_file, simulation
+from .model import Network
 from .problem import LOSS_TASKS, Problem
 from .results import to_frame, trace_table
 
@@ -29,7 +30,10 @@ if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job needs neither
 
     from .data.prepare import Prepared
 
-_WARM: set[tuple[str, bool, str]] = set()
+# data sets read from files by fedsparse.data.prepare (the others are built here)
+PREPARED_KINDS = ("svmlight", "idx", "leaf")
+_WARM: set[tuple[str, bool, str, bool]] = set()
+_OBJECTIVES = ("objective", "train_loss", "pm_objective")  # NaN kept: it marks a blow-up
 
 
 def load_dataset(
@@ -43,7 +47,7 @@ def load_dataset(
     ``partition`` (normalised) splits the rows into clients; ``cache`` is the data cache
     of downloaded files (default ``$FEDSPARSE_DATA_CACHE`` or ``~/.cache/fedsparse/data``).
     """
-    if dataset["kind"] == "svmlight" or partition != "natural":
+    if dataset["kind"] in PREPARED_KINDS or partition != "natural":
         return _prepared(
             json.dumps(dataset, sort_keys=True),
             loss,
@@ -63,7 +67,7 @@ def prepare_dataset(
     """Like :func:`load_dataset`, with the partition's statistics (and a t-SNE embedding)."""
     from .data.prepare import Prepared, apply_partition, prepare
 
-    if dataset["kind"] == "svmlight":
+    if dataset["kind"] in PREPARED_KINDS:
         return prepare(dataset, partition, cache, embedding_sample)
     data = _own_clients(dataset, loss)
     if partition == "natural":
@@ -99,6 +103,23 @@ def _libsvm(key: str, task: str, stamp: tuple[int, int] | None) -> FederatedData
     return load_qid_file(ds["path"], task, n_features=ds["n_features"], name=ds["name"])
 
 
+def run_identity(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The identity and hyperparameter columns of a normalised run config: the first
+    columns of every trace row and of the run's ``runs.parquet`` row."""
+    model = cfg["model"]
+    return {
+        "run_id": run_id(cfg),
+        "sweep": cfg["sweep"],
+        "dataset": cfg["dataset"]["name"],
+        "partition": partition_label(cfg["partition"]),
+        "algorithm": cfg["algorithm"],
+        "loss": model["loss"],
+        "model": Network.from_config(model, 1, 1).label,
+        "seed": cfg["seed"],
+        **cfg["params"],
+    }
+
+
 def run_trace(
     cfg: dict[str, Any],
     data: FederatedData | None = None,
@@ -115,40 +136,39 @@ def run_trace(
     model = cfg["model"]
     if data is None:
         data = load_dataset(cfg["dataset"], model["loss"], cfg["partition"])
-    problem = Problem(data, model["loss"], model["l2"], model["weights"])
+    problem = Problem.from_config(data, model)
     cls = ALGORITHMS[cfg["algorithm"]]
     algorithm = cls(problem, cfg["params"], cfg["seed"])
     algorithm.check_problem()
     _warm_up(cls, problem, cfg)
 
-    rid = run_id(cfg)
-    identity = {
-        "run_id": rid,
-        "sweep": cfg["sweep"],
-        "dataset": data.name,
-        "partition": partition_label(cfg["partition"]),
-        "algorithm": cfg["algorithm"],
-        "loss": model["loss"],
-        "seed": cfg["seed"],
-        **cfg["params"],
-    }
+    identity = run_identity(cfg)
     algorithm.setup()
     rows = []
     totals = {"local_iterations": 0, "bytes_up": 0, "bytes_down": 0, "elapsed_s": 0.0}
 
-    # Evaluated rounds wait in `pending` (model copies) and are scored together, one
+    # Evaluated rounds wait in `pending` (copies of the global model, and of the
+    # personalised models of algorithms that have them) and are scored together, one
     # pass over the data for up to `problem.eval_batch` models. Rows, and the calls
     # to on_round, come out as if each round were scored at once; a run that ends
     # (diverged, or stopped by on_round) has trained at most eval_batch - 1 rounds
     # past its end, which are discarded.
-    pending: list[tuple[int, dict[str, Any], np.ndarray]] = []
+    pending: list[tuple[int, dict[str, Any], np.ndarray, np.ndarray | None]] = []
+
+    def snapshot(t: int) -> np.ndarray:
+        personal = algorithm.personal_models
+        W = algorithm.model
+        pending.append((t, dict(totals), W.copy(), None if personal is None else personal.copy()))
+        return W
 
     def score_pending() -> bool:
         """Score the pending rounds into `rows`; False when the run ends at one of them."""
-        Ws = np.stack([W for _, _, W in pending])
+        Ws = np.stack([W for _, _, W, _ in pending])
         scored = problem.metrics_many(Ws)
-        for (t, spent, _), metrics in zip(pending, scored, strict=True):
+        for (t, spent, _, personal), metrics in zip(pending, scored, strict=True):
             ok = math.isfinite(metrics["objective"])
+            if personal is not None:
+                metrics.update(problem.personal_metrics(personal))
             rows.append(
                 {**identity, "round": t, **spent, **metrics, "status": "ok" if ok else "diverged"}
             )
@@ -158,7 +178,7 @@ def run_trace(
         pending.clear()
         return True
 
-    pending.append((0, dict(totals), algorithm.model.copy()))
+    snapshot(0)
     rounds, every, batch = cfg["rounds"], cfg["eval_every"], problem.eval_batch
     for t in range(1, rounds + 1):
         start = time.perf_counter()
@@ -168,29 +188,22 @@ def run_trace(
         totals["bytes_up"] += cost.bytes_up
         totals["bytes_down"] += cost.bytes_down
         if t % every == 0 or t == rounds:
-            W = algorithm.model
-            pending.append((t, dict(totals), W.copy()))
+            W = snapshot(t)
             # a non-finite model has diverged: score it now rather than train on
             if (len(pending) >= batch or not np.isfinite(W).all()) and not score_pending():
                 break
     if pending:  # the last rounds
         score_pending()
     for row in rows:  # NaN/inf objectives are stored as they are; NaN metrics as null
-        for key in (
-            "train_accuracy",
-            "support_precision",
-            "support_recall",
-            "dist_to_truth",
-            "test_accuracy",
-        ):
-            if isinstance(row.get(key), float) and math.isnan(row[key]):
+        for key, value in row.items():
+            if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
                 row[key] = None
     return trace_table(rows)
 
 
 def _warm_up(cls: type, problem: Problem, cfg: dict[str, Any]) -> None:
-    """Compile this algorithm's kernels for this storage format before any timing."""
-    key = (cls.name, problem.data.is_sparse, problem.loss)
+    """Compile this algorithm's kernels for this storage format and model before any timing."""
+    key = (cls.name, problem.data.is_sparse, problem.loss, problem.fast_linear)
     if key in _WARM:
         return
     throwaway = cls(problem, cfg["params"], cfg["seed"])

@@ -1,4 +1,10 @@
-"""A loss bound to federated data: the objective f(W) = sum_i p_i f_i(W) and metrics."""
+"""A model and loss bound to federated data: the objective f(W) = sum_i p_i f_i(W) and metrics.
+
+Linear models without intercept keep their fast paths (evaluation from the model's
+support columns, several models in one pass); every other model (an MLP, or a linear
+model with intercept) is scored by the blocked forward kernels of ``kernels.mlp``,
+which also score per-client (personalised) models on each client's own rows.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +13,51 @@ import numpy as np
 from . import kernels as K
 from .data import FederatedData
 from .errors import ConfigError
+from .model import ACTIVATIONS, Network
 
 LOSS_TASKS = {"least_squares": "regression", "logistic": "binary", "softmax": "multiclass"}
 DEFAULT_L2 = {"least_squares": 0.0, "logistic": 1e-4, "softmax": 1e-4}
+EVAL_BLOCK = 256  # rows per forward block: a 256 x width activation stays in cache
+
+
+def one_blas_thread() -> None:
+    """Run BLAS on one thread in this process (both NumPy's and SciPy's OpenBLAS).
+
+    The MLP kernels call BLAS from inside numba's parallel loop over clients: with BLAS
+    threads too, the two thread pools fight (a 784-500-200-10 round 4.8x slower on 2
+    cores), and BLAS's thread count would change the last bits of a trace.
+    """
+    import scipy.linalg  # noqa: F401  (loads SciPy's BLAS, which numba's kernels call)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
 
 
 class Problem:
-    """Federated objective of ``loss`` on ``data``; the parameter is W, shape (n_outputs, d).
+    """Federated objective of ``loss`` on ``data``; the parameter W has shape :attr:`shape`
+    ((n_outputs, d) for a linear model without intercept, (1, n_params) otherwise).
 
     Parameters
     ----------
     data : FederatedData
     loss : {"least_squares", "logistic", "softmax"}
     l2 : float
-        Ridge weight; every client's loss adds ``l2/2 * ||W||^2``.
+        Ridge weight; every client's loss adds ``l2/2 * ||W||^2`` (every parameter).
     weights : {"uniform", "samples"}
         Client weights p_i: ``1/N`` (the papers' choice) or ``n_i / n``.
+    model : dict, optional
+        The structure keys of a normalised model config (``kind``, ``hidden``, ...);
+        None or ``{}``: a linear model without intercept.
     """
 
-    def __init__(self, data: FederatedData, loss: str, l2: float, weights: str = "uniform"):
+    def __init__(
+        self,
+        data: FederatedData,
+        loss: str,
+        l2: float,
+        weights: str = "uniform",
+        model: dict | None = None,
+    ):
         if LOSS_TASKS[loss] != data.task and not (loss == "least_squares"):
             raise ConfigError(
                 f"model.loss: {loss} needs {LOSS_TASKS[loss]} data, "
@@ -43,9 +75,33 @@ class Problem:
             else (sizes / sizes.sum())
         )
         self.n_outputs = max(data.n_classes, 2) if loss == "softmax" else 1
+        self.network = Network.from_config(model or {}, data.n_features, self.n_outputs)
+        self.sizes = np.asarray(self.network.sizes, dtype=np.int64)  # as the kernels take it
+        self.activation_code = ACTIVATIONS.index(self.network.activation)  # kernels.mlp's codes
+        if not self.network.fast_linear:
+            one_blas_thread()
         self.true_support = None if data.x_true is None else np.flatnonzero(data.x_true)
         self._in_true_support = None if data.x_true is None else data.x_true != 0
         self._margins: np.ndarray | None = None
+
+    @classmethod
+    def from_config(cls, data: FederatedData, model: dict) -> Problem:
+        """The problem of a normalised run config's ``model`` section on ``data``."""
+        structure = {k: v for k, v in model.items() if k not in ("loss", "l2", "weights")}
+        return cls(data, model["loss"], model["l2"], model["weights"], structure)
+
+    @property
+    def fast_linear(self) -> bool:
+        """A linear model without intercept: W is (n_outputs, n_features), with fast paths."""
+        return self.network.fast_linear
+
+    @property
+    def n_params(self) -> int:
+        return self.network.n_params
+
+    def initial_model(self) -> np.ndarray:
+        """theta_0 of shape :attr:`shape` (the config's ``model.init``)."""
+        return self.network.initial()
 
     @property
     def n_clients(self) -> int:
@@ -57,8 +113,8 @@ class Problem:
 
     @property
     def shape(self) -> tuple[int, int]:
-        """Shape of the parameter W."""
-        return (self.n_outputs, self.n_features)
+        """Shape of the parameter W the algorithms hold."""
+        return self.network.shape
 
     @property
     def eval_batch(self) -> int:
@@ -66,8 +122,9 @@ class Problem:
 
         Dense data: up to 16, while their margins and copies stay within 32 MB each.
         Sparse data: 1, as each model reads its own CSC columns (nothing is shared).
+        Other models than the fast linear one: 1 (a forward pass each).
         """
-        if self.data.is_sparse:
+        if self.data.is_sparse or not self.fast_linear:
             return 1
         per_model = self.n_outputs * max(self.data.n_samples, self.n_features) * 8
         return max(1, min(16, (32 << 20) // per_model))
@@ -95,7 +152,10 @@ class Problem:
         return self.margins_many(W[None])[0]
 
     def client_objectives(self, W: np.ndarray, margins: np.ndarray | None = None) -> np.ndarray:
-        """Every client's mean loss f_i(W)."""
+        """Every client's mean loss f_i(W), the l2 term included."""
+        if not self.fast_linear:
+            loss_sum, _ = self._forward(self.data, W.reshape(1, -1), self.data.client_ptr)
+            return loss_sum / self.data.client_sizes + self._ridge(W)
         M = self.margins(W) if margins is None else margins
         d = self.data
         return K.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, self.l2)
@@ -107,6 +167,11 @@ class Problem:
     def test_accuracy(self, W: np.ndarray) -> float:
         """Accuracy of W on the data set's held-out test rows (classification)."""
         d = self.data
+        if not self.fast_linear:
+            one = np.zeros(2, np.int64)
+            one[1] = d.y_test.shape[0]
+            _, correct = self._forward(d, W.reshape(1, -1), one, test=True)
+            return int(correct.sum()) / d.y_test.shape[0]
         Mt = np.ascontiguousarray(np.asarray(d.X_test @ W.T).T)  # (n_outputs, n_test)
         return K.correct_from_margins(Mt, d.y_test, self.loss_code) / d.y_test.shape[0]
 
@@ -115,16 +180,101 @@ class Problem:
         return self.metrics_many(W[None])[0]
 
     def metrics_many(self, Ws: np.ndarray) -> list[dict[str, float | int | None]]:
-        """:meth:`metrics` of each model in a stack ``Ws`` (n_models, n_outputs, n_features),
-        the same values as one at a time, with one pass over the data for all of them."""
+        """:meth:`metrics` of each model in a stack ``Ws`` (n_models, *shape), the same
+        values as one at a time; fast linear models share one pass over the data."""
+        if not self.fast_linear:
+            return [self._network_metrics(W) for W in Ws]
         M = self.margins_many(Ws)
         return [self._metrics_from(Ws[q], M[q]) for q in range(Ws.shape[0])]
+
+    def personal_metrics(self, thetas: np.ndarray) -> dict[str, float | None]:
+        """Scores of per-client models ``thetas`` (n_clients, *shape), each client's model on
+        its own rows: ``pm_objective`` (sum_i p_i f_i(theta_i), l2 included), and
+        ``pm_train_accuracy``/``pm_test_accuracy`` (total correct over total rows; the
+        test one only where the test rows belong to clients)."""
+        d = self.data
+        flat = np.ascontiguousarray(thetas.reshape(self.n_clients, -1))
+        which = np.arange(self.n_clients, dtype=np.int64)
+        loss_sum, correct = self._forward(d, flat, d.client_ptr, which=which)
+        ridge = 0.5 * self.l2 * np.einsum("ij,ij->i", flat, flat)
+        per_client = loss_sum / d.client_sizes + ridge
+        out: dict[str, float | None] = {
+            "pm_objective": float(K.weighted_sum(per_client, self.p)),
+            "pm_train_accuracy": None,
+            "pm_test_accuracy": None,
+        }
+        if self.loss in ("logistic", "softmax"):
+            out["pm_train_accuracy"] = int(correct.sum()) / d.n_samples
+            if d.has_test and d.test_ptr.shape[0] == self.n_clients + 1:
+                _, correct = self._forward(d, flat, d.test_ptr, which=which, test=True)
+                out["pm_test_accuracy"] = int(correct.sum()) / d.y_test.shape[0]
+        return out
+
+    def _ridge(self, W: np.ndarray) -> float:
+        w = W.reshape(-1)
+        return 0.5 * self.l2 * float(w @ w)
+
+    def _forward(
+        self,
+        d: FederatedData,
+        thetas: np.ndarray,
+        ptr: np.ndarray,
+        which: np.ndarray | None = None,
+        test: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-group data-loss sums and correct counts of the rows grouped by ``ptr``, group
+        g scored with ``thetas[which[g]]`` (default: model 0 for all)."""
+        groups = ptr.shape[0] - 1
+        if which is None:
+            which = np.zeros(groups, np.int64)
+        X = d.kernel_X_test if test else d.kernel_X
+        y = d.y_test if test else d.y
+        loss_sum = np.empty(groups)
+        correct = np.empty(groups, np.int64)
+        K.mlp_eval(
+            X,
+            y,
+            ptr,
+            np.ascontiguousarray(thetas, dtype=np.float64),
+            which,
+            self.sizes,
+            self.network.bias,
+            self.activation_code,
+            self.loss_code,
+            EVAL_BLOCK,
+            loss_sum,
+            correct,
+        )
+        return loss_sum, correct
+
+    def _network_metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
+        d = self.data
+        loss_sum, correct = self._forward(d, W.reshape(1, -1), d.client_ptr)
+        data_loss = loss_sum / d.client_sizes
+        with np.errstate(over="ignore", invalid="ignore"):
+            out: dict[str, float | int | None] = {
+                "objective": float(K.weighted_sum(data_loss + self._ridge(W), self.p)),
+                "train_loss": float(K.weighted_sum(data_loss, self.p)),
+                "nnz": int(np.count_nonzero(W)),
+            }
+        if self.loss in ("logistic", "softmax"):
+            out["train_accuracy"] = int(correct.sum()) / d.n_samples
+            if d.has_test:
+                out["test_accuracy"] = self.test_accuracy(W)
+        return out
 
     def _metrics_from(self, W: np.ndarray, M: np.ndarray) -> dict[str, float | int | None]:
         out: dict[str, float | int | None] = {
             "objective": self.objective(W, M),
+            "train_loss": None,
             "nnz": int(np.count_nonzero(W)),
         }
+        if self.l2 == 0.0:
+            out["train_loss"] = out["objective"]
+        else:  # the same client losses without the ridge term
+            d = self.data
+            data_loss = K.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, 0.0)
+            out["train_loss"] = float(K.weighted_sum(data_loss, self.p))
         if self.loss in ("logistic", "softmax"):
             correct = K.correct_from_margins(M, self.data.y, self.loss_code)
             out["train_accuracy"] = correct / self.data.n_samples

@@ -9,7 +9,8 @@ Several folders read as their union. A run (one ``run_id``, i.e. one normalised 
 found in several folders is kept once, from the folder where its status is ``ok``, else the
 first one given. If its trace rows differ between folders (timings and the sweep label aside,
 e.g. a different CPU changed the last bits) that is a *conflict*, reported as a
-:class:`ResultsConflictWarning`. ``query``, ``best``, ``merge`` and ``report`` share these rules.
+:class:`ResultsConflictWarning`. The views and the rule are
+:func:`fedsparse.results.results_views`, which every reader of results folders uses.
 
 The connection can read only the results folders (DuckDB's external access is switched off and
 the configuration locked once the views exist), and :func:`run_query` accepts one SELECT only,
@@ -33,8 +34,19 @@ import pyarrow.parquet as pq
 
 from .aggregate import write_traces_dataset
 from .atomic import atomic_write
-from .errors import FedsparseError, FedsparseWarning, MissingResultsError
-from .results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
+from .errors import FedsparseError, FedsparseWarning
+from .results import (
+    HYPERPARAMETER_COLUMNS,
+    RUNS_SCHEMA,
+    TRACE_SCHEMA,
+    conflicting_runs,
+    one_line,
+    results_views,
+    runs_per_folder,
+    sql_ident,
+    sql_quote,
+    write_parquet_atomic,
+)
 
 FORMATS = ("table", "csv", "parquet")
 DEFAULT_LIMIT = 40
@@ -48,6 +60,12 @@ METRICS = {
     "final_train_accuracy": ("higher", "traces", "training accuracy at the last round"),
     "final_test_accuracy": ("higher", "traces", "accuracy on the test split at the last round"),
     "final_dist_to_truth": ("lower", "traces", "distance to the true model (synthetic data)"),
+    "final_train_loss": ("lower", "traces", "data loss of the global model at the last round"),
+    "final_pm_test_accuracy": (
+        "higher",
+        "traces",
+        "personalised models' accuracy on their clients' test rows at the last round",
+    ),
 }
 # A configuration: everything that defines a run except its seed (and the sweep label, which
 # is not part of the run id either).
@@ -56,13 +74,10 @@ BEST_CONFIG_COLUMNS = (
     "algorithm",
     "partition",
     "loss",
+    "model",
     "rounds",
     *HYPERPARAMETER_COLUMNS,
 )
-# Trace columns that legitimately differ between two executions of the same run.
-NOT_COMPARED = ("elapsed_s", "sweep")
-
-_SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
 
 
 class ResultsConflictWarning(FedsparseWarning):
@@ -78,37 +93,15 @@ class Results:
     conflicts: list[str]  # run ids whose trace rows differ between folders
 
 
-def check_results_folder(folder: str | Path) -> Path:
-    """``folder`` as an absolute path, or a FedsparseError naming what is missing."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise MissingResultsError(f"{folder}: no such results folder")
-    for part in ("runs.parquet", "traces/"):
-        if not (folder / part.rstrip("/")).exists():
-            raise MissingResultsError(f"{folder}: no {part} here (not a results folder?)")
-    return folder.absolute()
-
-
 @contextmanager
 def open_results(folders: Sequence[str | Path]) -> Iterator[Results]:
     """The views over one or several results folders (see the module docstring)."""
-    paths = list(dict.fromkeys(check_results_folder(f) for f in folders))  # each folder once
-    if not paths:
-        raise FedsparseError("no results folder given")
     con = duckdb.connect(":memory:")
     try:
-        try:
-            for i, folder in enumerate(paths):  # one folder: the views themselves
-                runs, traces = (
-                    ("runs", "traces") if len(paths) == 1 else (f"_runs_{i}", f"_traces_{i}")
-                )
-                con.execute(f"CREATE VIEW {runs} AS {_runs_source(con, folder)}")
-                con.execute(f"CREATE VIEW {traces} AS {_traces_source(con, folder)}")
-        except duckdb.Error as exc:
-            raise FedsparseError(f"reading {folder}: {_one_line(exc)}") from None
-        conflicts = _union_views(con, len(paths)) if len(paths) > 1 else []
+        paths = results_views(con, list(folders))
+        conflicts = conflicting_runs(con, len(paths))
         # From here on SQL can read the results folders and nothing else, and cannot undo that.
-        dirs = ", ".join(_quote(f"{p}/") for p in paths)
+        dirs = ", ".join(sql_quote(f"{p}/") for p in paths)
         con.execute(f"SET allowed_directories = [{dirs}]")
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
@@ -125,64 +118,6 @@ def open_results(folders: Sequence[str | Path]) -> Iterator[Results]:
         con.close()
 
 
-def _runs_source(con: duckdb.DuckDBPyConnection, folder: Path) -> str:
-    return _conformed(con, f"read_parquet({_quote(str(folder / 'runs.parquet'))})", RUNS_SCHEMA)
-
-
-def _traces_source(con: duckdb.DuckDBPyConnection, folder: Path) -> str:
-    if not any((folder / "traces").rglob("*.parquet")):  # a folder without runs
-        return _conformed(con, "(SELECT 1 WHERE false)", TRACE_SCHEMA)
-    glob = _quote(str(folder / "traces" / "**" / "*.parquet"))
-    # one folder's files share a schema (aggregate writes them together), so no union_by_name,
-    # which would read every file's footer each time a view is bound
-    source = (
-        f"read_parquet({glob}, hive_partitioning = true, "
-        "hive_types = {'dataset': VARCHAR, 'algorithm': VARCHAR})"
-    )
-    return _conformed(con, source, TRACE_SCHEMA)
-
-
-def _conformed(con: duckdb.DuckDBPyConnection, source: str, schema: pa.Schema) -> str:
-    """SELECT of ``schema``'s columns, typed and in order; columns the files lack are null
-    (results written before a column was added stay readable)."""
-    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    cols = [
-        f"CAST({_ident(f.name) if f.name in present else 'NULL'} AS {_SQL_TYPES[f.type]})"
-        f" AS {_ident(f.name)}"
-        for f in schema
-    ]
-    return f"SELECT {', '.join(cols)} FROM {source}"
-
-
-def _union_views(con: duckdb.DuckDBPyConnection, n: int) -> list[str]:
-    """Create the deduplicated ``runs`` and ``traces`` views; return the conflicting run ids."""
-    for name in ("runs", "traces"):
-        union = " UNION ALL ".join(f"SELECT {i} AS _folder, * FROM _{name}_{i}" for i in range(n))
-        con.execute(f"CREATE VIEW _{name}_all AS {union}")
-    con.execute(
-        """CREATE VIEW _kept AS SELECT run_id, _folder FROM (
-             SELECT run_id, _folder, row_number() OVER (
-               PARTITION BY run_id ORDER BY coalesce(status = 'ok', false) DESC, _folder) AS k
-             FROM _runs_all) WHERE k = 1"""
-    )
-    con.execute(
-        "CREATE VIEW runs AS SELECT * EXCLUDE (_folder) FROM _runs_all "
-        "SEMI JOIN _kept USING (run_id, _folder)"
-    )
-    con.execute(
-        "CREATE VIEW traces AS SELECT * EXCLUDE (_folder) FROM _traces_all "
-        "SEMI JOIN _kept USING (run_id, _folder)"
-    )
-    compared = ", ".join(_ident(f.name) for f in TRACE_SCHEMA if f.name not in NOT_COMPARED)
-    rows = con.execute(
-        f"""SELECT run_id FROM (
-              SELECT run_id, _folder, count(*) AS n, sum(hash({compared})::HUGEINT) AS h
-              FROM _traces_all GROUP BY run_id, _folder)
-            GROUP BY run_id HAVING min(n) <> max(n) OR min(h) <> max(h) ORDER BY run_id"""
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
 # ------------------------------------------------------------------------------ query / best
 
 
@@ -191,7 +126,7 @@ def run_query(results: Results, sql: str) -> pa.RecordBatchReader:
     try:
         statements = results.con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise FedsparseError(f"query: {_one_line(exc)}") from None
+        raise FedsparseError(f"query: {one_line(exc)}") from None
     if len(statements) != 1:
         raise FedsparseError(f"query: expected one SQL statement, got {len(statements)}")
     kind = statements[0].type
@@ -236,10 +171,10 @@ def best_configurations(
     worst = "'inf'::DOUBLE" if better == "lower" else "'-inf'::DOUBLE"
     groups = [*dict.fromkeys([*by, "dataset", "algorithm"])]
     config = [*dict.fromkeys([*groups, *BEST_CONFIG_COLUMNS])]
-    mean = _ident(f"mean_{metric}")
+    mean = sql_ident(f"mean_{metric}")
     order = "ASC" if better == "lower" else "DESC"
-    cols, keys = ", ".join(map(_ident, config)), ", ".join(map(_ident, groups))
-    tiebreak = ", ".join(f"{_ident(c)} NULLS FIRST" for c in config)  # deterministic ties
+    cols, keys = ", ".join(map(sql_ident, config)), ", ".join(map(sql_ident, groups))
+    tiebreak = ", ".join(f"{sql_ident(c)} NULLS FIRST" for c in config)  # deterministic ties
     sql = f"""
         WITH scored AS (
           SELECT r.*, {value} AS value,
@@ -267,7 +202,7 @@ def _execute(results: Results, sql: str) -> pa.RecordBatchReader:
     try:
         return results.con.sql(sql).to_arrow_reader(BATCH_ROWS)
     except duckdb.Error as exc:
-        raise FedsparseError(f"query: {_one_line(exc)}") from None
+        raise FedsparseError(f"query: {one_line(exc)}") from None
 
 
 # ------------------------------------------------------------------------------ output
@@ -312,7 +247,7 @@ def write_rows(
             writer = pacsv.CSVWriter if fmt == "csv" else pq.ParquetWriter
             return _write_batches(reader, writer(fh, reader.schema))
     except duckdb.Error as exc:  # errors raised while the rows are computed
-        raise FedsparseError(f"query: {_one_line(exc)}") from None
+        raise FedsparseError(f"query: {one_line(exc)}") from None
 
 
 def _write_batches(reader: pa.RecordBatchReader, writer) -> int:
@@ -401,13 +336,8 @@ def merge_results(sources: Sequence[str | Path], dest: str | Path) -> MergeSumma
             ).to_arrow_table()
             runs = con.sql("SELECT * FROM runs ORDER BY run_id").to_arrow_table()
         except duckdb.Error as exc:
-            raise FedsparseError(f"merge: {_one_line(exc)}") from None
-        per_folder = [runs.num_rows]
-        if len(res.folders) > 1:
-            found = dict(
-                con.execute("SELECT _folder, count(*) FROM _runs_all GROUP BY 1").fetchall()
-            )
-            per_folder = [found.get(i, 0) for i in range(len(res.folders))]
+            raise FedsparseError(f"merge: {one_line(exc)}") from None
+        per_folder = runs_per_folder(con, len(res.folders))
         conflicts = res.conflicts
     # everything is in memory now: dest may be one of the sources
     write_traces_dataset(traces.cast(TRACE_SCHEMA), dest / "traces")
@@ -420,22 +350,3 @@ def merge_results(sources: Sequence[str | Path], dest: str | Path) -> MergeSumma
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> object:
     return con.execute(sql).fetchall()[0][0]  # fetch all: DuckDB refuses unfinished results
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _one_line(exc: BaseException) -> str:
-    """DuckDB's message without the LINE/caret excerpt, on one line."""
-    lines = []
-    for raw in str(exc).splitlines():
-        if raw.startswith("LINE "):
-            break
-        if raw.strip():
-            lines.append(raw.strip())
-    return " ".join(lines) or type(exc).__name__

@@ -13,7 +13,11 @@ from .atomic import atomic_write
 if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job never needs it
     import pandas as pd
 
-SCHEMA_VERSION = 1
+# 2: runs' synthetic non-IID levels renamed alpha/beta -> data_alpha/data_beta (they would
+#    collide with hyperparameters named beta); the model column; train_loss and pm_* columns.
+SCHEMA_VERSION = 2
+# Columns renamed since version 1, as {old: new}; readers rename them in old files.
+RENAMED_RUNS_COLUMNS = {"alpha": "data_alpha", "beta": "data_beta"}
 
 # Adding a column is fine; renaming or retyping one is a breaking change.
 # Identity and hyperparameter columns, shared by traces and runs.
@@ -24,6 +28,7 @@ _IDENTITY = [
     ("partition", pa.string()),
     ("algorithm", pa.string()),
     ("loss", pa.string()),
+    ("model", pa.string()),  # linear | linear+bias | mlp-<widths>-<activation>[-nobias]
     ("seed", pa.int64()),
 ]
 _HYPERPARAMETERS = [  # null where an algorithm has no such parameter
@@ -60,12 +65,27 @@ TRACE_SCHEMA = pa.schema(
         ("sampler", pa.string()),
         # accuracy on the held-out test split (classification with a partition test_fraction)
         ("test_accuracy", pa.float64()),
+        # data loss of the global model without the l2 term: sum_i p_i (mean loss of client i)
+        ("train_loss", pa.float64()),
+        # per-client (personalised) models, each on its own rows; null for algorithms
+        # without them: sum_i p_i f_i(theta_i) (l2 included), total correct / total rows
+        ("pm_objective", pa.float64()),
+        ("pm_train_accuracy", pa.float64()),
+        ("pm_test_accuracy", pa.float64()),
     ],
     metadata={"fedsparse_trace_schema": str(SCHEMA_VERSION)},
 )
 HYPERPARAMETER_COLUMNS = tuple(name for name, _ in _HYPERPARAMETERS)
 # Columns that identify a configuration up to its seed (seeds are averaged over).
-CONFIG_COLUMNS = ("sweep", "dataset", "partition", "algorithm", "loss", *HYPERPARAMETER_COLUMNS)
+CONFIG_COLUMNS = (
+    "sweep",
+    "dataset",
+    "partition",
+    "algorithm",
+    "loss",
+    "model",
+    *HYPERPARAMETER_COLUMNS,
+)
 
 # One row per run: its configuration, outcome, timings and provenance.
 RUNS_SCHEMA = pa.schema(
@@ -76,8 +96,8 @@ RUNS_SCHEMA = pa.schema(
         ("eval_every", pa.int64()),
         ("dataset_kind", pa.string()),  # synthetic | libsvm
         ("dataset_task", pa.string()),  # synthetic: linear | logistic
-        ("alpha", pa.float64()),  # synthetic non-IID levels (null otherwise)
-        ("beta", pa.float64()),
+        ("data_alpha", pa.float64()),  # synthetic non-IID levels (null otherwise)
+        ("data_beta", pa.float64()),
         ("status", pa.string()),  # ok | diverged
         ("final_round", pa.int64()),
         ("final_objective", pa.float64()),
@@ -111,8 +131,43 @@ def trace_table(rows: list[dict]) -> pa.Table:
     return rows_table(rows, TRACE_SCHEMA)
 
 
+def upgrade(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A traces or runs table of an older schema version in the current ``schema``: renamed
+    columns get their new names, columns added since are null (``model``: 'linear', the
+    only model before the model layer), and every column has the current type."""
+    renames = {old: new for old, new in RENAMED_RUNS_COLUMNS.items() if new in schema.names}
+    names = [
+        renames.get(n, n) if renames.get(n) not in table.column_names else n
+        for n in table.column_names
+    ]
+    table = table.rename_columns(names)
+    n = table.num_rows
+    columns = {}
+    for field in schema:
+        if field.name in table.column_names:
+            columns[field.name] = table.column(field.name).cast(field.type)
+        elif field.name == "model":
+            columns[field.name] = pa.array(["linear"] * n, pa.string())
+        else:
+            columns[field.name] = pa.nulls(n, field.type)
+    extra = [name for name in table.column_names if name not in columns]
+    out = pa.table(columns, schema=schema)
+    for name in extra:  # e.g. hive partition columns: kept as they are
+        out = out.append_column(name, table.column(name))
+    return out
+
+
 def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
-    """Rows as a table of ``schema``; keys not in the schema are ignored."""
+    """Rows as a table of ``schema`` (missing keys are null); a key the schema does not
+    declare is an error, so no value is ever dropped silently."""
+    names = set(schema.names)
+    for row in rows:
+        unknown = row.keys() - names
+        if unknown:
+            raise ValueError(
+                f"columns not in the results schema: {', '.join(sorted(unknown))} "
+                "(declare them in fedsparse.results)"
+            )
     columns = {f.name: [r.get(f.name) for r in rows] for f in schema}
     return pa.Table.from_pydict(columns, schema=schema)
 
@@ -128,3 +183,180 @@ def write_parquet_atomic(table: pa.Table, path: str | Path) -> None:
     """Write ``table`` to ``path`` so that ``path`` is either absent or complete."""
     with atomic_write(path) as fh:
         pq.write_table(table, fh)
+
+
+# ---------------------------------------------------------------------------- reading results
+# The one reader of results folders (RESULTS/runs.parquet and the hive-partitioned
+# RESULTS/traces/): `fedsparse query`, `best` and `merge`, the report and read_traces all see
+# the rows of results_views, which applies the one rule for a run found more than once:
+#
+#   A run (one run_id) found in several folders is kept once: from the folder where it
+#   finished ok, else from the first one given; its runs row and its trace rows both come
+#   from that folder.
+#
+# Within one folder a run is there once (aggregate refuses a run found in two shards, merge
+# writes the union once), so a single folder is read as it is. Files of older schema versions
+# read as the current schema, as upgrade() makes them (renamed columns under their new names,
+# added columns filled as upgrade() fills them).
+
+_SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
+
+
+def check_results_folder(folder: str | Path) -> Path:
+    """``folder`` as an absolute path, or a MissingResultsError naming what is missing."""
+    from .errors import MissingResultsError
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MissingResultsError(f"{folder}: no such results folder")
+    for part in ("runs.parquet", "traces/"):
+        if not (folder / part.rstrip("/")).exists():
+            raise MissingResultsError(f"{folder}: no {part} here (not a results folder?)")
+    return folder.absolute()
+
+
+def results_views(con, folders: list[str | Path]) -> list[Path]:
+    """Create the views ``runs`` (RUNS_SCHEMA columns) and ``traces`` (TRACE_SCHEMA columns,
+    partition columns as strings) of ``folders`` in the DuckDB connection ``con``.
+
+    Several folders read as their union under the rule above. Returns the folders read:
+    checked, absolute, each once. Errors are FedsparseErrors of one line naming the folder.
+    """
+    import duckdb
+
+    from .errors import FedsparseError
+
+    paths = list(dict.fromkeys(check_results_folder(f) for f in folders))  # each folder once
+    if not paths:
+        raise FedsparseError("no results folder given")
+    try:
+        for i, folder in enumerate(paths):  # one folder: the views themselves
+            runs, traces = ("runs", "traces") if len(paths) == 1 else (f"_runs_{i}", f"_traces_{i}")
+            con.execute(f"CREATE VIEW {runs} AS {_runs_source(con, folder)}")
+            con.execute(f"CREATE VIEW {traces} AS {_traces_source(con, folder)}")
+    except duckdb.Error as exc:
+        raise FedsparseError(f"reading {folder}: {one_line(exc)}") from None
+    if len(paths) > 1:
+        _union_views(con, len(paths))
+    return paths
+
+
+def conflicting_runs(con, n_folders: int) -> list[str]:
+    """Run ids whose trace rows differ between the folders of ``results_views`` (timings and
+    the sweep label aside, which legitimately differ between two executions of a run)."""
+    if n_folders < 2:
+        return []
+    skipped = ("elapsed_s", "sweep")
+    compared = ", ".join(sql_ident(f.name) for f in TRACE_SCHEMA if f.name not in skipped)
+    rows = con.execute(
+        f"""SELECT run_id FROM (
+              SELECT run_id, _folder, count(*) AS n, sum(hash({compared})::HUGEINT) AS h
+              FROM _traces_all GROUP BY run_id, _folder)
+            GROUP BY run_id HAVING min(n) <> max(n) OR min(h) <> max(h) ORDER BY run_id"""
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def runs_per_folder(con, n_folders: int) -> list[int]:
+    """How many runs each folder of ``results_views`` holds (before the rule keeps one)."""
+    if n_folders < 2:
+        return [con.execute("SELECT count(*) FROM runs").fetchall()[0][0]]
+    found = dict(con.execute("SELECT _folder, count(*) FROM _runs_all GROUP BY 1").fetchall())
+    return [found.get(i, 0) for i in range(n_folders)]
+
+
+def read_results(folders: list[str | Path], sql: str) -> pa.Table:
+    """The rows of ``sql`` (a SELECT over the views ``runs`` and ``traces``) on ``folders``."""
+    import duckdb
+
+    from .errors import FedsparseError
+
+    con = duckdb.connect(":memory:")
+    try:
+        results_views(con, folders)
+        return con.sql(sql).to_arrow_table()
+    except duckdb.Error as exc:
+        raise FedsparseError(f"reading {', '.join(map(str, folders))}: {one_line(exc)}") from None
+    finally:
+        con.close()
+
+
+def sql_quote(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sql_ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def one_line(exc: BaseException) -> str:
+    """DuckDB's message without the LINE/caret excerpt, on one line."""
+    lines = []
+    for raw in str(exc).splitlines():
+        if raw.startswith("LINE "):
+            break
+        if raw.strip():
+            lines.append(raw.strip())
+    return " ".join(lines) or type(exc).__name__
+
+
+def _runs_source(con, folder: Path) -> str:
+    source = f"read_parquet({sql_quote(str(folder / 'runs.parquet'))})"
+    return _conformed(con, source, RUNS_SCHEMA)
+
+
+def _traces_source(con, folder: Path) -> str:
+    if not any((folder / "traces").rglob("*.parquet")):  # a folder without runs
+        return _conformed(con, "(SELECT 1 WHERE false)", TRACE_SCHEMA)
+    glob = sql_quote(str(folder / "traces" / "**" / "*.parquet"))
+    # one folder's files share a schema (aggregate writes them together), so no union_by_name,
+    # which would read every file's footer each time a view is bound
+    source = (
+        f"read_parquet({glob}, hive_partitioning = true, "
+        "hive_types = {'dataset': VARCHAR, 'algorithm': VARCHAR})"
+    )
+    return _conformed(con, source, TRACE_SCHEMA)
+
+
+def _conformed(con, source: str, schema: pa.Schema) -> str:
+    """SELECT of ``schema``'s columns, typed and in order, from files of any schema version:
+    a renamed column under its new name, a column the files lack as upgrade() fills it."""
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    renamed = {new: old for old, new in RENAMED_RUNS_COLUMNS.items() if old in present}
+    filled = upgrade(pa.table({"_probe": pa.nulls(1)}), schema)  # one row of fill values
+    cols = []
+    for f in schema:
+        if f.name in present:
+            value = sql_ident(f.name)
+        elif f.name in renamed:
+            value = sql_ident(renamed[f.name])
+        else:
+            value = _sql_literal(filled.column(f.name)[0].as_py())
+        cols.append(f"CAST({value} AS {_SQL_TYPES[f.type]}) AS {sql_ident(f.name)}")
+    return f"SELECT {', '.join(cols)} FROM {source}"
+
+
+def _sql_literal(value: str | float | None) -> str:
+    if value is None:
+        return "NULL"
+    return sql_quote(value) if isinstance(value, str) else repr(value)
+
+
+def _union_views(con, n: int) -> None:
+    """The views ``runs`` and ``traces`` of the union of the folders' views, by the rule."""
+    for name in ("runs", "traces"):
+        union = " UNION ALL ".join(f"SELECT {i} AS _folder, * FROM _{name}_{i}" for i in range(n))
+        con.execute(f"CREATE VIEW _{name}_all AS {union}")
+    con.execute(  # the rule: per run, the first folder where it is ok, else the first folder
+        """CREATE VIEW _kept AS SELECT run_id, _folder FROM (
+             SELECT run_id, _folder, row_number() OVER (
+               PARTITION BY run_id ORDER BY coalesce(status = 'ok', false) DESC, _folder) AS k
+             FROM _runs_all) WHERE k = 1"""
+    )
+    for name in ("runs", "traces"):
+        con.execute(
+            f"CREATE VIEW {name} AS SELECT * EXCLUDE (_folder) FROM _{name}_all "
+            "SEMI JOIN _kept USING (run_id, _folder)"
+        )

@@ -8,6 +8,13 @@ parts directory is removed.
 One process at a time works on a shard (a lock file beside its outputs): after
 the Snakemake process on a cluster's login node dies, its jobs run on, and the
 rerun may start the same shard again while the orphan is still writing.
+
+A shard finds its runs in the sweep's plan file (``shards/plan.parquet`` next to its
+outputs, written once by the Snakemake process; see :func:`fedsparse.sweep.write_plan_file`),
+reading only its own part. Where that file is missing, unreadable or was planned from another
+sweep config (e.g. a job queued by an earlier Snakemake run of an edited sweep), the shard
+plans the sweep itself, as every shard did before plan files, and logs one line saying why:
+the runs, their ids and the results are the same either way, only slower to find.
 """
 
 from __future__ import annotations
@@ -26,12 +33,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .config import partition_label
 from .data import load_dataset_dir
-from .experiment import run_trace
+from .experiment import run_identity, run_trace
 from .provenance import provenance
-from .results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
-from .sweep import Plan, Run, plan_sweep
+from .results import (
+    RENAMED_RUNS_COLUMNS,
+    RUNS_SCHEMA,
+    TRACE_SCHEMA,
+    rows_table,
+    upgrade,
+    write_parquet_atomic,
+)
+from .sweep import PlanFileError, Run, plan_file_path, plan_sweep, read_plan_shard
 
 log = logging.getLogger("fedsparse.shard")
 
@@ -44,20 +57,14 @@ def run_summary(run: Run, trace: pa.Table, wall_time: float, shard: str) -> dict
     last = trace.slice(trace.num_rows - 1).to_pylist()[0]
     ds = cfg["dataset"]
     return {
-        "run_id": run.run_id,
-        "sweep": cfg["sweep"],
-        "dataset": ds["name"],
-        "partition": partition_label(cfg["partition"]),
-        "algorithm": cfg["algorithm"],
-        "loss": cfg["model"]["loss"],
-        "seed": cfg["seed"],
-        **cfg["params"],
+        **run_identity(cfg),
+        "run_id": run.run_id,  # an Optuna trial's run has an id of its own (tune.worker)
         "rounds": cfg["rounds"],
         "eval_every": cfg["eval_every"],
         "dataset_kind": ds["kind"],
         "dataset_task": ds.get("task"),
-        "alpha": ds.get("alpha"),
-        "beta": ds.get("beta"),
+        "data_alpha": ds.get("alpha") if ds["kind"] == "synthetic" else None,
+        "data_beta": ds.get("beta") if ds["kind"] == "synthetic" else None,
         "status": last["status"],
         "final_round": last["round"],
         "final_objective": last["objective"],
@@ -77,11 +84,26 @@ def run_shard(
     data_root: str | Path,
     traces_out: str | Path,
     runs_out: str | Path,
+    plan_file: str | Path | None = None,
 ) -> None:
-    """Run every run of ``shard`` not yet finished, then write its two Parquet outputs."""
-    plan = plan_sweep(sweep)
+    """Run every run of ``shard`` not yet finished, then write its two Parquet outputs.
+
+    The runs come from ``plan_file`` (default: the plan file next to ``runs_out``, where the
+    workflow writes it), else from planning ``sweep`` (see the module docstring).
+    """
+    runs = shard_runs(sweep, shard, plan_file or plan_file_path(Path(runs_out).parent))
     with _exclusive(Path(runs_out).with_name(f".{shard}.lock"), shard):
-        _run_shard(plan, shard, data_root, traces_out, runs_out)
+        _run_shard(runs, shard, data_root, traces_out, runs_out)
+
+
+def shard_runs(sweep: dict[str, Any], shard: str, plan_file: str | Path) -> list[Run]:
+    """The runs of ``shard``: its part of ``plan_file``, else (one log line says why) its
+    runs in a plan of ``sweep`` made here."""
+    try:
+        return read_plan_shard(plan_file, shard, sweep)
+    except PlanFileError as exc:
+        log.info("shard %s: planning the sweep here: %s", shard, exc)
+    return plan_sweep(sweep).shards[shard]
 
 
 @contextlib.contextmanager
@@ -97,16 +119,15 @@ def _exclusive(lock_path: Path, shard: str):
 
 
 def _run_shard(
-    plan: Plan,
+    runs: list[Run],
     shard: str,
     data_root: str | Path,
     traces_out: str | Path,
     runs_out: str | Path,
 ) -> None:
-    runs = plan.shards[shard]
     parts = Path(f"{traces_out}.parts")
     parts.mkdir(parents=True, exist_ok=True)
-    data = load_dataset_dir(Path(data_root) / plan.shard_dataset(shard))
+    data = load_dataset_dir(Path(data_root) / runs[0].dataset)  # a shard: one data set
     todo = [r for r in runs if not (parts / f"{r.run_id}.parquet").exists()]
     resumed = len(runs) - len(todo)
     log.info("shard %s: %d runs on %s (%d already done)", shard, len(runs), data.name, resumed)
@@ -140,8 +161,10 @@ def _run_shard(
     traces, summaries = [], []
     for run in runs:
         table = pq.read_table(parts / f"{run.run_id}.parquet")
-        summaries.append(json.loads(table.schema.metadata[b"fedsparse_run_summary"]))
-        traces.append(table.replace_schema_metadata(TRACE_SCHEMA.metadata))
+        summary = json.loads(table.schema.metadata[b"fedsparse_run_summary"])
+        # a part written by an older version (a shard resumed across an upgrade)
+        summaries.append({RENAMED_RUNS_COLUMNS.get(k, k): v for k, v in summary.items()})
+        traces.append(upgrade(table, TRACE_SCHEMA))
     write_parquet_atomic(rows_table(summaries, RUNS_SCHEMA), runs_out)
     write_parquet_atomic(pa.concat_tables(traces), traces_out)
     shutil.rmtree(parts)

@@ -4,7 +4,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from fedsparse.errors import ConfigError
-from fedsparse.sweep import plan_sweep
+from fedsparse.sweep import plan_file_path, plan_sweep, write_plan_file
 
 min_version("8.10")
 
@@ -17,6 +17,8 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid sweep config: {exc}")
 
 SHARDS = list(PLAN.shards)
+# Each shard job reads its runs from this file instead of planning the sweep again.
+PLAN_FILE = plan_file_path(f"{RESULTS}/shards")
 # method optuna: one study per data set x algorithm (rules in optuna.smk); none for grids
 STUDIES = list(PLAN.studies)
 OPTUNA_TRACES = [
@@ -25,6 +27,14 @@ OPTUNA_TRACES = [
 OPTUNA_RUNS = [
     f"{RESULTS}/optuna/{s}/{part}.runs.parquet" for s in STUDIES for part in ("trials", "holdout")
 ]
+
+
+onstart:
+    # When jobs are about to run (not in a dry run), in the Snakemake process only (not in a
+    # cluster job's own Snakemake); an unchanged plan is not rewritten, and a job that finds
+    # no valid plan file plans the sweep itself (fedsparse.shard).
+    if SHARDS and not workflow.remote_exec:
+        write_plan_file(PLAN, config, PLAN_FILE)
 
 
 wildcard_constraints:

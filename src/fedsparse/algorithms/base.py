@@ -149,4 +149,10 @@ class Algorithm(ABC):
     @property
     @abstractmethod
     def model(self) -> np.ndarray:
-        """The global model W, shape (n_outputs, n_features), that is evaluated."""
+        """The global model W, shape ``problem.shape``, that is evaluated."""
+
+    @property
+    def personal_models(self) -> np.ndarray | None:
+        """Per-client (personalised) models, shape (n_clients, *problem.shape), scored on
+        each client's own rows (the trace's ``pm_*`` columns); None: the algorithm has none."""
+        return None

@@ -1,4 +1,5 @@
-"""Data sets a run can use: the papers' simulations and bring-your-own svmlight files."""
+"""Data sets a run can use: the papers' simulations, bring-your-own svmlight files, and real
+data sets from files (svmlight, IDX image sets, LEAF folders; see :mod:`.prepare`)."""
 
 from .federated import FederatedData
 from .libsvm import load_qid_file

@@ -29,6 +29,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -314,3 +315,101 @@ def fetch(
     os.replace(part, dest)
     log.info("downloaded %s: %d bytes, sha256 %s", dest.name, size, sha)
     return dest
+
+
+# ---------------------------------------------------------------------------- parsed and cached
+
+
+@dataclass(frozen=True)
+class Codec:
+    """How one kind of data file is parsed, and its converted form cached next to the download.
+
+    ``parse(file, name)`` reads a file (``name`` is what its errors say: the URL or the path)
+    and raises a one-line :class:`DataError` on a bad one; ``save``/``load`` write and read the
+    converted form ``<download><suffix>``; ``fits`` says whether a cached conversion still
+    fits the config (e.g. its number of features), else the download is parsed again.
+    """
+
+    parse: Callable[[Path, str], Any]
+    suffix: str
+    save: Callable[[Any, Path], None]
+    load: Callable[[Path], Any]
+    fits: Callable[[Any], bool] = lambda _parsed: True
+
+
+def fetch_parsed(
+    url: str,
+    dest: Path,
+    codec: Codec,
+    *,
+    expected_size: int | None = None,
+    expected_sha256: str | None = None,
+    download_options: dict[str, Any] | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """The parsed contents of ``url``, downloaded to ``dest`` and converted once (file lock).
+
+    A later call reads the converted form; a download is renamed into place only once it
+    parses (see :func:`fetch`). Returns the parsed data and ``{origin, size, sha256}``.
+    """
+    converted = dest.with_name(dest.name + codec.suffix)
+    with file_lock(dest):
+        if dest.is_file() and converted.is_file():
+            parsed = codec.load(converted)
+            if codec.fits(parsed):
+                log.info("using cached %s", converted)
+                return parsed, _origin(url, dest)
+        if dest.is_file():  # downloaded earlier, not (or differently) converted
+            parsed = codec.parse(dest, str(dest))
+            codec.save(parsed, converted)
+            return parsed, _origin(url, dest)
+        holder: dict[str, Any] = {}
+
+        def verify(part: Path) -> None:
+            holder["parsed"] = codec.parse(part, url)
+
+        fetch(
+            url,
+            dest,
+            verify=verify,
+            expected_size=expected_size,
+            expected_sha256=expected_sha256,
+            **(download_options or {}),
+        )
+        parsed = holder["parsed"]
+        codec.save(parsed, converted)
+        return parsed, _origin(url, dest)
+
+
+def read_local(
+    path: Path,
+    codec: Codec,
+    *,
+    recorded: Path | None = None,
+    expected_size: int | None = None,
+    expected_sha256: str | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """Parse the local copy ``path`` (offline), checked against the pins and, if ``recorded``
+    (the cache place of the same file) holds a download record, against its SHA-256."""
+    if not path.is_file():
+        raise DataError(f"{path}: no such file (dataset.path)")
+    size, sha = path.stat().st_size, sha256_of(path)
+    if expected_size is not None and size != expected_size:
+        raise DataError(f"{path}: size mismatch: expected {expected_size} bytes, got {size}")
+    if expected_sha256 is not None and sha != expected_sha256:
+        raise DataError(f"{path}: SHA-256 mismatch: expected {expected_sha256}, got {sha}")
+    rec = read_record(recorded) if recorded is not None else None
+    if rec and rec.get("sha256") != sha:
+        log.warning(
+            "%s: local copy (sha256 %s) differs from the recorded download of %s (sha256 %s)",
+            path,
+            sha[:16],
+            rec.get("url"),
+            str(rec.get("sha256"))[:16],
+        )
+    log.info("reading local file %s (%d bytes, sha256 %s)", path, size, sha)
+    return codec.parse(path, str(path)), {"origin": str(path), "size": size, "sha256": sha}
+
+
+def _origin(url: str, dest: Path) -> dict[str, Any]:
+    rec = read_record(dest) or {}
+    return {"origin": url, "size": rec.get("size"), "sha256": rec.get("sha256")}

@@ -44,6 +44,7 @@ class FederatedData:
     Xt: np.ndarray | None = field(default=None, repr=False)
     _kernel_X: object = field(default=None, repr=False)
     _kernel_csc: object = field(default=None, repr=False)
+    _kernel_X_test: object = field(default=None, repr=False)
     X_test: np.ndarray | sp.csr_matrix | None = field(default=None, repr=False)
     y_test: np.ndarray | None = field(default=None, repr=False)
     test_ptr: np.ndarray | None = field(default=None, repr=False)
@@ -121,3 +122,12 @@ class FederatedData:
         if self._kernel_X is None:
             self._kernel_X = as_kernel_matrix(self.X)
         return self._kernel_X
+
+    @property
+    def kernel_X_test(self):
+        """``X_test`` in the form the kernels take, built once (None without test rows)."""
+        if self.X_test is None:
+            return None
+        if self._kernel_X_test is None:
+            self._kernel_X_test = as_kernel_matrix(self.X_test)
+        return self._kernel_X_test

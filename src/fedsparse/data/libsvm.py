@@ -45,7 +45,7 @@ def load_qid_file(
         )
     if not np.all(np.isfinite(X.data)) or not np.all(np.isfinite(y)):
         raise DataError(f"{path}: non-finite feature or label value")
-    y = _labels(y, task, path)
+    y = labels_for_task(y, task, path)
     order = np.argsort(qid, kind="stable")
     X = sp.csr_matrix(X[order])
     X.sort_indices()
@@ -62,7 +62,7 @@ def load_qid_file(
     )
 
 
-def _labels(y: np.ndarray, task: str, path: Path) -> np.ndarray:
+def labels_for_task(y: np.ndarray, task: str, path: Path) -> np.ndarray:
     values = np.unique(y)
     if task == "binary":
         if set(values) <= {-1.0, 1.0}:

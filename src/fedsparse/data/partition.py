@@ -21,6 +21,17 @@ a statistics table (rows, labels and clusters per client). Partitioners:
 ``labels``
     ``k`` labels per client (bins for regression), each label's rows split evenly
     among the clients holding it.
+``one_class``
+    One label per client (client ``u`` holds label ``u mod C``, so ``clients`` must be
+    a multiple of the ``C`` labels), each label's rows split evenly among its clients.
+``label_cycle``
+    The pFedMe/sFedHP scheme: client ``u`` holds labels ``(u + j) mod C`` for
+    ``j < labels_per_client``; ``train_per_label`` and ``test_per_label`` rows of each
+    of them (``scope: per_client``) or of each label in total, split evenly among the
+    clients holding it (``scope: total``), drawn at random, no row given twice. Its
+    test rows come from the test pool (a data set's test file; else the rows left
+    over), so every client has test rows of its own labels. Unlike the others it
+    need not use every row.
 
 Test split: ``test_fraction`` of the rows held out, either ``global`` (drawn
 before partitioning) or ``per_client`` (drawn from each client's rows).
@@ -36,7 +47,7 @@ import scipy.sparse as sp
 
 from ..errors import DataError
 
-KINDS = ("papers", "iid", "dirichlet", "quantity", "labels")
+KINDS = ("papers", "iid", "dirichlet", "quantity", "labels", "one_class", "label_cycle")
 
 
 @dataclass
@@ -77,15 +88,27 @@ def label_groups(y: np.ndarray, task: str, bins: int = 10) -> np.ndarray:
 
 
 def partition(
-    X: np.ndarray | sp.csr_matrix, y: np.ndarray, task: str, spec: dict
+    X: np.ndarray | sp.csr_matrix,
+    y: np.ndarray,
+    task: str,
+    spec: dict,
+    y_test: np.ndarray | None = None,
 ) -> PartitionResult:
-    """Partition rows of ``(X, y)`` as the normalised partition ``spec`` says."""
+    """Partition rows of ``(X, y)`` as the normalised partition ``spec`` says.
+
+    ``y_test``: labels of a separate test pool (a data set's test file), from which
+    ``label_cycle`` draws each client's test rows (``test`` then indexes that pool).
+    """
     kind = spec["kind"]
     if kind not in KINDS:
         raise DataError(f"partition.kind: unknown partitioner {kind!r}")
     n = y.shape[0]
     split_seq, part_seq, km_seq = np.random.SeedSequence(spec.get("seed", 0)).spawn(3)
+    if kind in ("one_class", "label_cycle") and task == "regression":
+        raise DataError(f"partition.kind: {kind} needs classification data (labels)")
     groups = label_groups(y, task, spec.get("bins", 10))
+    if kind == "label_cycle":
+        return _label_cycle(y, y_test, task, spec, part_seq, split_seq)
     rows = np.arange(n, dtype=np.int64)
     frac = spec.get("test_fraction", 0.0)
     test_global = None
@@ -108,6 +131,8 @@ def partition(
         clients = _dirichlet(rows, groups[rows], spec, rng)
     elif kind == "quantity":
         clients = _quantity(rows, spec, rng)
+    elif kind == "one_class":
+        clients = _one_class(rows, groups[rows], spec, rng)
     else:
         clients = _labels(rows, groups[rows], spec, rng)
     clients = [np.sort(c) for c in clients]
@@ -305,6 +330,101 @@ def _labels(rows, g, spec, rng) -> list[np.ndarray]:
         for i, piece in zip(hs, np.array_split(mk, len(hs)), strict=True):
             chunks[i].append(piece)
     return [np.concatenate(ch) for ch in chunks]
+
+
+def _one_class(rows, g, spec, rng) -> list[np.ndarray]:
+    N = spec["clients"]
+    ids = np.unique(g)
+    C = len(ids)
+    if N % C:
+        raise DataError(
+            f"partition.clients: one_class gives every client one label, so clients must be "
+            f"a multiple of the data's {C} labels, got {N}"
+        )
+    chunks: list[np.ndarray] = [np.empty(0, np.int64)] * N
+    for k, c in enumerate(ids):
+        mk = rows[g == c]
+        holders = range(k, N, C)  # client u holds label u mod C
+        pieces = np.array_split(mk[rng.permutation(len(mk))], N // C)
+        for i, piece in zip(holders, pieces, strict=True):
+            chunks[i] = piece
+    return chunks
+
+
+def _label_cycle(y, y_test, task, spec, part_seq, split_seq) -> PartitionResult:
+    """Client u gets labels (u + j) mod C, j < labels_per_client, and from each of them
+    ``train_per_label`` training and ``test_per_label`` test rows (per client, or in total
+    split among the label's clients), drawn without replacement; the rows nobody drew
+    stay unused. With no separate test pool the test rows come from the same rows."""
+    N, L = spec["clients"], spec["labels_per_client"]
+    ids = np.unique(y if y_test is None else np.concatenate([y, y_test]))
+    C = len(ids)
+    if L > C:
+        raise DataError(
+            f"partition.labels_per_client: {L} labels per client, but the data has only {C}"
+        )
+    g = np.searchsorted(ids, y)
+    g_test = None if y_test is None else np.searchsorted(ids, y_test)
+    holders: list[list[int]] = [[] for _ in range(C)]
+    for u in range(N):
+        for j in range(L):
+            holders[(u + j) % C].append(u)
+    train_rng, test_rng = np.random.default_rng(part_seq), np.random.default_rng(split_seq)
+    train: list[list[np.ndarray]] = [[] for _ in range(N)]
+    test: list[list[np.ndarray]] = [[] for _ in range(N)]
+    short: list[tuple[int, int, str, int, str]] = []  # label, needed, what, available, pool
+    for c, hs in enumerate(holders):
+        if not hs:
+            continue
+        tr = _shares(spec["train_per_label"], len(hs), spec["scope"])
+        te = _shares(spec["test_per_label"], len(hs), spec["scope"])
+        pool = np.flatnonzero(g == c)
+        pool = pool[train_rng.permutation(len(pool))]
+        if g_test is None:  # one pool: training rows first, test rows from the rest
+            test_pool = pool[tr.sum() :]
+            if tr.sum() + te.sum() > len(pool):
+                what = f"{tr.sum()} training + {te.sum()} test"
+                short.append((c, tr.sum() + te.sum(), what, len(pool), ""))
+        else:
+            test_pool = np.flatnonzero(g_test == c)
+            test_pool = test_pool[test_rng.permutation(len(test_pool))]
+            if tr.sum() > len(pool):
+                short.append((c, tr.sum(), f"{tr.sum()} training", len(pool), ""))
+            if te.sum() > len(test_pool):
+                short.append((c, te.sum(), f"{te.sum()} test", len(test_pool), "test "))
+        for u, a, b in zip(hs, np.cumsum(tr) - tr, np.cumsum(tr), strict=True):
+            train[u].append(pool[a:b])
+        for u, a, b in zip(hs, np.cumsum(te) - te, np.cumsum(te), strict=True):
+            test[u].append(test_pool[a:b])
+    if short:
+        c, need, what, have, which = short[0]
+        more = f"; and {len(short) - 1} more shortfalls" if len(short) > 1 else ""
+        raise DataError(
+            f"partition: label {ids[c]:g} needs {what} rows, the {which}data has {have} "
+            f"(short by {need - have}){more}"
+        )
+    clients = [np.sort(np.concatenate(t)) if t else np.empty(0, np.int64) for t in train]
+    tests = [np.sort(np.concatenate(t)) if t else np.empty(0, np.int64) for t in test]
+    for u, rows in enumerate(clients):
+        if len(rows) == 0:
+            raise DataError(
+                f"partition.train_per_label: label_cycle leaves client {u} without training "
+                f"rows ({spec['train_per_label']} rows per label in total, split among its "
+                "clients); raise it"
+            )
+    groups = g.astype(np.int64)
+    stats = _stats(clients, tests, y, task, groups, None)
+    return PartitionResult(clients, tests, None, groups, stats)
+
+
+def _shares(count: int, holders: int, scope: str) -> np.ndarray:
+    """Rows of one label for each of its ``holders``: ``count`` each (per_client), or
+    ``count`` in total split as evenly as possible (total)."""
+    if scope == "per_client":
+        return np.full(holders, count, dtype=np.int64)
+    return np.full(holders, count // holders, dtype=np.int64) + (
+        np.arange(holders) < count % holders
+    )
 
 
 # ---------------------------------------------------------------------------- statistics

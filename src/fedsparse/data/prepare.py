@@ -1,4 +1,4 @@
-"""Real data end to end: obtain a file (download, verify, convert; cached), then partition it.
+"""Real data end to end: obtain files (download, verify, convert; cached), then partition them.
 
 ``obtain`` turns a normalised ``svmlight`` dataset config into parsed CSR data:
 
@@ -11,7 +11,12 @@
   recorded in ``<file>.json``; a later download or a local copy that differs is
   flagged in the log.
 
-``prepare`` adds the partition and returns the :class:`FederatedData` a run uses.
+Image sets come from :mod:`fedsparse.data.idx` (``kind: idx``, train and test files)
+and :mod:`fedsparse.data.leaf` (``kind: leaf``, each writer a client). ``prepare``
+adds the partition and the preprocessing and returns the :class:`FederatedData` a run
+uses. A data set with a test file keeps it as the held-out test set (one global group)
+unless the partition draws per-client test rows from it (``label_cycle``) or holds out
+its own (``test_fraction > 0``: then the test file is not used).
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ import pandas as pd
 from ..errors import DataError
 from . import registry
 from .convert import Parsed, load_csr, parse_svmlight, save_csr
-from .download import cache_dir, fetch, file_lock, read_record, sha256_of
+from .download import Codec, cache_dir, fetch_parsed, read_local
 from .federated import FederatedData
-from .libsvm import _labels
+from .libsvm import labels_for_task
 from .partition import PartitionResult, embedding, partition
+from .preprocess import preprocess
 
 log = logging.getLogger("fedsparse.data")
 
@@ -62,66 +68,20 @@ def obtain(
 ) -> tuple[Parsed, dict[str, Any]]:
     """Parsed CSR data of the normalised svmlight config ``ds`` and where it came from."""
     opts = {"n_features": ds.get("n_features"), "rows": ds.get("rows")}
+    codec = Codec(
+        parse=lambda path, name: parse_svmlight(path, display=name, **opts),
+        suffix=".csr.npz",
+        save=save_csr,
+        load=load_csr,
+        fits=lambda p: ds.get("n_features") is None or p.X.shape[1] == ds["n_features"],
+    )
     cache = cache_dir(cache)
+    pins = {"expected_size": ds.get("size"), "expected_sha256": ds.get("sha256")}
     if ds.get("path"):
-        path = Path(ds["path"]).expanduser()
-        if not path.is_file():
-            raise DataError(f"{path}: no such file (dataset.path)")
-        size, sha = path.stat().st_size, sha256_of(path)
-        _check_pins(ds, str(path), size, sha)
-        if ds.get("source"):
-            _, dest = _where({**ds, "mirror": None}, cache)
-            rec = read_record(dest)
-            if rec and rec.get("sha256") != sha:
-                log.warning(
-                    "%s: local copy (sha256 %s) differs from the recorded download of %s "
-                    "(sha256 %s)",
-                    path,
-                    sha[:16],
-                    rec.get("url"),
-                    str(rec.get("sha256"))[:16],
-                )
-        log.info("reading local file %s (%d bytes, sha256 %s)", path, size, sha)
-        parsed = parse_svmlight(path, **opts)
-        return parsed, {"origin": str(path), "size": size, "sha256": sha}
+        recorded = _where({**ds, "mirror": None}, cache)[1] if ds.get("source") else None
+        return read_local(Path(ds["path"]).expanduser(), codec, recorded=recorded, **pins)
     url, dest = _where(ds, cache)
-    converted = dest.with_name(dest.name + ".csr.npz")
-    with file_lock(dest):
-        if dest.is_file() and converted.is_file():
-            parsed = load_csr(converted)
-            if ds.get("n_features") is None or parsed.X.shape[1] == ds["n_features"]:
-                rec = read_record(dest) or {}
-                log.info("using cached %s", converted)
-                return parsed, {"origin": url, "size": rec.get("size"), "sha256": rec.get("sha256")}
-        if dest.is_file():  # downloaded earlier, not (or differently) converted
-            parsed = parse_svmlight(dest, display=str(dest), **opts)
-            save_csr(parsed, converted)
-            rec = read_record(dest) or {}
-            return parsed, {"origin": url, "size": rec.get("size"), "sha256": rec.get("sha256")}
-        holder: dict[str, Parsed] = {}
-
-        def verify(part: Path) -> None:
-            holder["parsed"] = parse_svmlight(part, display=url, **opts)
-
-        fetch(
-            url,
-            dest,
-            verify=verify,
-            expected_size=ds.get("size"),
-            expected_sha256=ds.get("sha256"),
-            **(download_options or {}),
-        )
-        parsed = holder["parsed"]
-        save_csr(parsed, converted)
-        rec = read_record(dest) or {}
-        return parsed, {"origin": url, "size": rec.get("size"), "sha256": rec.get("sha256")}
-
-
-def _check_pins(ds: dict[str, Any], where: str, size: int, sha: str) -> None:
-    if ds.get("size") is not None and size != ds["size"]:
-        raise DataError(f"{where}: size mismatch: expected {ds['size']} bytes, got {size}")
-    if ds.get("sha256") is not None and sha != ds["sha256"]:
-        raise DataError(f"{where}: SHA-256 mismatch: expected {ds['sha256']}, got {sha}")
+    return fetch_parsed(url, dest, codec, download_options=download_options, **pins)
 
 
 def apply_partition(
@@ -132,29 +92,54 @@ def apply_partition(
     spec: dict[str, Any],
     x_true: np.ndarray | None = None,
     embedding_sample: int = 0,
+    *,
+    X_test=None,
+    y_test: np.ndarray | None = None,
+    preprocessing: dict[str, Any] | None = None,
 ) -> Prepared:
-    """Partition rows ``(X, y)`` and stack them by client (the test split kept apart)."""
-    n_classes = int(y.max()) + 1 if task == "multiclass" else 0
-    result = partition(X, y, task, spec)
+    """Partition rows ``(X, y)`` and stack them by client (the test split kept apart).
+
+    ``X_test, y_test``: the data set's own test file, if it has one. ``label_cycle`` draws
+    each client's test rows from it; any other partition keeps it whole as the global
+    test set, unless it holds out its own rows (``test_fraction > 0``). ``preprocessing``
+    (``{scale, standardize}``) is applied to the selected rows, its statistics taken from
+    the training rows.
+    """
+    separate = X_test is not None
+    top = max(y.max(), y_test.max()) if separate and y_test.size else y.max()
+    n_classes = int(top) + 1 if task == "multiclass" else 0
+    cycle = spec["kind"] == "label_cycle"
+    result = partition(X, y, task, spec, y_test=y_test if cycle and separate else None)
+    test_X, test_y = X, y
+    if separate and (cycle or not spec.get("test_fraction")):
+        test_X, test_y = X_test, y_test
+        if not cycle:
+            result.test = [np.arange(y_test.shape[0], dtype=np.int64)]
     emb = None
     if embedding_sample > 0:
         client_of_row = np.full(y.shape[0], -1, dtype=np.int64)
         for i, rows in enumerate(result.clients):
             client_of_row[rows] = i
         groups = result.clusters if result.clusters is not None else result.groups
-        emb = embedding(X, groups, client_of_row, embedding_sample, spec.get("seed", 0))
+        rows = result.order if cycle else slice(None)  # label_cycle leaves rows unused
+        emb = embedding(
+            X[rows], groups[rows], client_of_row[rows], embedding_sample, spec.get("seed", 0)
+        )
     order = result.order
     test = result.test_order
+    X_train, X_held = X[order], test_X[test] if test.size else None
+    if preprocessing is not None:
+        X_train, X_held = preprocess(X_train, X_held, preprocessing)
     data = FederatedData(
         name=name,
         task=task,
-        X=X[order],
+        X=X_train,
         y=y[order],
         client_ptr=result.client_ptr,
         x_true=x_true,
         n_classes=n_classes,
-        X_test=X[test] if test.size else None,
-        y_test=y[test] if test.size else None,
+        X_test=X_held,
+        y_test=test_y[test] if test.size else None,
         test_ptr=result.test_ptr if test.size else None,
     )
     return Prepared(data, result, emb)
@@ -167,14 +152,71 @@ def prepare(
     embedding_sample: int = 0,
     download_options: dict[str, Any] | None = None,
 ) -> Prepared:
-    """The federated data of a normalised svmlight dataset config and partition."""
+    """The federated data of a normalised svmlight, idx or leaf dataset config and partition."""
+    if ds["kind"] == "leaf":
+        return _prepare_leaf(ds, spec, cache, embedding_sample)
     if not isinstance(spec, dict):
-        raise DataError(f"{ds['name']}: svmlight data needs a partition (got {spec!r})")
+        raise DataError(f"{ds['name']}: {ds['kind']} data needs a partition (got {spec!r})")
+    if ds["kind"] == "idx":
+        from . import idx
+
+        images, source = idx.obtain(ds, cache, download_options)
+        out = apply_partition(
+            images.X,
+            images.y,
+            "multiclass",
+            ds["name"],
+            spec,
+            embedding_sample=embedding_sample,
+            X_test=images.X_test,
+            y_test=images.y_test,
+            preprocessing=ds["preprocess"],
+        )
+        out.source = source
+        return out
     parsed, source = obtain(ds, cache, download_options)
     X, y_raw = parsed.X, parsed.y
     del parsed
-    y = _labels(y_raw, ds["task"], Path(source["origin"]))
+    y = labels_for_task(y_raw, ds["task"], Path(source["origin"]))
     del y_raw
     out = apply_partition(X, y, ds["task"], ds["name"], spec, embedding_sample=embedding_sample)
     out.source = source
     return out
+
+
+def _prepare_leaf(
+    ds: dict[str, Any], spec: str | dict[str, Any], cache, embedding_sample: int
+) -> Prepared:
+    """A LEAF folder: its writers as clients (``natural``), or its rows re-partitioned."""
+    from .leaf import load_leaf_dir
+
+    leaf = load_leaf_dir(ds["path"], cache)
+    source = {"origin": str(Path(ds["path"]).expanduser()), "users": len(leaf.users)}
+    if isinstance(spec, dict):
+        out = apply_partition(
+            leaf.X,
+            leaf.y,
+            "multiclass",
+            ds["name"],
+            spec,
+            embedding_sample=embedding_sample,
+            X_test=leaf.X_test,
+            y_test=leaf.y_test,
+            preprocessing=ds["preprocess"],
+        )
+        out.source = source
+        return out
+    X, X_test = preprocess(leaf.X, leaf.X_test, ds["preprocess"])
+    top = max(leaf.y.max(), leaf.y_test.max()) if leaf.y_test.size else leaf.y.max()
+    data = FederatedData(
+        name=ds["name"],
+        task="multiclass",
+        X=X,
+        y=leaf.y,
+        client_ptr=leaf.client_ptr,
+        n_classes=int(top) + 1,
+        X_test=X_test if leaf.y_test.size else None,
+        y_test=leaf.y_test if leaf.y_test.size else None,
+        test_ptr=leaf.test_ptr if leaf.y_test.size else None,
+    )
+    return Prepared(data, source=source)

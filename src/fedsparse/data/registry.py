@@ -1,6 +1,8 @@
-"""Known real data sets: where the LibSVM site keeps them and what they must look like.
+"""Known real data sets: where they are kept and what they must look like.
 
-The site publishes no checksums. The first download of a file records its
+``DATASETS`` are svmlight files on the LibSVM site (``kind: svmlight``); ``IMAGE_SETS``
+are image sets in the original IDX format (``kind: idx``). Neither site publishes
+checksums. The first download of a file records its
 SHA-256 and size next to it (see :mod:`fedsparse.data.download`); a later
 download that differs is flagged.
 """
@@ -98,6 +100,17 @@ DATASETS: dict[str, DataSet] = {
             note="the papers use the 60,000-row training file (softmax, tau = 500 per class)",
         ),
         DataSet(
+            "cifar10",
+            "multiclass",
+            3_072,
+            {
+                "train": DataFile("multiclass/cifar10.bz2", 50_000),
+                "test": DataFile("multiclass/cifar10.t.bz2", 10_000),
+            },
+            papers="train",
+            note="CIFAR-10's 32x32x3 images as 3,072 features (the gradient-sparsification paper)",
+        ),
+        DataSet(
             "news20.binary",
             "binary",
             1_355_191,
@@ -129,4 +142,57 @@ def get(name: str) -> DataSet:
     except KeyError:
         raise ConfigError(
             f"dataset.source: unknown data set {name!r} (known: {', '.join(DATASETS)})"
+        ) from None
+
+
+# The four files of an IDX image set, as its site names them (each also gzipped, ".gz").
+IDX_FILES = {
+    "train_images": "train-images-idx3-ubyte",
+    "train_labels": "train-labels-idx1-ubyte",
+    "test_images": "t10k-images-idx3-ubyte",
+    "test_labels": "t10k-labels-idx1-ubyte",
+}
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """A registry entry of an image set in the IDX format (four gzipped files on ``site``)."""
+
+    name: str
+    site: str  # base URL of the four files
+    rows: dict[str, int]  # "train", "test": expected number of images
+    local: tuple[str, ...] = ()  # folders a system package installs the files into
+    note: str = ""
+
+    def url(self, filename: str, mirror: str | None = None) -> str:
+        return (mirror or self.site).rstrip("/") + "/" + filename
+
+
+IMAGE_SETS: dict[str, ImageSet] = {
+    s.name: s
+    for s in (
+        ImageSet(
+            "fashion-mnist",
+            "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
+            {"train": 60_000, "test": 10_000},
+            local=("/usr/share/datasets/fashion-mnist",),
+            note="Debian's package dataset-fashion-mnist installs the four files locally",
+        ),
+        ImageSet(
+            "mnist",
+            # yann.lecun.com refuses most downloads; this is the copy torchvision reads
+            "https://ossci-datasets.s3.amazonaws.com/mnist/",
+            {"train": 60_000, "test": 10_000},
+        ),
+    )
+}
+
+
+def get_images(name: str) -> ImageSet:
+    """The image-set entry ``name``; ConfigError lists the known names otherwise."""
+    try:
+        return IMAGE_SETS[name]
+    except KeyError:
+        raise ConfigError(
+            f"dataset.source: unknown image data set {name!r} (known: {', '.join(IMAGE_SETS)})"
         ) from None

@@ -30,7 +30,8 @@ import pandas as pd
 
 from .. import __version__
 from ..errors import FedsparseError
-from ..query import check_results_folder, merge_results
+from ..query import merge_results
+from ..results import check_results_folder
 from . import analysis as an
 from . import optuna_section
 from .data_section import add_data_section

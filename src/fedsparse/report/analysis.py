@@ -25,10 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
-from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, to_frame
+from ..results import HYPERPARAMETER_COLUMNS, read_results, to_frame
 
 HP = list(HYPERPARAMETER_COLUMNS)
 LABELS = {"fedht": "Fed-HT", "fediterht": "FedIter-HT", "distiht": "Distributed-IHT"}
@@ -118,31 +116,22 @@ def read_runs(results_dir: Path) -> pd.DataFrame:
     path = results_dir / "runs.parquet"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no runs table (expected RESULTS/runs.parquet)")
-    runs = to_frame(pq.read_table(path))
-    for field in RUNS_SCHEMA:  # older or partial files: missing columns are null
-        if field.name not in runs.columns:
-            runs[field.name] = pd.Series(pd.NA, index=runs.index, dtype=_dtype(field.type))
+    # every RUNS_SCHEMA column (older files: as the current schema; fedsparse.results)
+    runs = to_frame(read_results([results_dir], "SELECT * FROM runs"))
     for col in STRING_COLUMNS:
         runs[col] = runs[col].astype(str).where(runs[col].notna(), None)
     runs["dataset"] = runs["dataset"].fillna("unknown")
     runs["algorithm"] = runs["algorithm"].fillna("unknown")
     runs["loss"] = runs["loss"].fillna("unknown")
     runs["partition"] = runs["partition"].fillna("natural")
-    for col in ("final_objective", "best_objective", "train_time_s", "alpha", "beta"):
+    for col in ("final_objective", "best_objective", "train_time_s", "data_alpha", "data_beta"):
         runs[col] = pd.to_numeric(runs[col], errors="coerce").astype(float)
     if runs["finished_at"].notna().any():
         runs = runs.sort_values("finished_at", na_position="first", kind="stable")
     # Optuna trials are searches, not comparable runs (pruned ones are partial): the
     # comparison takes their best configurations' held-out re-runs (trial_state HOLDOUT)
     runs = runs[runs["trial_state"].isna() | runs["trial_state"].eq("HOLDOUT")]
-    # the same run in two sweeps has one run id: keep its latest record
-    return runs.drop_duplicates("run_id", keep="last").reset_index(drop=True)
-
-
-def _dtype(arrow_type) -> str:
-    if str(arrow_type) == "int64":
-        return "Int64"
-    return "float64" if str(arrow_type) == "double" else "object"
+    return runs.reset_index(drop=True)  # each run once (fedsparse.results: one folder)
 
 
 def read_traces(results_dir: Path, run_ids: pd.Series) -> pd.DataFrame:
@@ -150,21 +139,14 @@ def read_traces(results_dir: Path, run_ids: pd.Series) -> pd.DataFrame:
     path = results_dir / "traces"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no traces dataset (expected RESULTS/traces/)")
-    # Runs are joined by run_id, so the partition columns (dataset=..., algorithm=...) are not
-    # needed: leaving partitioning off avoids their inferred (int/dictionary) types entirely.
-    dataset = ds.dataset(path, format="parquet", partitioning=None)
-    missing = [c for c in TRACE_COLUMNS if c not in dataset.schema.names]
-    if missing:
-        raise ValueError(f"{path}: trace columns missing: {', '.join(missing)}")
-    table = dataset.to_table(columns=TRACE_COLUMNS)
+    table = read_results([results_dir], f"SELECT {', '.join(TRACE_COLUMNS)} FROM traces")
     t = table.to_pandas()
     t["run_id"] = t["run_id"].astype(str)
     t = t[t["run_id"].isin(set(run_ids))]
     for col in ("local_iterations", "bytes_up", "bytes_down", "objective"):
         t[col] = pd.to_numeric(t[col], errors="coerce").astype(float)
     t["round"] = pd.to_numeric(t["round"], errors="coerce")
-    t = t.dropna(subset=["round"]).astype({"round": "int64"})
-    return t.drop_duplicates(["run_id", "round"], keep="last")
+    return t.dropna(subset=["round"]).astype({"round": "int64"})
 
 
 # ---------------------------------------------------------------------------- analysis
@@ -247,8 +229,8 @@ def _sections(runs: pd.DataFrame) -> pd.DataFrame:
         loss=("loss", "first"),
         kind=("dataset_kind", "first"),
         task=("dataset_task", "first"),
-        alpha=("alpha", "first"),
-        beta=("beta", "first"),
+        alpha=("data_alpha", "first"),
+        beta=("data_beta", "first"),
         runs=("run_id", "size"),
         diverged=("status", lambda s: int(s.eq("diverged").sum())),
         algorithms=("algorithm", lambda s: ", ".join(label(a) for a in algorithm_order(s))),

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.dataset as pads
 
+from ..results import read_results
 from . import analysis as an
 from .figures import plt
 
@@ -108,11 +108,8 @@ def test_accuracy_table(results_dir: Path, a: an.Analysis) -> pd.DataFrame:
     path = results_dir / "traces"
     if not path.exists() or a.best.empty:
         return pd.DataFrame(columns=cols)
-    dataset = pads.dataset(path, format="parquet", partitioning=None)
-    if "test_accuracy" not in dataset.schema.names:
-        return pd.DataFrame(columns=cols)
-    t = dataset.to_table(columns=["run_id", "round", "test_accuracy"]).to_pandas()
-    t = t.dropna(subset=["test_accuracy"])
+    sql = "SELECT run_id, round, test_accuracy FROM traces WHERE test_accuracy IS NOT NULL"
+    t = read_results([results_dir], sql).to_pandas()
     if t.empty:
         return pd.DataFrame(columns=cols)
     t["run_id"] = t["run_id"].astype(str)

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
-from ..results import RUNS_SCHEMA, to_frame
+from ..results import read_results, to_frame
 from .analysis import label, slugify
 from .figures import colour, plt
 
@@ -26,12 +25,7 @@ MIN_TRIALS_FOR_IMPORTANCE = 4
 
 def optuna_runs(results_dir: str | Path) -> pd.DataFrame:
     """The runs of Optuna studies (trials and held-out re-runs); empty for grid results."""
-    path = Path(results_dir) / "runs.parquet"
-    table = pq.read_table(path)
-    if "study" not in table.column_names:
-        return pd.DataFrame(columns=[f.name for f in RUNS_SCHEMA])
-    runs = to_frame(table)
-    return runs[runs["study"].notna()].reset_index(drop=True)
+    return to_frame(read_results([results_dir], "SELECT * FROM runs WHERE study IS NOT NULL"))
 
 
 def trials_table(runs: pd.DataFrame) -> pd.DataFrame:

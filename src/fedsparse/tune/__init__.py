@@ -37,19 +37,18 @@ study resumes where it stopped.
 
 from __future__ import annotations
 
-from .export import export_study, finished_trials, run_holdout, study_status
-from .plan import (
+from ..studies import (
     METRICS,
     SAMPLERS,
     SearchParam,
     StudySpec,
-    TuneError,
     TuneSettings,
     parse_settings,
     parse_space,
     plan_studies,
-    study_spec,
 )
+from .export import export_study, finished_trials, run_holdout, study_status
+from .plan import TuneError, study_spec
 from .storage import create_study, load_study, make_pruner, make_sampler, open_storage, study_dir
 from .worker import check_space_on_data, metric_value, run_worker, trial_run_id
 

@@ -16,7 +16,7 @@ from ..config import run_id
 from ..results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
 from .plan import TuneError, study_spec
 from .storage import load_study, open_storage, study_dir
-from .worker import _with_study_columns
+from .worker import with_study_columns
 
 log = logging.getLogger("fedsparse.tune")
 
@@ -99,7 +99,7 @@ def run_holdout(
         cfg = spec.run_config(best.params, seed)
         rid = run_id(cfg)
         t0 = time.perf_counter()
-        trace = _with_study_columns(run_trace(cfg, data), rid, spec, best.number, "HOLDOUT")
+        trace = with_study_columns(run_trace(cfg, data), rid, spec, best.number, "HOLDOUT")
         row = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
         row.update(
             study=spec.name,

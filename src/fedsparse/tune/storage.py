@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .plan import StudySpec, _check_url, _write_json, study_spec
+from ..studies import StudySpec, check_url
+from .plan import study_spec, write_json
 
 log = logging.getLogger("fedsparse.tune")
 
@@ -46,7 +47,7 @@ def open_storage(spec: StudySpec, results_dir: str | Path):
                 f"optuna.storage.url_env: environment variable {st['url_env']} is not set "
                 "(it must hold the database URL)"
             )
-        _check_url(url, st["url_env"], settings.n_workers)
+        check_url(url, st["url_env"], settings.n_workers)
     sqlite = url.startswith("sqlite")
     with warnings.catch_warnings():  # heartbeat_interval is experimental in Optuna
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -175,5 +176,5 @@ def create_study(sweep: dict[str, Any], study: str, results_dir: str | Path, mar
                 )
             log.info("study %s: resuming (%d trials stored)", spec.name, len(s.trials))
     if marker is not None:
-        _write_json(marker, {"study": spec.name, "storage": spec.settings.storage})
+        write_json(marker, {"study": spec.name, "storage": spec.settings.storage})
     return s

@@ -22,7 +22,8 @@ from ..algorithms import ALGORITHMS
 from ..config import run_id
 from ..errors import ConfigError
 from ..results import TRACE_SCHEMA, write_parquet_atomic
-from .plan import HOST, MAX_ERRORS, StudySpec, TuneError, _corners, _write_json, study_spec
+from ..studies import StudySpec
+from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
 from .storage import load_study, make_sampler, open_storage, study_dir, study_lock
 
 log = logging.getLogger("fedsparse.tune")
@@ -185,7 +186,7 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
         t0 = time.perf_counter()
         trace = run_trace(cfg, data, on_round=on_round if prune else None)
         rid = trial_run_id(cfg, spec.name, trial.number)
-        trace = _with_study_columns(trace, rid, spec, trial.number, "RUNNING")
+        trace = with_study_columns(trace, rid, spec, trial.number, "RUNNING")
         summary = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
         tables.append(trace)
         summaries.append(summary)
@@ -211,9 +212,10 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
     return state
 
 
-def _with_study_columns(
+def with_study_columns(
     trace: pa.Table, rid: str, spec: StudySpec, number: int | None, state: str
 ) -> pa.Table:
+    """``trace`` with the run id and the study's columns (study, trial, state, sampler)."""
     n = trace.num_rows
     values = {
         "run_id": pa.array([rid] * n, pa.string()),
@@ -231,9 +233,8 @@ def check_space_on_data(spec: StudySpec, data) -> None:
     """Fail before any trial if a corner of the space cannot run on this data set."""
     from ..problem import Problem
 
-    model = spec.model
-    problem = Problem(data, model["loss"], model["l2"], model["weights"])
-    for corner in _corners(spec.space):
+    problem = Problem.from_config(data, spec.model)
+    for corner in spec.corners():
         cfg = spec.run_config(corner, spec.seeds[0])
         try:
             ALGORITHMS[spec.algorithm](problem, cfg["params"], 0).check_problem()
@@ -296,7 +297,7 @@ def run_worker(
             signal.signal(signal.SIGTERM, previous)
     log.info("study %s: this worker ran %d trials; the study is complete", spec.name, ran)
     if done is not None:
-        _write_json(done, {"study": spec.name, "trials_run": ran, "host": HOST})
+        write_json(done, {"study": spec.name, "trials_run": ran, "host": HOST})
     return ran
 
 

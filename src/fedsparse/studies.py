@@ -1,0 +1,447 @@
+"""Search spaces, settings and study specifications of a sweep with ``method: optuna``.
+
+Planning only (no Optuna import): :func:`fedsparse.sweep.plan_sweep` calls
+:func:`plan_studies`, and :mod:`fedsparse.tune` runs the studies it plans. Keeping this
+outside the ``tune`` package lets ``sweep`` use it without importing ``tune``, which
+itself builds on ``sweep``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .algorithms import ALGORITHMS
+from .config import as_integer, as_number, check_keys, normalize_run_config, partition_label
+from .errors import ConfigError
+
+OPTUNA_KEYS = (
+    "n_trials",
+    "n_workers",
+    "sampler",
+    "metric",
+    "pruner",
+    "storage",
+    "holdout_seeds",
+    "heartbeat_interval",
+    "grace_period",
+)
+SAMPLERS = {
+    "tpe": ("seed", "n_startup_trials", "multivariate", "constant_liar"),
+    "random": ("seed",),
+    "grid": ("seed",),
+    "cmaes": ("seed", "n_startup_trials"),
+}
+PRUNERS = {
+    "none": (),
+    "median": ("n_startup_trials", "n_warmup_steps", "interval_steps"),
+    "hyperband": ("min_resource", "reduction_factor"),
+}
+METRICS = ("final_objective", "best_objective", "auc_log_objective", "rounds_to_target")
+SPACE_TYPES = ("float", "int", "categorical")
+
+
+@dataclass(frozen=True)
+class SearchParam:
+    """One hyperparameter's search range."""
+
+    name: str
+    type: str  # float | int | categorical
+    low: float | int | None = None
+    high: float | int | None = None
+    log: bool = False
+    step: float | int | None = None
+    choices: tuple[Any, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.type == "categorical":
+            return {"type": "categorical", "choices": list(self.choices or ())}
+        out = {"type": self.type, "low": self.low, "high": self.high, "log": self.log}
+        if self.step is not None:
+            out["step"] = self.step
+        return out
+
+    def distribution(self):
+        import optuna.distributions as od
+
+        if self.type == "categorical":
+            return od.CategoricalDistribution(list(self.choices or ()))
+        if self.type == "int":
+            return od.IntDistribution(self.low, self.high, log=self.log, step=self.step or 1)
+        return od.FloatDistribution(self.low, self.high, log=self.log, step=self.step)
+
+    def grid_values(self) -> list[Any] | None:
+        if self.type == "categorical":
+            return list(self.choices or ())
+        if self.type == "int":
+            return list(range(int(self.low), int(self.high) + 1, int(self.step or 1)))
+        return None
+
+
+@dataclass
+class TuneSettings:
+    n_trials: int
+    n_workers: int
+    sampler: dict[str, Any]
+    metric: dict[str, Any]
+    pruner: dict[str, Any]
+    storage: dict[str, Any]  # {"kind": journal | sqlite | url, "url_env": ...}
+    holdout_seeds: list[int]
+    heartbeat_interval: int
+    grace_period: int
+
+
+@dataclass
+class StudySpec:
+    """Everything one study needs: a fixed run config but for the searched parameters."""
+
+    name: str
+    sweep: str
+    dataset: str
+    data: dict[str, Any]
+    model: dict[str, Any]
+    partition: Any  # the data set's partition config ("natural" or a mapping)
+    algorithm: str
+    rounds: int
+    eval_every: int
+    seeds: list[int]
+    fixed: dict[str, Any]
+    space: dict[str, SearchParam]
+    settings: TuneSettings = field(repr=False)
+
+    def run_config(self, params: dict[str, Any], seed: int) -> dict[str, Any]:
+        """The normalised run config of ``params`` (searched and fixed) on ``seed``."""
+        return normalize_run_config(
+            {
+                "sweep": self.sweep,
+                "dataset": self.data,
+                "partition": self.partition,
+                "model": self.model,
+                "algorithm": self.algorithm,
+                "params": {**self.fixed, **params},
+                "rounds": self.rounds,
+                "seed": seed,
+                "eval_every": self.eval_every,
+            }
+        )
+
+    def corners(self) -> list[dict[str, Any]]:
+        """The searched parameters all at their lows, and all at their highs."""
+        return corners(self.space)
+
+    def identity(self) -> dict[str, Any]:
+        """What a stored study must match to be resumed (budget and workers may change)."""
+        return {
+            "algorithm": self.algorithm,
+            "data": self.data,
+            "model": self.model,
+            "partition": self.partition,
+            "rounds": self.rounds,
+            "eval_every": self.eval_every,
+            "seeds": self.seeds,
+            "fixed": self.fixed,
+            "space": self.space_json(),
+            "metric": self.settings.metric,
+        }
+
+    def space_json(self) -> dict[str, Any]:
+        return {k: p.to_json() for k, p in self.space.items()}
+
+    def distributions(self) -> dict[str, Any]:
+        return {k: p.distribution() for k, p in self.space.items()}
+
+    def sampler_json(self) -> str:
+        return json.dumps(self.settings.sampler, sort_keys=True)
+
+
+def plan_studies(
+    sweep: dict[str, Any],
+    name: str,
+    datasets: dict[str, dict[str, Any]],
+    algorithms: dict[str, dict[str, Any]],
+    seeds: list[int],
+) -> dict[str, StudySpec]:
+    """Validate the ``optuna`` and ``space`` sections; one study per data set x algorithm."""
+    settings = parse_settings(sweep.get("optuna"), seeds)
+    space = parse_space(sweep.get("space"))
+    rounds = as_integer(sweep["rounds"], "rounds", low=1)
+    eval_every = as_integer(sweep.get("eval_every", 1), "eval_every", low=1)
+    studies = {}
+    for algo, overrides in algorithms.items():
+        fixed, algo_space = _algorithm_space(algo, space, overrides)
+        _check_sampler_space(settings, algo_space, algo)
+        for ds_name, ds in datasets.items():
+            partition = ds.get("partition", "natural")
+            spec = StudySpec(
+                name=f"{name}--{ds_name}--{_partition_label(partition)}--{algo}",
+                sweep=name,
+                dataset=ds_name,
+                data=ds["data"],
+                model=ds["model"],
+                partition=partition,
+                algorithm=algo,
+                rounds=rounds,
+                eval_every=eval_every,
+                seeds=seeds,
+                fixed=fixed,
+                space=algo_space,
+                settings=settings,
+            )
+            # every corner of the space must make a valid run config
+            for corner in corners(algo_space):
+                try:
+                    spec.run_config(corner, seeds[0])
+                except ConfigError as exc:
+                    raise ConfigError(f"space: {algo}: {exc}") from None
+            studies[spec.name] = spec
+    return studies
+
+
+def _partition_label(partition: Any) -> str:
+    """The partition's short label, safe in a study (and file) name."""
+    if isinstance(partition, str):
+        return partition
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in partition_label(partition))
+
+
+def parse_settings(value: Any, seeds: list[int]) -> TuneSettings:
+    if not isinstance(value, dict):
+        raise ConfigError("optuna: required with method optuna (a mapping with n_trials, ...)")
+    check_keys(value, OPTUNA_KEYS, "optuna")
+    if "n_trials" not in value:
+        raise ConfigError("optuna.n_trials: required (the number of finished trials per study)")
+    n_trials = as_integer(value["n_trials"], "optuna.n_trials", low=1)
+    n_workers = as_integer(value.get("n_workers", 1), "optuna.n_workers", low=1)
+    sampler = _named(value.get("sampler", {"name": "tpe", "seed": 0}), "optuna.sampler", SAMPLERS)
+    if "seed" in sampler:
+        sampler["seed"] = as_integer(sampler["seed"], "optuna.sampler.seed", low=0)
+    else:
+        sampler["seed"] = 0
+    for key in ("n_startup_trials",):
+        if key in sampler:
+            sampler[key] = as_integer(sampler[key], f"optuna.sampler.{key}", low=0)
+    for key in ("multivariate", "constant_liar"):
+        if key in sampler and not isinstance(sampler[key], bool):
+            raise ConfigError(f"optuna.sampler.{key}: must be true or false")
+    pruner = _named(value.get("pruner", "none"), "optuna.pruner", PRUNERS)
+    for key in PRUNERS[pruner["name"]]:
+        if key in pruner:
+            pruner[key] = as_integer(pruner[key], f"optuna.pruner.{key}", low=0)
+    metric = _named(value.get("metric", "final_objective"), "optuna.metric", None)
+    if metric["name"] not in METRICS:
+        raise ConfigError(
+            f"optuna.metric: unknown metric {metric['name']!r} (known: {', '.join(METRICS)})"
+        )
+    if metric["name"] == "rounds_to_target":
+        check_keys(metric, ("name", "target"), "optuna.metric")
+        if "target" not in metric:
+            raise ConfigError("optuna.metric.target: required by rounds_to_target")
+        metric["target"] = as_number(metric["target"], "optuna.metric.target")
+    else:
+        check_keys(metric, ("name",), "optuna.metric")
+    storage = _storage(value.get("storage", "journal"), n_workers)
+    holdout = value.get("holdout_seeds", [s + 1000 for s in seeds])
+    if not isinstance(holdout, list) or not holdout:
+        raise ConfigError("optuna.holdout_seeds: must be a non-empty list of integers")
+    holdout = [as_integer(s, f"optuna.holdout_seeds[{i}]", low=0) for i, s in enumerate(holdout)]
+    reused = sorted(set(holdout) & set(seeds))
+    if reused:
+        raise ConfigError(
+            f"optuna.holdout_seeds: must be fresh seeds, not used by the trials (seeds "
+            f"{', '.join(map(str, reused))})"
+        )
+    interval = as_integer(value.get("heartbeat_interval", 10), "optuna.heartbeat_interval", low=1)
+    grace = as_integer(value.get("grace_period", 60), "optuna.grace_period", low=1)
+    if grace <= interval:
+        raise ConfigError(
+            f"optuna.grace_period: must exceed heartbeat_interval ({interval}), got {grace}"
+        )
+    return TuneSettings(
+        n_trials, n_workers, sampler, metric, pruner, storage, holdout, interval, grace
+    )
+
+
+def _named(value: Any, where: str, known: dict[str, tuple] | None) -> dict[str, Any]:
+    if isinstance(value, str):
+        value = {"name": value}
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        raise ConfigError(f"{where}: must be a name or a mapping with a 'name'")
+    value = dict(value)
+    if known is not None:
+        if value["name"] not in known:
+            raise ConfigError(
+                f"{where}.name: unknown {where.split('.')[-1]} {value['name']!r} "
+                f"(known: {', '.join(known)})"
+            )
+        check_keys(value, ("name", *known[value["name"]]), where)
+    return value
+
+
+def _storage(value: Any, n_workers: int) -> dict[str, Any]:
+    where = "optuna.storage"
+    if value in ("journal", "sqlite"):
+        if value == "sqlite" and n_workers > 1:
+            raise ConfigError(
+                f"{where}: SQLite allows only one worker, but n_workers is {n_workers}; use "
+                "journal (several workers on one machine) or a PostgreSQL URL (url_env)"
+            )
+        return {"kind": value}
+    if isinstance(value, dict):
+        if "url" in value:
+            raise ConfigError(
+                f"{where}.url: database URLs hold credentials and never go in a config file; "
+                "put the URL in an environment variable and name it with url_env"
+            )
+        check_keys(value, ("url_env",), where)
+        env = value.get("url_env")
+        if not isinstance(env, str) or not env:
+            raise ConfigError(f"{where}.url_env: must name an environment variable")
+        url = os.environ.get(env)
+        if url is not None:
+            check_url(url, env, n_workers)
+        return {"kind": "url", "url_env": env}
+    raise ConfigError(f"{where}: must be journal, sqlite or {{url_env: VARIABLE}}, got {value!r}")
+
+
+def check_url(url: str, env: str, n_workers: int) -> None:
+    """Refuse a database URL that is neither PostgreSQL nor (for one worker) SQLite."""
+    scheme = url.split(":", 1)[0].split("+", 1)[0]
+    if scheme == "sqlite":
+        if n_workers > 1:
+            raise ConfigError(
+                f"optuna.storage.url_env: {env} is a SQLite URL, which allows only one worker, "
+                f"but n_workers is {n_workers}; use a PostgreSQL URL or journal"
+            )
+    elif scheme not in ("postgresql", "postgres"):
+        raise ConfigError(
+            f"optuna.storage.url_env: {env} must hold a postgresql:// (or sqlite://) URL, "
+            f"got a {scheme}:// URL"
+        )
+
+
+def parse_space(value: Any) -> dict[str, SearchParam]:
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(
+            "space: required with method optuna: maps hyperparameters to "
+            "{type: float|int|categorical, ...}"
+        )
+    known = {h.name for cls in ALGORITHMS.values() for h in cls.hyperparameters}
+    out = {}
+    for key, spec in value.items():
+        where = f"space.{key}"
+        if key not in known:
+            raise ConfigError(f"{where}: unknown parameter (known: {', '.join(sorted(known))})")
+        if not isinstance(spec, dict) or spec.get("type") not in SPACE_TYPES:
+            raise ConfigError(f"{where}.type: must be one of {', '.join(SPACE_TYPES)}")
+        kind = spec["type"]
+        if kind == "categorical":
+            check_keys(spec, ("type", "choices"), where)
+            choices = spec.get("choices")
+            if not isinstance(choices, list) or not choices:
+                raise ConfigError(f"{where}.choices: must be a non-empty list")
+            for i, c in enumerate(choices):
+                if not isinstance(c, str | int | float | bool) or c is None:
+                    raise ConfigError(f"{where}.choices[{i}]: must be a number or a string")
+            if len(set(map(repr, choices))) != len(choices):
+                raise ConfigError(f"{where}.choices: lists a value twice")
+            out[key] = SearchParam(key, kind, choices=tuple(choices))
+            continue
+        check_keys(spec, ("type", "low", "high", "log", "step"), where)
+        for bound in ("low", "high"):
+            if bound not in spec:
+                raise ConfigError(f"{where}.{bound}: required for type {kind}")
+        conv = as_integer if kind == "int" else as_number
+        low = conv(spec["low"], f"{where}.low")
+        high = conv(spec["high"], f"{where}.high")
+        log_scale = spec.get("log", False)
+        if not isinstance(log_scale, bool):
+            raise ConfigError(f"{where}.log: must be true or false")
+        if low > high:
+            raise ConfigError(f"{where}: low ({low:g}) > high ({high:g})")
+        if log_scale and low <= 0:
+            raise ConfigError(f"{where}.low: a log scale needs low > 0, got {low:g}")
+        step = spec.get("step")
+        if step is not None:
+            step = conv(step, f"{where}.step")
+            if step <= 0:
+                raise ConfigError(f"{where}.step: must be > 0, got {step:g}")
+            if log_scale:
+                raise ConfigError(f"{where}.step: cannot be used with a log scale")
+        out[key] = SearchParam(key, kind, low, high, log_scale, step)
+    return out
+
+
+def _algorithm_space(
+    algo: str, space: dict[str, SearchParam], overrides: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, SearchParam]]:
+    """An algorithm's fixed values (its overrides) and the part of the space it declares."""
+    declared = {h.name: h for h in ALGORITHMS[algo].hyperparameters}
+    fixed = {}
+    for key, value in overrides.items():
+        where = f"algorithms.{algo}.{key}"
+        if key not in declared:
+            raise ConfigError(
+                f"{where}: {algo} has no such hyperparameter (known: {', '.join(declared)})"
+            )
+        if isinstance(value, list):
+            if len(value) != 1:
+                raise ConfigError(f"{where}: with method optuna, fix one value (or search it)")
+            value = value[0]
+        fixed[key] = declared[key].validate(value, where)
+    out = {}
+    for key, p in space.items():
+        if key not in declared or key in fixed:
+            continue
+        h, where = declared[key], f"space.{key}"
+        if p.type == "categorical":
+            for i, c in enumerate(p.choices or ()):
+                h.validate(c, f"{where}.choices[{i}]")
+        else:
+            if h.kind is str or (h.kind is int and p.type == "float"):
+                raise ConfigError(
+                    f"{where}.type: {key} takes {h.kind.__name__} values; use "
+                    f"{'int or ' if h.kind is int else ''}categorical"
+                )
+            h.validate(p.low, f"{where}.low")
+            h.validate(p.high, f"{where}.high")
+        out[key] = p
+    for key, h in declared.items():
+        if h.required and key not in out and key not in fixed:
+            raise ConfigError(
+                f"space.{key}: required by {algo} (search it here or fix it under "
+                f"algorithms.{algo})"
+            )
+    if not out:
+        raise ConfigError(f"space: nothing left to search for {algo} (all values fixed)")
+    return fixed, out
+
+
+def _check_sampler_space(settings: TuneSettings, space: dict[str, SearchParam], algo: str):
+    if settings.sampler["name"] != "grid":
+        return
+    size = 1
+    for key, p in space.items():
+        values = p.grid_values()
+        if values is None:
+            raise ConfigError(
+                f"space.{key}: the grid sampler needs categorical choices or an int range, "
+                "not a float range"
+            )
+        size *= len(values)
+    if settings.n_trials > size:
+        raise ConfigError(
+            f"optuna.n_trials: {settings.n_trials} exceeds the {size} points of {algo}'s grid"
+        )
+
+
+def corners(space: dict[str, SearchParam]) -> list[dict[str, Any]]:
+    """The searched parameters all at their lows, and all at their highs."""
+    lows, highs = {}, {}
+    for key, p in space.items():
+        if p.type == "categorical":
+            lows[key], highs[key] = p.choices[0], p.choices[-1]
+        else:
+            lows[key], highs[key] = p.low, p.high
+    return [lows, highs]

@@ -1,0 +1,97 @@
+"""The package's import graph: no cycles, and no module imports another's private names."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "fedsparse"
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imports(name: str, path: Path, known: dict[str, Path]):
+    """(module imported, name imported or None) of every import in ``path``, also the ones
+    inside functions: a module imported lazily is still a dependency."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, None) for a in node.names if a.name.startswith("fedsparse"))
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            target = ".".join(base + [node.module] if node.module else base)
+            if node.level == 0:
+                target = node.module or ""
+            if not target.startswith("fedsparse"):
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                yield (sub, None) if sub in known else (target, a.name)
+
+
+def graph() -> dict[str, set[str]]:
+    """Module -> modules it runs when imported (a submodule also runs its packages)."""
+    known = modules()
+    out = {m: set() for m in known}
+    for m, path in known.items():
+        for target, _ in imports(m, path, known):
+            parts = target.split(".")
+            for k in range(1, len(parts) + 1):
+                dep = ".".join(parts[:k])
+                if dep in known and dep != m and not m.startswith(dep + "."):
+                    out[m].add(dep)
+    return out
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in g[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles():
+    g = graph()
+    assert g["fedsparse.sweep"] and g["fedsparse.tune"]  # the graph is really built
+    assert cycles(g) == []
+
+
+def test_no_module_imports_private_names_of_another():
+    known = modules()
+    private = {
+        (m, target, name)
+        for m, path in known.items()
+        for target, name in imports(m, path, known)
+        if name and name.startswith("_") and not name.startswith("__") and target != m
+    }
+    assert private == set()

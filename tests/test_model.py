@@ -1,0 +1,232 @@
+"""The model layer: config keys, canonical form and run ids, layout, initial points,
+and the results schema as the one register of column names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from fedsparse.algorithms import ALGORITHMS
+from fedsparse.config import normalize_run_config, run_id
+from fedsparse.errors import ConfigError
+from fedsparse.model import Network, load_init_file
+from fedsparse.results import (
+    HYPERPARAMETER_COLUMNS,
+    RUNS_SCHEMA,
+    TRACE_SCHEMA,
+    rows_table,
+    trace_table,
+    upgrade,
+)
+
+SIM = {
+    "kind": "synthetic",
+    "task": "linear",
+    "clients": 4,
+    "samples_per_client": 10,
+    "dim": 12,
+    "support": 3,
+}
+HT = {"algorithm": "fedht", "params": {"stepsize": 0.01, "sparsity": 3}, "rounds": 2}
+
+
+def cfg(model=None, **extra):
+    raw = {"dataset": SIM, **HT, **extra}
+    if model is not None:
+        raw["model"] = model
+    return normalize_run_config(raw)
+
+
+# Run ids computed by the release before the model layer: they must not change.
+PINNED = [
+    (
+        {
+            "dataset": {"kind": "synthetic", "task": "linear", "alpha": 0.5, "beta": 0.5},
+            "algorithm": "fedht",
+            "params": {"stepsize": 0.001, "sparsity": 100, "local_steps": 5},
+            "rounds": 200,
+        },
+        "7d517b8f8942eb3f",
+    ),
+    (
+        {
+            "dataset": {"kind": "synthetic", "task": "logistic"},
+            "model": {"loss": "logistic", "l2": 0.001},
+            "algorithm": "fediterht",
+            "params": {"stepsize": 0.01, "sparsity": 50, "batch_size": "full"},
+            "rounds": 100,
+            "seed": 2,
+        },
+        "595029394455f87f",
+    ),
+    (
+        {
+            "dataset": {"kind": "svmlight", "source": "mnist"},
+            "model": {"loss": "softmax"},
+            "partition": {"kind": "dirichlet", "clients": 20, "alpha": 0.3},
+            "algorithm": "distiht",
+            "params": {"stepsize": 0.1, "sparsity": 500},
+            "rounds": 50,
+            "eval_every": 5,
+        },
+        "fb99e7ce12c91298",
+    ),
+]
+
+
+@pytest.mark.parametrize("raw,expected", PINNED)
+def test_existing_run_ids_are_unchanged(raw, expected):
+    assert run_id(normalize_run_config(raw)) == expected
+
+
+def test_default_model_keys_stay_out_of_the_canonical_form():
+    plain = cfg({"loss": "least_squares"})
+    assert plain["model"] == {"loss": "least_squares", "l2": 0.0, "weights": "uniform"}
+    spelled = cfg({"kind": "linear", "bias": False, "init": {"kind": "zeros"}})
+    assert spelled == plain and run_id(spelled) == run_id(plain)
+    with_bias = cfg({"bias": True})
+    assert with_bias["model"]["bias"] is True and run_id(with_bias) != run_id(plain)
+
+
+def test_mlp_config_is_explicit():
+    m = cfg({"kind": "mlp"})["model"]
+    assert m == {
+        "loss": "least_squares",
+        "l2": 0.0,
+        "weights": "uniform",
+        "kind": "mlp",
+        "hidden": [100],
+        "activation": "relu",
+        "bias": True,
+        "init": {"kind": "glorot", "seed": 0},
+    }
+    m = cfg({"kind": "mlp", "hidden": 7, "activation": "swish", "bias": False})["model"]
+    assert m["hidden"] == [7] and m["activation"] == "swish" and m["bias"] is False
+    a = cfg({"kind": "mlp", "init": {"kind": "normal", "std": 0.1, "seed": 3}})
+    assert a["model"]["init"] == {"kind": "normal", "std": 0.1, "seed": 3}
+
+
+@pytest.mark.parametrize(
+    "model,where",
+    [
+        ({"kind": "cnn"}, "model.kind"),
+        ({"kind": "mlp", "activation": "gelu"}, "model.activation"),
+        ({"kind": "mlp", "hidden": [10, 0]}, "model.hidden"),
+        ({"kind": "mlp", "hidden": []}, "model.hidden"),
+        ({"kind": "mlp", "hidden": "100"}, "model.hidden"),
+        ({"kind": "mlp", "bias": "yes"}, "model.bias"),
+        ({"hidden": [10]}, "model.hidden"),
+        ({"kind": "mlp", "init": {"kind": "he"}}, "model.init.kind"),
+        ({"kind": "mlp", "init": {"kind": "normal", "std": 0}}, "model.init.std"),
+        ({"kind": "mlp", "init": {"kind": "glorot", "seed": -1}}, "model.init.seed"),
+        ({"kind": "mlp", "init": {"kind": "glorot", "scale": 2}}, "model.init.scale"),
+        ({"kind": "mlp", "init": {"kind": "file"}}, "model.init.path"),
+        ({"kind": "mlp", "init": {"kind": "file", "path": "/nonexistent.npy"}}, "model.init.path"),
+    ],
+)
+def test_bad_model_keys_name_the_key(model, where):
+    with pytest.raises(ConfigError, match=f"^{where}"):
+        cfg(model)
+
+
+def test_layout_and_sizes():
+    net = Network.from_config(cfg({"kind": "mlp", "hidden": [100]})["model"], 784, 10)
+    assert net.n_params == 79_510  # sFedHP's Remark 1
+    assert net.shape == (1, 79_510) and net.label == "mlp-100-relu"
+    theta = np.arange(net.n_params, dtype=float)
+    (W1, b1), (W2, b2) = net.split(theta)
+    assert W1.shape == (100, 784) and W1[1, 0] == 784  # row-major
+    assert b1[0] == 78_400 and W2[0, 0] == 78_500 and b2[-1] == 79_509
+    nobias = Network.from_config({"kind": "mlp", "hidden": [128], "bias": False}, 784, 10)
+    assert nobias.n_params == 784 * 128 + 128 * 10 and nobias.label == "mlp-128-relu-nobias"
+    linear = Network.from_config({}, 30, 3)
+    assert linear.fast_linear and linear.shape == (3, 30) and linear.label == "linear"
+    intercept = Network.from_config({"bias": True}, 30, 3)
+    assert not intercept.fast_linear and intercept.shape == (1, 93)
+
+
+def test_initial_points():
+    net = Network.from_config({"kind": "mlp", "hidden": [50, 20]}, 40, 3)
+    theta = net.initial()
+    assert np.array_equal(theta, net.initial())  # the same theta_0 for every run
+    for W, b in net.split(theta):
+        limit = np.sqrt(6.0 / sum(W.shape))
+        assert np.abs(W).max() <= limit and np.abs(W).max() > 0.8 * limit
+        assert not b.any()
+    other = Network.from_config(
+        {"kind": "mlp", "hidden": [50, 20], "init": {"kind": "glorot", "seed": 1}}, 40, 3
+    )
+    assert not np.array_equal(other.initial(), theta)
+    assert not Network.from_config({}, 40, 3).initial().any()
+    normal = Network.from_config({"init": {"kind": "normal", "std": 0.5, "seed": 0}}, 2000, 1)
+    assert abs(normal.initial().std() - 0.5) < 0.03
+
+
+def test_init_file(tmp_path):
+    net_cfg = {"kind": "mlp", "hidden": [4]}
+    n = Network.from_config(net_cfg, 3, 2).n_params
+    theta = np.linspace(-1, 1, n)
+    np.save(tmp_path / "theta0.npy", theta)
+    model = cfg({**net_cfg, "init": {"kind": "file", "path": str(tmp_path / "theta0.npy")}})
+    net = Network.from_config(model["model"], 3, 2)
+    assert np.array_equal(net.initial().ravel(), theta)
+    # the same file elsewhere is the same run
+    (tmp_path / "copy").mkdir()
+    np.save(tmp_path / "copy" / "t.npy", theta)
+    moved = cfg({**net_cfg, "init": {"kind": "file", "path": str(tmp_path / "copy" / "t.npy")}})
+    assert run_id(moved) == run_id(model)
+    np.save(tmp_path / "short.npy", theta[:-1])
+    with pytest.raises(ConfigError, match=r"^model.init.path: .*short.npy: must be a 1-D array"):
+        load_init_file(str(tmp_path / "short.npy"), n)
+    np.save(tmp_path / "f32.npy", theta.astype(np.float32))
+    with pytest.raises(ConfigError, match="dtype must be float64"):
+        load_init_file(str(tmp_path / "f32.npy"), n)
+    (tmp_path / "junk.npy").write_bytes(b"not numpy")
+    with pytest.raises(ConfigError, match="not a readable .npy"):
+        load_init_file(str(tmp_path / "junk.npy"), n)
+    np.save(tmp_path / "theta0.npy", theta + 1)  # edited after the config was read
+    with pytest.raises(ConfigError, match="changed since"):
+        Network.from_config(model["model"], 3, 2).initial()
+
+
+def test_every_hyperparameter_has_one_type_and_no_collision():
+    declared = {name: TRACE_SCHEMA.field(name).type for name in HYPERPARAMETER_COLUMNS}
+    assert declared == {name: RUNS_SCHEMA.field(name).type for name in HYPERPARAMETER_COLUMNS}
+    kinds = {int: pa.int64(), float: pa.float64(), str: pa.string()}
+    seen: dict[str, pa.DataType] = {}
+    for cls in ALGORITHMS.values():
+        for h in cls.hyperparameters:
+            assert h.name in declared, f"{cls.name}.{h.name} has no results column"
+            assert declared[h.name] == kinds[h.kind], f"{cls.name}.{h.name}: type differs"
+            assert seen.setdefault(h.name, kinds[h.kind]) == kinds[h.kind]
+    others = [n for n in TRACE_SCHEMA.names + RUNS_SCHEMA.names if n not in declared]
+    assert not set(declared) & set(others)
+    assert len(set(TRACE_SCHEMA.names)) == len(TRACE_SCHEMA.names)
+    assert len(set(RUNS_SCHEMA.names)) == len(RUNS_SCHEMA.names)
+
+
+def test_writes_are_strict():
+    with pytest.raises(ValueError, match="not in the results schema: surprise"):
+        trace_table([{"run_id": "a", "round": 0, "surprise": 1.0}])
+    t = rows_table([{"run_id": "a", "data_alpha": 0.5}], RUNS_SCHEMA)
+    assert t.column("data_alpha").to_pylist() == [0.5]
+
+
+def test_old_runs_tables_are_upgraded():
+    old = pa.table(
+        {
+            "run_id": ["a", "b"],
+            "alpha": [0.5, None],
+            "beta": [1.0, None],
+            "final_objective": [1.0, 2.0],
+        }
+    )
+    new = upgrade(old, RUNS_SCHEMA)
+    assert new.schema.names[: len(RUNS_SCHEMA.names)] == RUNS_SCHEMA.names
+    assert new.column("data_alpha").to_pylist() == [0.5, None]
+    assert new.column("data_beta").to_pylist() == [1.0, None]
+    assert new.column("model").to_pylist() == ["linear", "linear"]
+    assert new.column("stepsize").null_count == 2
+    traces = upgrade(pa.table({"run_id": ["a"], "round": [0], "dataset": ["x"]}), TRACE_SCHEMA)
+    assert traces.column("pm_objective").to_pylist() == [None]
