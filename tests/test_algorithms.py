@@ -478,13 +478,21 @@ def test_trace_bytes_are_cumulative():
 
 
 def test_huge_step_size_diverges_without_exception():
+    cfg = synth_cfg(params={"stepsize": 1e6, "local_steps": 5}, rounds=60)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        df = fedsparse.run(synth_cfg(params={"stepsize": 1e6, "local_steps": 5}, rounds=60))
+        df = fedsparse.run({**cfg, "divergence_factor": 1e300})  # only an overflow ends it
+        early = fedsparse.run(cfg)
     assert df["status"].iloc[-1] == "diverged"
     assert not np.isfinite(df["objective"].iloc[-1])
     assert set(df["status"].iloc[:-1]) == {"ok"}
     assert df["round"].iloc[-1] < 60  # the run stopped at the first non-finite objective
+    # the default rule ends it sooner: at the first round past 1000 x the round-0 objective
+    f0 = df["objective"].iloc[0]
+    last = early["round"].iloc[-1]
+    assert early["status"].tolist() == ["ok"] * last + ["diverged"]
+    assert np.isfinite(early["objective"].iloc[-1]) and last < df["round"].iloc[-1]
+    assert (df["objective"].iloc[:last] <= 1e3 * f0).all() and df["objective"][last] > 1e3 * f0
 
 
 @pytest.mark.parametrize("name,seed", [("fedht", 1), ("fedht", 2), ("distiht", 3)])

@@ -230,3 +230,53 @@ def test_old_runs_tables_are_upgraded():
     assert new.column("stepsize").null_count == 2
     traces = upgrade(pa.table({"run_id": ["a"], "round": [0], "dataset": ["x"]}), TRACE_SCHEMA)
     assert traces.column("pm_objective").to_pylist() == [None]
+
+
+# Traces recorded by the release before the model layer (objective per round, as hex floats).
+# Compared at 1e-13, not bit for bit: the dot products are vectorised, so another CPU's vector
+# width may change the last bits (the README says so); on one machine they are bit-identical.
+RECORDED = [
+    (
+        {
+            "dataset": dict(SIM, dim=40, support=5, clients=6, samples_per_client=20),
+            "algorithm": "fedht",
+            "params": {"stepsize": 0.01, "sparsity": 5, "local_steps": 3, "batch_size": 4},
+            "rounds": 8,
+        },
+        "6db3aab4fd0d1e14",
+        "0x1.f57efc247062ep+2 0x1.a67b7d655a39ap+2 0x1.735a3dbc2f706p+2 0x1.469656487d6d9p+2 "
+        "0x1.255aff91fa978p+2 0x1.14bdee0e3aa71p+2 0x1.02d4550cdbbb2p+2 0x1.ea0f88b4238e0p+1 "
+        "0x1.d439989ebba51p+1",
+    ),
+    (
+        {
+            "dataset": {
+                "kind": "synthetic",
+                "task": "logistic",
+                "clients": 4,
+                "samples_per_client": 50,
+                "dim": 30,
+                "support": 5,
+                "positives": 20,
+            },
+            "model": {"loss": "logistic"},
+            "algorithm": "fediterht",
+            "params": {"stepsize": 0.05, "sparsity": 6, "local_steps": 2, "batch_size": "full"},
+            "rounds": 5,
+            "eval_every": 2,
+        },
+        "4e48859d6eb1de66",
+        "0x1.62e42fefa39e9p-1 0x1.5e5bc3c3afc14p-1 0x1.5abde953baabap-1 0x1.593e236dd40f9p-1",
+    ),
+]
+
+
+@pytest.mark.parametrize("raw,rid,objectives", RECORDED)
+def test_linear_traces_are_those_of_the_release_before(raw, rid, objectives):
+    from fedsparse.experiment import run
+
+    trace = run(raw)
+    assert (trace["run_id"] == rid).all()
+    expected = [float.fromhex(v) for v in objectives.split()]
+    np.testing.assert_allclose(trace["objective"].to_numpy(float), expected, rtol=1e-13)
+    assert (trace["model"] == "linear").all() and trace["pm_objective"].isna().all()

@@ -192,10 +192,18 @@ def test_personal_test_accuracy_is_null_without_per_client_test_rows():
 # ---- the hard-thresholding family on networks -----------------------------------------------
 
 
-def oracle_ht_trace(pb: Problem, *, steps, stepsize, rounds, tau, local_threshold):
+def per_layer(net: Network, theta, tau):
+    """H_tau applied to each layer's parameters (W_l then b_l) separately."""
+    b = net.layer_bounds
+    segments = zip(b[:-1], b[1:], strict=True)
+    return np.concatenate([np_hard_threshold(theta[lo:hi], tau) for lo, hi in segments])
+
+
+def oracle_ht_trace(pb: Problem, *, steps, stepsize, rounds, tau, local_threshold, layers=False):
     """Full-batch Fed-HT / FedIter-HT on flat parameters (spec pseudo-code), in NumPy."""
     bl = blocks(pb.data)
     theta = pb.initial_model().ravel()
+    H = (lambda x, t: per_layer(pb.network, x, t)) if layers else np_hard_threshold
 
     def objective(th):
         return sum(
@@ -211,9 +219,9 @@ def oracle_ht_trace(pb: Problem, *, steps, stepsize, rounds, tau, local_threshol
             for _ in range(steps):
                 th = th - stepsize * np_loss_grad(pb.network, th, Xi, yi, pb.loss, pb.l2)[1]
                 if local_threshold:
-                    th = np_hard_threshold(th, tau)
+                    th = H(th, tau)
             total += pi * th
-        theta = np_hard_threshold(total, tau)
+        theta = H(total, tau)
         trace.append(objective(theta))
     return np.array(trace), theta
 
@@ -313,3 +321,56 @@ def test_trace_has_personalised_and_train_loss_columns(monkeypatch):
     last = pb.personal_metrics(algo.local_models)
     for key, value in last.items():
         assert personal[key].iloc[-1] == pytest.approx(value, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["fedht", "fediterht"])
+def test_per_layer_threshold_equals_pseudo_code(name, sparse):
+    data = make_data("softmax", d=9, sparse=sparse, seed=12)
+    pb = Problem(data, "softmax", 1e-3, "uniform", {"kind": "mlp", "hidden": [6, 5]})
+    tau = 20  # layers of 60, 35 and 18 parameters: the last keeps all
+    params = {"stepsize": 0.1, "sparsity": tau, "batch_size": "full", "local_steps": 2}
+    cls = ALGORITHMS[name]
+    algo = cls(pb, cls.validate_params({**params, "threshold": "per_layer"}), 0)
+    algo.check_problem()
+    algo.setup()
+    got = [pb.objective(algo.model)]
+    for t in range(4):
+        algo.round(t)
+        got.append(pb.objective(algo.model))
+    expected, theta = oracle_ht_trace(
+        pb,
+        steps=2,
+        stepsize=0.1,
+        rounds=4,
+        tau=tau,
+        local_threshold=name == "fediterht",
+        layers=True,
+    )
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+    np.testing.assert_allclose(algo.model.ravel(), theta, rtol=1e-9, atol=1e-12)
+    b = pb.network.layer_bounds
+    counts = [np.count_nonzero(algo.model[0, lo:hi]) for lo, hi in zip(b[:-1], b[1:], strict=True)]
+    assert counts == [tau, tau, 18]
+
+
+def test_threshold_default_stays_out_of_the_run_config():
+    from fedsparse.config import normalize_run_config, run_id
+    from fedsparse.errors import ConfigError
+
+    base = {
+        "dataset": {"kind": "synthetic", "dim": 20, "support": 4},
+        "algorithm": "fedht",
+        "params": {"stepsize": 0.1, "sparsity": 4},
+        "rounds": 2,
+    }
+    plain = normalize_run_config(base)
+    spelled = normalize_run_config({**base, "params": {**base["params"], "threshold": "all"}})
+    assert "threshold" not in plain["params"] and run_id(spelled) == run_id(plain)
+    per = normalize_run_config({**base, "params": {**base["params"], "threshold": "per_layer"}})
+    assert run_id(per) != run_id(plain)
+    trace = run_trace(plain).to_pandas()
+    assert trace["threshold"].unique().tolist() == ["all"]
+    with pytest.raises(ConfigError, match="^params.threshold: per_layer is for networks"):
+        run_trace(per)
+    with pytest.raises(ConfigError, match="^params.threshold: must be one of all, per_layer"):
+        normalize_run_config({**base, "params": {**base["params"], "threshold": "rows"}})

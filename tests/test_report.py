@@ -87,7 +87,7 @@ def _run_row(cfg: dict, trace: pd.DataFrame) -> dict:
     ds = cfg["dataset"]
     return {
         **{
-            c: last[c]
+            c: None if pd.isna(last[c]) else last[c]  # null hyperparameters of other families
             for c in (
                 "run_id",
                 "sweep",

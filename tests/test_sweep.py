@@ -50,14 +50,17 @@ def test_run_ids_are_stable_and_equal_to_a_single_run_config():
 def test_the_default_config_is_the_papers_simulation_study():
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     plan = plan_sweep(cfg)
-    assert cfg["grid"]["stepsize"] == [10, 1, 0.6, 0.3, 0.1, 0.06, 0.03, 0.01, 0.001]
-    assert cfg["grid"]["local_steps"] == [3, 5, 8, 10]
+    steps = cfg["grid"]["stepsize"]
+    # the papers' nine step sizes, and more below and between them down to 1e-4 (issue 20)
+    assert set(steps) >= {10, 1, 0.6, 0.3, 0.1, 0.06, 0.03, 0.01, 0.001} and min(steps) <= 1e-4
+    assert len(steps) == 15 and steps == sorted(steps, reverse=True)
+    assert cfg["grid"]["local_steps"] == [3, 5, 10]  # the papers' K = 8 left out for time
     assert cfg["rounds"] == 200 and len(cfg["seeds"]) >= 2
     levels = {
         (d["data"]["task"], d["data"]["alpha"], d["data"]["beta"]) for d in cfg["datasets"].values()
     }
     assert levels == {(t, a, a) for t in ("linear", "logistic") for a in (0.1, 0.5, 1.0)}
-    per_dataset = 9 * 4 * 2 * 2 + 9 * 2  # fedht, fediterht; distiht
+    per_dataset = 15 * 3 * 2 * 2 + 15 * 2  # fedht, fediterht; distiht
     assert len(plan.runs) == 6 * per_dataset
     assert {r.config["params"]["sparsity"] for r in plan.runs} == {200}
 

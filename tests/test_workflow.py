@@ -104,7 +104,7 @@ def test_dry_run_of_the_default_config(tmp_path):
     proc = snakemake(tmp_path, "-n", "--configfile", str(ROOT / "config/config.yaml"))
     counts = job_counts(proc.stdout)
     assert counts["make_data"] == 6
-    assert counts["run_shard"] == 6 * 6  # 162 runs per data set, 27 per shard
+    assert counts["run_shard"] == 6 * 8  # 210 runs per data set, 27 per shard
 
 
 @pytest.mark.parametrize(

@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Per data set and algorithm, the configuration (everything but the seed) "
         "with the best mean metric over its seeds. A diverged run scores the worst value, so "
         "a configuration with a diverged seed ranks last. Optuna trials are skipped; their "
-        "held-out re-runs count.",
+        "held-out re-runs count. The grid_edges column flags a hyperparameter whose best value is "
+        "the smallest or largest of those searched (extend the grid there).",
     )
     _results_folders(p)
     p.add_argument(

@@ -1,8 +1,8 @@
 """Run configurations: read, validate, fill defaults, and hash into a run id.
 
 A run config is a mapping with keys ``dataset``, ``partition``, ``model``,
-``algorithm``, ``params``, ``rounds``, ``seed``, ``eval_every`` (and an optional
-``sweep`` label). :func:`normalize_run_config` returns the canonical form: every
+``algorithm``, ``params``, ``rounds``, ``seed``, ``eval_every`` (and optional ``sweep``
+label and ``divergence_factor``). :func:`normalize_run_config` returns the canonical form: every
 default filled in, so two configs that mean the same run hash to the same id.
 """
 
@@ -18,6 +18,7 @@ import yaml
 
 from . import model as model_layer
 from .algorithms import ALGORITHMS
+from .algorithms.base import DEFAULT_TIME_MODEL
 from .errors import ConfigError
 from .problem import DEFAULT_L2, LOSS_TASKS
 
@@ -31,7 +32,14 @@ RUN_KEYS = (
     "rounds",
     "seed",
     "eval_every",
+    "divergence_factor",
+    "time_model",
 )
+# A run is diverged once its objective exceeds this factor times its round-0 objective (or is
+# not finite). At this default the key is left out of the canonical config (run ids unchanged).
+DEFAULT_DIVERGENCE_FACTOR = 1e3
+# time_model (algorithms.base.DEFAULT_TIME_MODEL): at the default it is left out of the
+# canonical config (run ids unchanged).
 SYNTHETIC_DEFAULTS: dict[str, Any] = {
     "task": "linear",
     "clients": 100,
@@ -160,6 +168,12 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
         "seed": as_integer(raw.get("seed", 0), "seed", low=0),
         "eval_every": as_integer(raw.get("eval_every", 1), "eval_every", low=1),
     }
+    timing = time_model(raw)
+    if timing != DEFAULT_TIME_MODEL:  # at the default: absent, so run ids do not change
+        cfg["time_model"] = timing
+    factor = divergence_factor(raw)
+    if factor != DEFAULT_DIVERGENCE_FACTOR:  # at the default: absent, so run ids do not change
+        cfg["divergence_factor"] = factor
     cfg["partition"] = normalize_partition(raw.get("partition"), cfg["dataset"])
     if cfg["dataset"]["kind"] == "synthetic":
         task = "binary" if cfg["dataset"]["task"] == "logistic" else "regression"
@@ -172,6 +186,28 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
         if model["loss"] != "least_squares" and LOSS_TASKS[model["loss"]] != task:
             raise ConfigError(f"model.loss: {model['loss']} does not fit {task} data")
     return cfg
+
+
+def divergence_factor(cfg: dict[str, Any]) -> float:
+    """The ``divergence_factor`` of a (raw or normalised) run or sweep config, validated."""
+    value = as_number(cfg.get("divergence_factor", DEFAULT_DIVERGENCE_FACTOR), "divergence_factor")
+    if value <= 1:
+        raise ConfigError(f"divergence_factor: must be > 1, got {value!r}")
+    return value
+
+
+def time_model(cfg: dict[str, Any]) -> dict[str, float]:
+    """The ``time_model`` of a (raw or normalised) run or sweep config, validated and complete."""
+    value = cfg.get("time_model", {})
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ConfigError("time_model: must be a mapping such as {exchange_time: 10}")
+    check_keys(value, tuple(DEFAULT_TIME_MODEL), "time_model")
+    return {
+        key: as_number(value.get(key, default), f"time_model.{key}", low=0.0)
+        for key, default in DEFAULT_TIME_MODEL.items()
+    }
 
 
 def run_id(cfg: dict[str, Any]) -> str:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from .algorithms import ALGORITHMS
+
 # The default sweep's runs read ~27 GB each by this model and take 3.1 s on a laptop
 # core (≈ 9 GB/s: evaluations hit the cache); 4 GB/s and a factor 2 give ~4x headroom
 # for slower nodes, memory bandwidth shared by a node's other jobs and cold caches.
@@ -77,7 +79,8 @@ def run_bytes(config: dict[str, Any], shape: DataShape) -> float:
     """Bytes one run reads: its local steps' minibatch rows and its evaluations."""
     params = config["params"]
     rounds = config["rounds"]
-    steps = params.get("local_steps", 1)
+    cls = ALGORITHMS.get(config.get("algorithm", ""))
+    steps = params.get("local_steps", 1) if cls is None else cls.steps_per_round(params)
     batch = params.get("batch_size")
     client_rows = shape.rows / max(shape.clients, 1)
     if batch is None or params.get("batch_growth", 1.0) != 1.0:

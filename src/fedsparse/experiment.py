@@ -19,7 +19,14 @@ import numpy as np
 import pyarrow as pa
 
 from .algorithms import ALGORITHMS
-from .config import normalize_run_config, partition_label, read_config_file, run_id
+from .config import (
+    divergence_factor,
+    normalize_run_config,
+    partition_label,
+    read_config_file,
+    run_id,
+    time_model,
+)
 from .data import FederatedData, load_qid_file, simulation
 from .model import Network
 from .problem import LOSS_TASKS, Problem
@@ -116,7 +123,8 @@ def run_identity(cfg: dict[str, Any]) -> dict[str, Any]:
         "loss": model["loss"],
         "model": Network.from_config(model, 1, 1).label,
         "seed": cfg["seed"],
-        **cfg["params"],
+        **time_model(cfg),
+        **ALGORITHMS[cfg["algorithm"]].with_defaults(cfg["params"]),
     }
 
 
@@ -127,8 +135,8 @@ def run_trace(
 ) -> pa.Table:
     """Run a normalised config and return its trace as an Arrow table.
 
-    ``data`` may be passed to reuse an already loaded data set. A non-finite
-    objective ends the run: its last row has ``status = 'diverged'``.
+    ``data`` may be passed to reuse an already loaded data set. A diverged round
+    ends the run: its row, the last, has ``status = 'diverged'`` (see :func:`is_diverged`).
     ``on_round(round, objective)`` is called after each evaluated round after
     round 0 (e.g. to report intermediate values to an Optuna pruner); a true
     return value ends the run there, returning the trace so far.
@@ -139,13 +147,22 @@ def run_trace(
     problem = Problem.from_config(data, model)
     cls = ALGORITHMS[cfg["algorithm"]]
     algorithm = cls(problem, cfg["params"], cfg["seed"])
+    algorithm.time_model = time_model(cfg)
     algorithm.check_problem()
     _warm_up(cls, problem, cfg)
 
     identity = run_identity(cfg)
     algorithm.setup()
     rows = []
-    totals = {"local_iterations": 0, "bytes_up": 0, "bytes_down": 0, "elapsed_s": 0.0}
+    totals = {
+        "local_iterations": 0,
+        "bytes_up": 0,
+        "bytes_down": 0,
+        "elapsed_s": 0.0,
+        "time": 0.0,
+    }
+    timing = time_model(cfg)
+    n_values = 2.0 * problem.shape[0] * problem.shape[1]  # 2 D: a full exchange up and down
 
     # Evaluated rounds wait in `pending` (copies of the global model, and of the
     # personalised models of algorithms that have them) and are scored together, one
@@ -154,11 +171,13 @@ def run_trace(
     # (diverged, or stopped by on_round) has trained at most eval_batch - 1 rounds
     # past its end, which are discarded.
     pending: list[tuple[int, dict[str, Any], np.ndarray, np.ndarray | None]] = []
+    f0, factor = [math.nan], divergence_factor(cfg)  # f0[0]: round-0 objective, once scored
 
     def snapshot(t: int) -> np.ndarray:
         personal = algorithm.personal_models
         W = algorithm.model
-        pending.append((t, dict(totals), W.copy(), None if personal is None else personal.copy()))
+        spent = {**totals, **algorithm.extra_metrics()}
+        pending.append((t, spent, W.copy(), None if personal is None else personal.copy()))
         return W
 
     def score_pending() -> bool:
@@ -166,7 +185,10 @@ def run_trace(
         Ws = np.stack([W for _, _, W, _ in pending])
         scored = problem.metrics_many(Ws)
         for (t, spent, _, personal), metrics in zip(pending, scored, strict=True):
-            ok = math.isfinite(metrics["objective"])
+            if t == 0:
+                f0[0] = metrics["objective"]
+            ok = not is_diverged(metrics["objective"], f0[0], factor)
+            metrics.update(algorithm.finish_metrics({**spent, **metrics}))
             if personal is not None:
                 metrics.update(problem.personal_metrics(personal))
             rows.append(
@@ -187,6 +209,12 @@ def run_trace(
         totals["local_iterations"] += cost.local_iterations
         totals["bytes_up"] += cost.bytes_up
         totals["bytes_down"] += cost.bytes_down
+        up, down = cost.values(problem.n_clients)
+        totals["time"] += (
+            timing["step_time"] * cost.local_iterations
+            + timing["round_latency"]
+            + timing["exchange_time"] * (up + down) / n_values
+        )
         if t % every == 0 or t == rounds:
             W = snapshot(t)
             # a non-finite model has diverged: score it now rather than train on
@@ -199,6 +227,16 @@ def run_trace(
             if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
                 row[key] = None
     return trace_table(rows)
+
+
+def is_diverged(objective: float, start: float, factor: float) -> bool:
+    """Whether a round's objective means a blow-up: not finite, or above ``factor`` times the
+    round-0 objective ``start``. The ratio only means something for ``start > 0`` (losses and
+    l2 terms are >= 0): from a start of 0, or of a negative or non-finite value, only a
+    non-finite objective counts."""
+    if not math.isfinite(objective):
+        return True
+    return math.isfinite(start) and start > 0 and objective > factor * start
 
 
 def _warm_up(cls: type, problem: Problem, cfg: dict[str, Any]) -> None:

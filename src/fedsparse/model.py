@@ -191,6 +191,12 @@ class Network:
         widths = "-".join(str(h) for h in self.sizes[1:-1])
         return f"mlp-{widths}-{self.activation}" + ("" if self.bias else "-nobias")
 
+    @property
+    def layer_bounds(self) -> np.ndarray:
+        """Where each layer's parameters (W_l, then b_l) start and end in the flat layout."""
+        sizes = [o * i + (o if self.bias else 0) for o, i in self.layers]
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
     def split(self, theta: np.ndarray) -> list[tuple[np.ndarray, np.ndarray | None]]:
         """Views (W_l, b_l) of a flat parameter vector, layer by layer."""
         theta = np.asarray(theta).reshape(-1)

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from .aggregate import write_traces_dataset
 from .atomic import atomic_write
+from .edges import EDGE_COLUMNS, edge_phrase
 from .errors import FedsparseError, FedsparseWarning
 from .results import (
     HYPERPARAMETER_COLUMNS,
@@ -76,6 +77,9 @@ BEST_CONFIG_COLUMNS = (
     "loss",
     "model",
     "rounds",
+    "step_time",
+    "round_latency",
+    "exchange_time",
     *HYPERPARAMETER_COLUMNS,
 )
 
@@ -147,7 +151,8 @@ def best_configurations(
     results: Results, metric: str = "final_objective", by: Sequence[str] = ()
 ) -> pa.RecordBatchReader:
     """Per (``by``..., dataset, algorithm): the configuration with the best mean ``metric``
-    over its seeds, with its number of seeds and of diverged runs.
+    over its seeds, with its number of seeds and of diverged runs, and ``grid_edges``: its
+    hyperparameters at an edge of the values searched (fedsparse.edges; '' when none).
 
     Optuna trials are searches (pruned ones stop early), so as in the report only grid runs
     and the held-out re-runs of Optuna's best trials (trial_state HOLDOUT) are compared.
@@ -175,22 +180,41 @@ def best_configurations(
     order = "ASC" if better == "lower" else "DESC"
     cols, keys = ", ".join(map(sql_ident, config)), ", ".join(map(sql_ident, groups))
     tiebreak = ", ".join(f"{sql_ident(c)} NULLS FIRST" for c in config)  # deterministic ties
+    # the values searched: every run of the group, Optuna trials included
+    bounds = ", ".join(
+        f"min({sql_ident(c)}) AS {sql_ident('_lo_' + c)}, "
+        f"max({sql_ident(c)}) AS {sql_ident('_hi_' + c)}, "
+        f"count(DISTINCT {sql_ident(c)}) AS {sql_ident('_n_' + c)}"
+        for c in EDGE_COLUMNS
+    )
+    flags = [
+        f"CASE WHEN {sql_ident('_n_' + c)} >= 2 AND ranked.{sql_ident(c)} = "
+        f"{sql_ident(f'_{end}_' + c)} THEN {sql_quote(edge_phrase(c, side))} END"
+        for c in EDGE_COLUMNS
+        for end, side in (("lo", "lower"), ("hi", "upper"))
+    ]
+    edges = f"concat_ws('; ', {', '.join(flags)})"
+    on = " AND ".join(  # null-safe: a --by column may be null (e.g. study of a grid run)
+        f"ranked.{sql_ident(c)} IS NOT DISTINCT FROM span.{sql_ident(c)}" for c in groups
+    )
     sql = f"""
-        WITH scored AS (
-          SELECT r.*, {value} AS value,
-                 CASE WHEN r.status = 'diverged' THEN {worst} ELSE {value} END AS score
+        WITH span AS (SELECT {keys}, {bounds} FROM runs GROUP BY {keys}),
+        scored AS (  -- helper names start with _: a hyperparameter may be called k or n
+          SELECT r.*, {value} AS _value,
+                 CASE WHEN r.status = 'diverged' THEN {worst} ELSE {value} END AS _score
           FROM runs r {join}
           WHERE {compared}),
         configs AS (
-          SELECT {cols}, avg(score) AS {mean}, count(DISTINCT seed) AS seeds,
-                 count(*) FILTER (WHERE status = 'diverged') AS diverged, count(value) AS n
+          SELECT {cols}, avg(_score) AS {mean}, count(DISTINCT seed) AS seeds,
+                 count(*) FILTER (WHERE status = 'diverged') AS diverged, count(_value) AS _n
           FROM scored GROUP BY {cols}),
         ranked AS (
-          SELECT *, max(n) OVER (PARTITION BY {keys}) AS group_n, row_number() OVER (
-            PARTITION BY {keys} ORDER BY {mean} {order} NULLS LAST, {tiebreak}) AS k
+          SELECT *, max(_n) OVER (PARTITION BY {keys}) AS _group_n, row_number() OVER (
+            PARTITION BY {keys} ORDER BY {mean} {order} NULLS LAST, {tiebreak}) AS _rank
           FROM configs)
         -- a group where no run has a value: the metric does not apply (e.g. no test split)
-        SELECT * EXCLUDE (n, group_n, k) FROM ranked WHERE k = 1 AND group_n > 0
+        SELECT ranked.* EXCLUDE (_n, _group_n, _rank), {edges} AS grid_edges
+        FROM ranked JOIN span ON {on} WHERE _rank = 1 AND _group_n > 0
         ORDER BY {keys}"""
     valued = f"SELECT count(*) FROM runs r {join} WHERE ({compared}) AND {value} IS NOT NULL"
     if not _scalar(results.con, valued):

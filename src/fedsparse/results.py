@@ -30,6 +30,11 @@ _IDENTITY = [
     ("loss", pa.string()),
     ("model", pa.string()),  # linear | linear+bias | mlp-<widths>-<activation>[-nobias]
     ("seed", pa.int64()),
+    # the run's time_model (config.DEFAULT_TIME_MODEL unless set): the environment simulated,
+    # which a sweep may vary (exchange_time), not a hyperparameter to tune
+    ("step_time", pa.float64()),
+    ("round_latency", pa.float64()),
+    ("exchange_time", pa.float64()),
 ]
 _HYPERPARAMETERS = [  # null where an algorithm has no such parameter
     ("stepsize", pa.float64()),
@@ -37,6 +42,46 @@ _HYPERPARAMETERS = [  # null where an algorithm has no such parameter
     ("sparsity", pa.int64()),
     ("batch_size", pa.int64()),  # null = full batch
     ("batch_growth", pa.float64()),
+    ("threshold", pa.string()),  # hard thresholding on networks: all | per_layer
+    ("k", pa.int64()),  # gradient sparsification: elements per message (fixed or initial)
+    ("fill", pa.string()),  # fabtopk's fill rule: client | aggregate
+    ("k_control", pa.string()),  # fixed | online | online_extended
+    ("k_min", pa.int64()),  # online k: the search interval (0: the defaults 0.002 D and D)
+    ("k_max", pa.int64()),
+    ("window", pa.int64()),  # online_extended: M_u
+    ("expand", pa.float64()),  # online_extended: alpha
+    ("sampled_clients", pa.int64()),  # fedavg: clients per round (0 = all)
+    ("stepsize_decay", pa.float64()),  # fedavg: step stepsize / t**stepsize_decay
+    ("prox_weight", pa.float64()),  # ssca: tau of the proximal term
+    ("rho_scale", pa.float64()),  # ssca: a1 of rho_t = a1 / t**decay
+    ("gamma_scale", pa.float64()),  # ssca: a2 of gamma_t = a2 / t**(decay + gamma_extra)
+    ("decay", pa.float64()),
+    ("gamma_extra", pa.float64()),
+    ("lambda", pa.float64()),  # ssca: weight of lambda ||w||^2
+    ("cost_limit", pa.float64()),  # ssca_constrained: U in F(w) <= U
+    ("penalty", pa.float64()),  # ssca_constrained: c, the slack's penalty
+    # personalised/hierarchical family (sfedhp, pfedme, hierfavg, fedprox, perfedavg, heurfedamp)
+    ("inner_stepsize", pa.float64()),  # sfedhp/pfedme: the theta step; perfedavg: alpha
+    ("inner_steps", pa.int64()),  # K: theta steps per edge/local round
+    ("edge_rounds", pa.int64()),  # sfedhp: R; hierfavg: kappa2
+    ("lambda1", pa.float64()),  # sfedhp: theta-phi weight
+    ("lambda2", pa.float64()),  # sfedhp: phi-w weight
+    ("gamma1", pa.float64()),  # sfedhp: smooth-l1 weight on theta
+    ("gamma2", pa.float64()),  # sfedhp: smooth-l1 weight on w_i
+    ("rho", pa.float64()),  # sfedhp: smoothing of the l1 norm
+    ("beta", pa.float64()),  # sfedhp/pfedme: cloud relaxation
+    ("edges", pa.int64()),  # sfedhp/hierfavg: edge servers
+    ("sampled_edges", pa.int64()),  # sfedhp: edges aggregated per round (0 = all)
+    ("anchor", pa.string()),  # sfedhp: edge_avg | per_client
+    ("gamma_tiny", pa.float64()),  # sfedhp: gamma after a schedule switch
+    ("density_floor", pa.float64()),  # sfedhp: gamma1 switch below this theta density
+    ("gamma2_rounds", pa.int64()),  # sfedhp: gamma2 switch after these rounds
+    ("zero_tol", pa.float64()),  # sfedhp: |x| <= zero_tol counts as zero
+    ("mu", pa.float64()),  # fedprox: proximal weight
+    ("variant", pa.string()),  # perfedavg: fo | hf
+    ("hvp_delta", pa.float64()),  # perfedavg hf: finite-difference width
+    ("alpha_self", pa.float64()),  # heurfedamp: own weight of the cloud model
+    ("sigma", pa.float64()),  # heurfedamp: cosine-similarity temperature
 ]
 
 TRACE_SCHEMA = pa.schema(
@@ -72,6 +117,32 @@ TRACE_SCHEMA = pa.schema(
         ("pm_objective", pa.float64()),
         ("pm_train_accuracy", pa.float64()),
         ("pm_test_accuracy", pa.float64()),
+        # constrained methods (ssca_constrained): the server problem's slack s in the round
+        # that produced the row's model (null in round 0) and F(w) - U at the row's model;
+        # sq_norm = ||w||^2 (ssca, ssca_constrained)
+        ("slack", pa.float64()),
+        ("constraint_value", pa.float64()),
+        ("sq_norm", pa.float64()),
+        # simulated cumulative time of the run's time_model (config.DEFAULT_TIME_MODEL)
+        ("time", pa.float64()),
+        # gradient sparsification: the k used in this round (D for sendall; null in row 0)
+        ("k_used", pa.int64()),
+        # online k: this round's k'_m (the auxiliary k of the sign estimate) and the estimated
+        # sign of d tau / dk (+1, -1, 0; null when the losses did not both decrease)
+        ("k_aux", pa.int64()),
+        ("sign", pa.int64()),
+        # gradient sparsification's fairness view of the round: min over clients of |J ∩ J_i|
+        # (the elements of client i's offer that were applied) and the clients with none
+        ("min_shared", pa.int64()),
+        ("idle_clients", pa.int64()),
+        # hierarchical methods: cumulative client<->edge bytes (bytes_up/bytes_down are then
+        # the cloud link); bits: cumulative Remark-1 bits of one edge (sfedhp) or one client
+        # (flat methods), up and down; density of w and mean density of the clients' models
+        ("edge_bytes_up", pa.int64()),
+        ("edge_bytes_down", pa.int64()),
+        ("bits", pa.float64()),
+        ("density", pa.float64()),
+        ("pm_density", pa.float64()),
     ],
     metadata={"fedsparse_trace_schema": str(SCHEMA_VERSION)},
 )
@@ -84,6 +155,9 @@ CONFIG_COLUMNS = (
     "algorithm",
     "loss",
     "model",
+    "step_time",
+    "round_latency",
+    "exchange_time",
     *HYPERPARAMETER_COLUMNS,
 )
 

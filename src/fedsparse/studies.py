@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .algorithms import ALGORITHMS
-from .config import as_integer, as_number, check_keys, normalize_run_config, partition_label
+from .config import (
+    DEFAULT_DIVERGENCE_FACTOR,
+    as_integer,
+    as_number,
+    check_keys,
+    divergence_factor,
+    normalize_run_config,
+    partition_label,
+)
 from .errors import ConfigError
 
 OPTUNA_KEYS = (
@@ -110,6 +118,7 @@ class StudySpec:
     fixed: dict[str, Any]
     space: dict[str, SearchParam]
     settings: TuneSettings = field(repr=False)
+    divergence_factor: float = DEFAULT_DIVERGENCE_FACTOR
 
     def run_config(self, params: dict[str, Any], seed: int) -> dict[str, Any]:
         """The normalised run config of ``params`` (searched and fixed) on ``seed``."""
@@ -124,6 +133,7 @@ class StudySpec:
                 "rounds": self.rounds,
                 "seed": seed,
                 "eval_every": self.eval_every,
+                "divergence_factor": self.divergence_factor,
             }
         )
 
@@ -132,8 +142,12 @@ class StudySpec:
         return corners(self.space)
 
     def identity(self) -> dict[str, Any]:
-        """What a stored study must match to be resumed (budget and workers may change)."""
+        """What a stored study must match to be resumed (budget and workers may change);
+        a divergence factor only where it is not the default, so older studies resume."""
+        factor = self.divergence_factor
+        extra = {} if factor == DEFAULT_DIVERGENCE_FACTOR else {"divergence_factor": factor}
         return {
+            **extra,
             "algorithm": self.algorithm,
             "data": self.data,
             "model": self.model,
@@ -168,6 +182,7 @@ def plan_studies(
     space = parse_space(sweep.get("space"))
     rounds = as_integer(sweep["rounds"], "rounds", low=1)
     eval_every = as_integer(sweep.get("eval_every", 1), "eval_every", low=1)
+    factor = divergence_factor(sweep)
     studies = {}
     for algo, overrides in algorithms.items():
         fixed, algo_space = _algorithm_space(algo, space, overrides)
@@ -188,6 +203,7 @@ def plan_studies(
                 fixed=fixed,
                 space=algo_space,
                 settings=settings,
+                divergence_factor=factor,
             )
             # every corner of the space must make a valid run config
             for corner in corners(algo_space):

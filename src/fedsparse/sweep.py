@@ -6,6 +6,7 @@ values), a hyperparameter grid, seeds, rounds and ``eval_every``::
     sweep: paper-simulations
     rounds: 200
     eval_every: 1
+    divergence_factor: 1000   # a run whose objective passes 1000 x its round-0 one diverged
     seeds: [0, 1]
     shard_size: 25        # runs per shard (one process, one cluster job)
     max_shards: 500       # larger sweeps get larger shards
@@ -42,11 +43,13 @@ from .config import (
     as_integer,
     check_keys,
     default_loss,
+    divergence_factor,
     normalize_dataset,
     normalize_model,
     normalize_partition,
     normalize_run_config,
     run_id,
+    time_model,
 )
 from .cost import job_resources, known_shape, shard_seconds
 from .errors import ConfigError, FedsparseError
@@ -66,6 +69,8 @@ SWEEP_KEYS = (
     "data_cache",  # where downloaded real data is cached (default $FEDSPARSE_DATA_CACHE)
     "embedding_sample",  # rows in each data set's t-SNE figure (0: none)
     "method",  # grid (default) | optuna (fedsparse.tune: the optuna and space sections)
+    "divergence_factor",  # every run's (fedsparse.config.DEFAULT_DIVERGENCE_FACTOR if absent)
+    "time_model",  # every run's simulated time; a key given a list is swept (fedsparse.config)
     "optuna",
     "space",
 )  # results: the workflow's output folder, not part of any run
@@ -146,6 +151,7 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
     shard_size = as_integer(sweep.get("shard_size", DEFAULT_SHARD_SIZE), "shard_size", low=1)
     max_shards = as_integer(sweep.get("max_shards", DEFAULT_MAX_SHARDS), "max_shards", low=1)
     as_integer(sweep.get("embedding_sample", 1000), "embedding_sample", low=0)
+    divergence_factor(sweep)  # checked once, before any run is planned
     if not isinstance(sweep.get("data_cache", ""), str):
         raise ConfigError("data_cache: must be a folder path")
     datasets = _datasets(sweep["datasets"])
@@ -153,9 +159,15 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
     method = sweep.get("method", "grid")
     if method not in ("grid", "optuna"):
         raise ConfigError(f"method: must be grid or optuna, got {method!r}")
+    timings = _time_models(sweep)
     if method == "optuna":
+        if "time_model" in sweep:
+            raise ConfigError("time_model: not supported with method optuna yet (use a grid)")
         if "grid" in sweep:
             raise ConfigError("grid: not used with method optuna (give a space instead)")
+        for algo, entry in algorithms.items():
+            if isinstance(entry, list):
+                raise ConfigError(f"algorithms.{algo}: a list of override sets is for method grid")
         plan = Plan(name=name, datasets=datasets)
         plan.studies = plan_studies(sweep, name, datasets, algorithms, seeds)
         return plan
@@ -170,11 +182,11 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
     runs_of: dict[str, list[Run]] = {}
     for ds_name, ds in datasets.items():
         runs = runs_of[ds_name] = []
-        for algo, overrides in algorithms.items():
+        for algo, overrides in _override_sets(algorithms):
             axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
                 params = dict(zip(axes, values, strict=True))
-                for seed in seeds:
+                for timing, seed in itertools.product(timings, seeds):
                     raw = {
                         "sweep": name,
                         "dataset": ds["data"],
@@ -186,6 +198,10 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
                         "seed": seed,
                         "eval_every": sweep.get("eval_every", 1),
                     }
+                    if "divergence_factor" in sweep:
+                        raw["divergence_factor"] = sweep["divergence_factor"]
+                    if timing is not None:
+                        raw["time_model"] = timing
                     cfg = normalize_run_config(raw)
                     runs.append(Run(run_id(cfg), cfg))
     total = sum(len(r) for r in runs_of.values())
@@ -238,7 +254,28 @@ def _datasets(value: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _algorithms(value: Any) -> dict[str, dict[str, Any]]:
+def _time_models(sweep: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """The runs' time models: the sweep's ``time_model`` with every key given a list of values
+    expanded (``exchange_time: [0.1, 1, 10, 100]`` is four time models); [None] without one."""
+    if "time_model" not in sweep:
+        return [None]
+    value = sweep["time_model"]
+    if not isinstance(value, dict):
+        raise ConfigError("time_model: must be a mapping such as {exchange_time: [1, 10]}")
+    axes = {key: v if isinstance(v, list) else [v] for key, v in value.items()}
+    for key, values in axes.items():
+        if not values:
+            raise ConfigError(f"time_model.{key}: empty list")
+    out = [dict(zip(axes, vals, strict=True)) for vals in itertools.product(*axes.values())]
+    for timing in out:
+        time_model({"time_model": timing})  # one-line ConfigError naming the key
+    return out
+
+
+def _algorithms(value: Any) -> dict[str, dict[str, Any] | list[dict[str, Any]]]:
+    """Each algorithm's grid overrides: a mapping, or a list of mappings (override sets), each
+    expanded on its own; values that belong together (a batch size and the step-size schedule
+    tuned for it) are one set: ``ssca: [{batch_size: 1, decay: 0.4}, {batch_size: 10, ...}]``."""
     if isinstance(value, list):
         value = {name: {} for name in value}
     if not isinstance(value, dict) or not value:
@@ -248,9 +285,24 @@ def _algorithms(value: Any) -> dict[str, dict[str, Any]]:
             raise ConfigError(
                 f"algorithms.{name}: unknown algorithm (known: {', '.join(ALGORITHMS)})"
             )
-        if overrides is not None and not isinstance(overrides, dict):
-            raise ConfigError(f"algorithms.{name}: overrides must be a mapping")
-    return {name: overrides or {} for name, overrides in value.items()}
+        sets = overrides if isinstance(overrides, list) else [overrides]
+        if not sets or not all(s is None or isinstance(s, dict) for s in sets):
+            raise ConfigError(
+                f"algorithms.{name}: overrides must be a mapping or a non-empty list of mappings"
+            )
+    return {
+        name: [s or {} for s in overrides] if isinstance(overrides, list) else overrides or {}
+        for name, overrides in value.items()
+    }
+
+
+def _override_sets(algorithms: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(algorithm, overrides) for every override set, in order."""
+    return [
+        (name, s)
+        for name, entry in algorithms.items()
+        for s in (entry if isinstance(entry, list) else [entry])
+    ]
 
 
 def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[str, list[Any]]:

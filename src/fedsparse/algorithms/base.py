@@ -18,6 +18,14 @@ from ..errors import ConfigError
 from ..problem import Problem
 
 DENSE_VALUE_BYTES = 8  # float64
+# Simulated time of a round: step_time x local steps + round_latency + exchange_time x (values
+# one client sends up + values sent down) / (2 D) (spec seed-003 section 2.2; an index counts as
+# a value). A run config's top-level ``time_model`` (fedsparse.config); controllers of k read it.
+DEFAULT_TIME_MODEL: dict[str, float] = {
+    "step_time": 1.0,
+    "round_latency": 0.0,
+    "exchange_time": 0.0,
+}
 SPARSE_ENTRY_BYTES = 12  # float64 value + int32 index
 
 
@@ -51,6 +59,9 @@ class Hyperparameter:
     low_open: bool = False  # True: value must be > low, else >= low
     choices: tuple[str, ...] | None = None
     full_ok: bool = False
+    # True for a hyperparameter added to an algorithm after runs of it existed: at its
+    # default it stays out of the canonical params (and so out of the run id).
+    omit_default: bool = False
 
     @property
     def required(self) -> bool:
@@ -92,11 +103,27 @@ class Hyperparameter:
 @dataclass
 class RoundCost:
     """What one round cost: bytes sent up (clients to server) and down, summed over
-    clients, and the local iterations each client ran."""
+    clients, and the local iterations each client ran.
+
+    ``values_up``/``values_down``: numbers one client sends up / receives (the mean over
+    clients; an index counts as one value), which the time model charges. None: derived
+    from the bytes at 8 bytes a value (right for dense messages; sparse senders report).
+    """
 
     bytes_up: int
     bytes_down: int
     local_iterations: int
+    values_up: float | None = None
+    values_down: float | None = None
+
+    def values(self, n_clients: int) -> tuple[float, float]:
+        """(values up, values down) of one client this round."""
+        up, down = self.values_up, self.values_down
+        if up is None:
+            up = self.bytes_up / (n_clients * DENSE_VALUE_BYTES)
+        if down is None:
+            down = self.bytes_down / (n_clients * DENSE_VALUE_BYTES)
+        return float(up), float(down)
 
 
 class Algorithm(ABC):
@@ -106,6 +133,8 @@ class Algorithm(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     hyperparameters: ClassVar[tuple[Hyperparameter, ...]]
+    # the run's time model; run_trace sets it before setup (never mutated in place)
+    time_model: dict[str, float] = DEFAULT_TIME_MODEL
 
     def __init__(self, problem: Problem, params: dict[str, Any], seed: int):
         self.problem = problem
@@ -127,16 +156,37 @@ class Algorithm(ABC):
         out = {}
         for h in cls.hyperparameters:
             if h.name in params:
-                out[h.name] = h.validate(params[h.name], f"{where}.{h.name}")
+                value = h.validate(params[h.name], f"{where}.{h.name}")
+                if not (h.omit_default and value == h.default):
+                    out[h.name] = value
+            elif h.omit_default:
+                continue
             elif h.required:
                 raise ConfigError(f"{where}.{h.name}: required by {cls.name}")
             else:
                 out[h.name] = h.default
         return out
 
+    @classmethod
+    def with_defaults(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Validated ``params`` with the defaults that the canonical form leaves out."""
+        return {
+            **{h.name: h.default for h in cls.hyperparameters if h.omit_default},
+            **params,
+        }
+
+    def param(self, name: str) -> Any:
+        """A hyperparameter's value, its default where the canonical params omit it."""
+        return self.with_defaults(self.params)[name]
+
     def check_problem(self, where: str = "params") -> None:
         """Raise ConfigError if the hyperparameters cannot apply to this problem."""
         return None
+
+    @classmethod
+    def steps_per_round(cls, params: dict[str, Any]) -> int:
+        """Minibatch gradients one client computes per round, for the cost estimate."""
+        return int(params.get("local_steps", 1))
 
     @abstractmethod
     def setup(self) -> None:
@@ -150,6 +200,17 @@ class Algorithm(ABC):
     @abstractmethod
     def model(self) -> np.ndarray:
         """The global model W, shape ``problem.shape``, that is evaluated."""
+
+    def extra_metrics(self) -> dict[str, Any]:
+        """Trace columns the algorithm itself reports (e.g. ``k_used``), read when a round is
+        evaluated (and for round 0); keys must be declared in ``fedsparse.results``."""
+        return {}
+
+    def finish_metrics(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Columns computed from a scored row (the problem's metrics and this round's
+        :meth:`extra_metrics`) that add to or replace the problem's, e.g. an objective with
+        a term of the algorithm's own (divergence is judged on the problem's objective)."""
+        return {}
 
     @property
     def personal_models(self) -> np.ndarray | None:

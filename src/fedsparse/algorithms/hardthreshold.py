@@ -38,13 +38,22 @@ BATCH_GROWTH = Hyperparameter(
     default=1.0,
     low=1.0,
 )
+THRESHOLD = Hyperparameter(
+    "threshold",
+    str,
+    "networks: H_tau over all parameters (all) or tau per layer, W_l and b_l together "
+    "(per_layer; a layer with at most tau parameters keeps them all)",
+    default="all",
+    choices=("all", "per_layer"),
+    omit_default=True,
+)
 
 
 class _LocalSGDHardThreshold(Algorithm):
     """Shared implementation; subclasses set the local thresholding and upload encoding."""
 
     threshold_locally: ClassVar[bool]
-    hyperparameters = (STEPSIZE, SPARSITY, LOCAL_STEPS, BATCH_SIZE, BATCH_GROWTH)
+    hyperparameters = (STEPSIZE, SPARSITY, LOCAL_STEPS, BATCH_SIZE, BATCH_GROWTH, THRESHOLD)
 
     def check_problem(self, where: str = "params") -> None:
         pb = self.problem
@@ -54,6 +63,11 @@ class _LocalSGDHardThreshold(Algorithm):
             raise ConfigError(
                 f"{where}.sparsity: {self.params['sparsity']} is larger than the {what} {d} "
                 f"of dataset {pb.data.name}"
+            )
+        if self.param("threshold") == "per_layer" and pb.fast_linear:
+            raise ConfigError(
+                f"{where}.threshold: per_layer is for networks (model.kind mlp, or bias); "
+                "a linear model is thresholded per class already"
             )
 
     def setup(self) -> None:
@@ -166,6 +180,7 @@ class _LocalSGDHardThreshold(Algorithm):
                 pb.activation_code,
                 *common[5:],
                 self.work,
+                *self._layer_bounds(),
             )
         elif self.active_set:
             support = np.flatnonzero(np.any(self.W != 0.0, axis=0))
@@ -198,9 +213,24 @@ class _LocalSGDHardThreshold(Algorithm):
         if self.active_set:
             K.aggregate_active(*self.compact, pb.p, self.W)
             K.hard_threshold_rows(self.W, prm["sparsity"], self.scratch)
+        elif self._layer_bounds():
+            K.aggregate(self.W_local, pb.p, self.W.shape[1], self.W, self.scratch)  # no H_tau
+            bounds = pb.network.layer_bounds
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                K.hard_threshold(self.W[0, lo:hi], prm["sparsity"], self.scratch)
         else:
             K.aggregate(self.W_local, pb.p, prm["sparsity"], self.W, self.scratch)
-        return RoundCost(bytes_up, bytes_down, prm["local_steps"])
+        # values for the time model: a dense value is one, a sparse entry two (value + index)
+        up = bytes_up / (n * (sparse_bytes(1) / 2 if self.threshold_locally else dense_bytes(1)))
+        return RoundCost(
+            bytes_up, bytes_down, prm["local_steps"], up, 2 * bytes_down / (n * sparse_bytes(1))
+        )
+
+    def _layer_bounds(self) -> tuple[np.ndarray, ...]:
+        """The network's layer bounds when thresholding per layer, else nothing."""
+        if self.param("threshold") == "per_layer":
+            return (self.problem.network.layer_bounds,)
+        return ()
 
     @property
     def model(self) -> np.ndarray:
@@ -231,4 +261,5 @@ class DistributedIHT(_LocalSGDHardThreshold):
         ),
         BATCH_SIZE,
         BATCH_GROWTH,
+        THRESHOLD,
     )

@@ -34,7 +34,7 @@ from numba.np.linalg import ensure_blas
 
 from .losses import LEAST_SQUARES, SOFTMAX
 from .rng import sample_without_replacement
-from .threshold import SCRATCH_EXTRA, hard_threshold_rows
+from .threshold import SCRATCH_EXTRA, hard_threshold, hard_threshold_rows
 
 RELU = 0
 SWISH = 1
@@ -623,6 +623,7 @@ def mlp_local_sgd_round(
     l2,
     tau_local,
     work,
+    layer_bounds=None,
 ):
     """Run ``steps`` local SGD steps on every client's MLP, starting from ``theta``.
 
@@ -646,6 +647,9 @@ def mlp_local_sgd_round(
     rng : uint64 array, shape (n_clients,)
         Per-client random states, advanced in place.
     work : tuple from :func:`mlp_thread_work` with ``max_batch >= min(batch, max n_i)``
+    layer_bounds : int64 array, optional
+        Segment bounds ``[0, e_1, ..., n_params]``: the local H_tau keeps ``tau_local``
+        entries in each segment (``threshold: per_layer``); omitted: one segment.
     Other parameters as in :func:`mlp_batch_grad`.
     """
     n_clients = ptr.shape[0] - 1
@@ -701,4 +705,9 @@ def mlp_local_sgd_round(
                     ti,
                 )
             if tau_local > 0:
-                hard_threshold_rows(ti.reshape((1, P)), tau_local, scratch[t])
+                if layer_bounds is None:
+                    hard_threshold_rows(ti.reshape((1, P)), tau_local, scratch[t])
+                else:
+                    for s in range(layer_bounds.shape[0] - 1):
+                        seg = ti[layer_bounds[s] : layer_bounds[s + 1]]
+                        hard_threshold(seg, tau_local, scratch[t])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_BINS = 1024
-SCRATCH_EXTRA = _BINS  # radix counters carved from the scratch buffer (see threshold_scratch)
+RADIX_BINS = 1024
+SCRATCH_EXTRA = RADIX_BINS  # radix counters carved from the scratch buffer (see threshold_scratch)
 _SIGN = np.uint64(1) << np.uint64(63)
 _ONE = np.uint64(1)
 
@@ -17,7 +17,7 @@ def threshold_scratch(n: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _radix_select(keys, m, k, counts):
+def radix_select(keys, m, k, counts):
     """Move the k-th largest of ``keys[:m]`` (uint64) to ``keys[0]``; reorder ``keys[:m]``.
 
     Each pass histograms the candidates over at most 1024 equal-width bins of
@@ -37,7 +37,7 @@ def _radix_select(keys, m, k, counts):
             return  # all candidates equal the answer
         span = hi - lo
         shift = np.uint64(0)
-        while (span >> shift) >= np.uint64(_BINS):
+        while (span >> shift) >= np.uint64(RADIX_BINS):
             shift += _ONE
         n_bins = int(span >> shift) + 1
         counts[:n_bins] = 0
@@ -76,7 +76,7 @@ def select_kth_largest(a, k):
     for i in range(n):  # negative floats: flip all bits; positive: set the sign bit
         v = keys[i]
         keys[i] = ~v if v & _SIGN else v | _SIGN
-    _radix_select(keys, n, k, np.empty(_BINS, dtype=np.int64))
+    radix_select(keys, n, k, np.empty(RADIX_BINS, dtype=np.int64))
     for i in range(n):
         v = keys[i]
         keys[i] = v & ~_SIGN if v & _SIGN else ~v
@@ -154,7 +154,7 @@ def hard_threshold(x, tau, scratch):
         _sort_descending(work, m)
         cut_key = work[rank - 1]
     else:
-        _radix_select(work.view(np.uint64), m, rank, counts)
+        radix_select(work.view(np.uint64), m, rank, counts)
         cut_key = work[0]
     equal = 0
     for i in range(m):
@@ -210,7 +210,7 @@ def _hard_threshold_nonfinite(x, tau, scratch):
         v = abs(x[j])
         scratch[j] = np.inf if np.isnan(v) else v
     counts = _counters(scratch, n)
-    _radix_select(scratch[:n].view(np.uint64), n, tau, counts)
+    radix_select(scratch[:n].view(np.uint64), n, tau, counts)
     cut = scratch[0]
     if cut == np.inf:
         _threshold_at_infinity(x, tau)

@@ -33,7 +33,7 @@ from ..errors import FedsparseError
 from ..query import merge_results
 from ..results import check_results_folder
 from . import analysis as an
-from . import optuna_section
+from . import optuna_section, ssca_section
 from .data_section import add_data_section
 from .figures import DPI, heatmap_figure, noniid_figure, objective_figure, plt
 
@@ -182,6 +182,7 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     info = an.overview(a)
     summary = an.summary_table(a)
     r2t, r2t_notes = an.rounds_to_target(a)
+    sens = an.grid_sensitivity(results_dir, a, r2t)
     cells = an.heatmap_table(a)
     noniid = an.noniid_table(a)
     sections = a.sections
@@ -191,6 +192,7 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     sections.drop(columns="slug").to_csv(tables / "datasets.csv", index=False)
     summary.to_csv(tables / "summary.csv", index=False)
     r2t.to_csv(tables / "rounds_to_target.csv", index=False)
+    sens.to_csv(tables / "grid_sensitivity.csv", index=False)
     cells.to_csv(tables / "heatmap.csv", index=False)
     noniid.to_csv(tables / "noniid.csv", index=False)
     a.configs.drop(columns="config_id").to_csv(tables / "configs.csv", index=False)
@@ -199,9 +201,11 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     _intro(page, a, info)
     for sec in sections.itertuples():
         _section(page, a, sec, summary, r2t, r2t_notes, cells)
+        _grid_sensitivity(page, sens[sens["section"] == sec.section])
     _noniid(page, noniid)
     add_data_section(page, results_dir, a, tables, data_dirs)
     optuna_section.add_section(page, results_dir, tables)  # only for Optuna sweeps
+    ssca_section.add_section(page, results_dir, tables)  # only with SSCA runs
     _footer(page)
     title = "fedsparse comparison report: " + ", ".join(info["sweeps"])
     doc = (
@@ -232,8 +236,11 @@ def _intro(page: _Page, a: an.Analysis, info: dict) -> None:
         "Distributed-IHT (distiht). An algorithm's best configuration is its "
         "hyperparameter setting (step size, local steps, sparsity, batch size, "
         "batch growth) with the lowest final objective averaged over seeds; a "
-        "configuration with any diverged seed is not eligible. Non-finite objectives "
-        "are dropped from means.",
+        "configuration with any diverged seed is not eligible. A run diverged (and ended) "
+        "at the first round whose objective is not finite or exceeds divergence_factor "
+        "(default 1000) times its round-0 objective. Non-finite objectives "
+        "are dropped from means. The grid_edges column flags a best value that is the smallest "
+        "or largest value searched: the best may lie beyond the grid.",
     )
     prov = pd.DataFrame(list(info["provenance"].items()), columns=["provenance", "value"])
     page.table(prov)
@@ -263,6 +270,8 @@ def _section(page, a, sec, summary, r2t, r2t_notes, cells) -> None:
     page.text("h3", "Summary per algorithm")
     s = summary[summary["section"] == name].drop(columns="section")
     page.table(s, {"mean_train_time_s": lambda v: f"{v:.3g}"})
+    for alg in s.loc[s["grid_edges"] != "", "algorithm"]:
+        page.text("p", f"{an.label(alg)}: {an.edge_note(a, name, alg)}.", "note")
     for alg in s.loc[s["best_config"] == "all configurations diverged", "algorithm"]:
         page.text(
             "p",
@@ -344,6 +353,24 @@ def _section(page, a, sec, summary, r2t, r2t_notes, cells) -> None:
         ]
     )
     page.add("</details>")
+
+
+def _grid_sensitivity(page: _Page, sens: pd.DataFrame) -> None:
+    """The verdicts at the papers' step sizes and at ours, side by side (when ours has more)."""
+    if sens.empty:
+        return
+    page.text("h3", "How the verdicts depend on the step-size grid")
+    page.text(
+        "p",
+        "The same rounds-to-target comparison twice: with only the papers' step sizes (each "
+        "algorithm's best configuration and Distributed-IHT's target chosen among them), and "
+        "with every step size this sweep searched. A verdict that changes was drawn at the "
+        "edge of the smaller grid.",
+    )
+    shown = sens.drop(columns="section").copy()
+    shown["algorithm"] = shown["algorithm"].map(an.label)
+    shown["rounds_to_target"] = shown["rounds_to_target"].astype(object).fillna("not reached")
+    page.table(shown)
 
 
 def _noniid(page: _Page, noniid: pd.DataFrame) -> None:

@@ -12,7 +12,9 @@ Definitions used throughout:
 * a configuration is *valid* if none of its runs diverged and at least one of
   them has a finite final objective; an algorithm's *best configuration* is its
   valid configuration with the lowest mean final objective (non-finite values
-  are dropped from means).
+  are dropped from means); its ``grid_edges`` name the hyperparameters whose value is
+  the smallest or largest of the algorithm's configurations on the section
+  (fedsparse.edges).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..edges import EDGE_COLUMNS, edge_warning, edges_text, grid_edges
 from ..results import HYPERPARAMETER_COLUMNS, read_results, to_frame
 
 HP = list(HYPERPARAMETER_COLUMNS)
@@ -58,6 +61,9 @@ CLAIMS = {
     ("logistic", "logistic"): ("Simulation II", 200, "(1, 1)", {"fediterht": 4.0}),
 }
 AGREE_FACTOR = 1.5
+# The papers' step-size grid (spec section 6). A sweep that searched more step sizes gets its
+# verdicts twice, at the papers' grid and at its own (grid_sensitivity).
+PAPER_STEPSIZES = (10.0, 1.0, 0.6, 0.3, 0.1, 0.06, 0.03, 0.01, 0.001)
 
 
 def label(algorithm: str) -> str:
@@ -152,9 +158,14 @@ def read_traces(results_dir: Path, run_ids: pd.Series) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- analysis
 
 
-def analyse(results_dir: str | Path) -> Analysis:
+def analyse(results_dir: str | Path, stepsizes: set[float] | None = None) -> Analysis:
+    """The analysis of a results folder; with ``stepsizes``, of the runs at those step sizes
+    only (and those without one), as if the grid had been that smaller one."""
     results_dir = Path(results_dir)
     runs = read_runs(results_dir)
+    if stepsizes is not None:
+        runs = runs[runs["stepsize"].isna() | runs["stepsize"].isin(stepsizes)]
+        runs = runs.reset_index(drop=True)
     runs = _add_sections(runs)
     sections = _sections(runs)
 
@@ -191,6 +202,7 @@ def analyse(results_dir: str | Path) -> Analysis:
         .sort_values(["section", "algorithm"])
         .reset_index(drop=True)
     )
+    best["grid_edges"] = _edges(configs, best)
 
     traces = read_traces(results_dir, runs["run_id"])
     traces = traces.merge(runs[["run_id", "section", "algorithm", "config_id"]], on="run_id")
@@ -212,6 +224,24 @@ def analyse(results_dir: str | Path) -> Analysis:
         .reset_index()
     )
     return Analysis(runs, sections, configs, best, curves, fstar)
+
+
+def _edges(configs: pd.DataFrame, best: pd.DataFrame) -> list[str]:
+    """Each best configuration's grid edges against every configuration of its algorithm
+    on its section (diverged ones too: they were searched)."""
+    groups = configs.groupby(["section", "algorithm"])
+    out = []
+    for _, row in best.iterrows():  # one per section and algorithm
+        searched = groups.get_group((row["section"], row["algorithm"]))
+        out.append(edges_text(grid_edges(row, {c: searched[c] for c in EDGE_COLUMNS})))
+    return out
+
+
+def edge_note(a: Analysis, section: str, algorithm: str) -> str:
+    """'stepsize at the lower edge of the grid: extend it' for a best configuration, or ''."""
+    hit = a.best[(a.best["section"] == section) & (a.best["algorithm"] == algorithm)]
+    flags = hit["grid_edges"].iloc[0] if len(hit) else ""
+    return edge_warning(flags.split("; ")) if flags else ""
 
 
 def _add_sections(runs: pd.DataFrame) -> pd.DataFrame:
@@ -255,10 +285,12 @@ def summary_table(a: Analysis) -> pd.DataFrame:
     out = out.join(
         a.runs.groupby(["section", "algorithm"])["train_time_s"].mean().rename("mean_train_time_s")
     )
-    best = a.best.set_index(["section", "algorithm"])[["config", "mean_final", "sd_final", "seeds"]]
+    best = a.best.set_index(["section", "algorithm"])
+    best = best[["config", "grid_edges", "mean_final", "sd_final", "seeds"]]
     out = out.join(best.rename(columns={"config": "best_config", "seeds": "best_seeds"}))
     out = out.reset_index()
     out["best_config"] = out["best_config"].fillna("all configurations diverged")
+    out["grid_edges"] = out["grid_edges"].fillna("")
     out = out.astype({"configs": int, "valid_configs": int, "runs": int, "diverged_runs": int})
     out["best_seeds"] = out["best_seeds"].astype("Int64")
     return _order(out)[
@@ -266,6 +298,7 @@ def summary_table(a: Analysis) -> pd.DataFrame:
             "section",
             "algorithm",
             "best_config",
+            "grid_edges",
             "mean_final",
             "sd_final",
             "best_seeds",
@@ -330,9 +363,8 @@ def rounds_to_target(a: Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
                     "ratio": ratio,
                     "claim_source": claim[0] if claim else None,
                     "claimed_ratio": claimed,
-                    "verdict": _verdict(
-                        alg, r, first, ratio, claim, claimed, int(c["round"].max())
-                    ),
+                    "verdict": _verdict(alg, r, first, ratio, claim, claimed, int(c["round"].max()))
+                    + _edge_caveat(a, sec.section, alg),
                 }
             )
     table = pd.DataFrame(
@@ -354,6 +386,14 @@ def rounds_to_target(a: Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
     table["rounds_to_target"] = table["rounds_to_target"].astype("Int64")
     table["claimed_ratio"] = table["claimed_ratio"].astype(float)
     return table, notes
+
+
+def _edge_caveat(a: Analysis, section: str, algorithm: str) -> str:
+    """A verdict drawn from a best configuration at the edge of its grid is provisional."""
+    note = edge_note(a, section, algorithm)
+    if not note:
+        return ""
+    return f" Provisional: in {label(algorithm)}'s best configuration, {note}."
 
 
 def _claim(sec) -> tuple | None:
@@ -400,6 +440,31 @@ def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> str:
         f"{ours}; {said}. We do not agree on the size: same direction, but our speed-up "
         f"is {rel:.2g}x the claimed one ({side}, beyond a factor {AGREE_FACTOR:g})."
     )
+
+
+def grid_sensitivity(results_dir: str | Path, a: Analysis, r2t: pd.DataFrame) -> pd.DataFrame:
+    """The rounds-to-target verdicts at the papers' step sizes next to those at all the step
+    sizes searched; empty unless the sweep searched the papers' grid and more (a verdict drawn
+    at the edge of the papers' grid may not survive a finer one)."""
+    cols = ["section", "algorithm", "grid", "best_config", "rounds_to_target", "verdict"]
+    searched = set(a.runs["stepsize"].dropna().astype(float))
+    papers = searched & set(PAPER_STEPSIZES)
+    if r2t.empty or not papers or papers == searched:
+        return pd.DataFrame(columns=cols)
+    theirs, _ = rounds_to_target(analyse(results_dir, papers))
+    label_ours = f"ours ({len(searched)} step sizes, {min(searched):g} to {max(searched):g})"
+    label_theirs = f"papers' ({len(papers)} step sizes, {min(papers):g} to {max(papers):g})"
+    both = pd.concat(
+        [theirs.assign(grid=label_theirs, _k=0), r2t.assign(grid=label_ours, _k=1)],
+        ignore_index=True,
+    )
+    rank = {alg: i for i, alg in enumerate(algorithm_order(both["algorithm"].unique()))}
+    both = both.sort_values(
+        ["section", "algorithm", "_k"],
+        key=lambda s: s.map(rank) if s.name == "algorithm" else s,
+        kind="stable",
+    )
+    return both[cols].reset_index(drop=True)
 
 
 def heatmap_table(a: Analysis) -> pd.DataFrame:

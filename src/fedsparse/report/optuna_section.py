@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..edges import EDGE_COLUMNS, edges_text, grid_edges
 from ..results import read_results, to_frame
 from .analysis import label, slugify
 from .figures import colour, plt
@@ -42,7 +43,9 @@ def searched(space_json: str) -> dict:
 
 
 def best_table(runs: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
-    """Per study: the best complete trial, its parameters and its held-out result."""
+    """Per study: the best complete trial, its parameters, its grid edges (a parameter at the
+    smallest or largest value the finished trials tried; fedsparse.edges) and its held-out
+    result."""
     rows = []
     for study, t in trials.groupby("study", sort=True):
         space = searched(t["search_space"].iloc[0])
@@ -62,6 +65,8 @@ def best_table(runs: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
             row["best_value"] = float(best["trial_value"])
             for key in space:
                 row[key] = _param(best, key, space[key])
+            tried = {k: t[k] for k in space if k in EDGE_COLUMNS and k in t}
+            row["grid_edges"] = edges_text(grid_edges(best, tried))
         fin = hold["final_objective"].astype(float)
         fin = fin[np.isfinite(fin)]
         row["holdout_seeds"] = len(hold)

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..config import run_id
+from ..edges import EDGE_COLUMNS, edge_warning, grid_edges
 from ..results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
 from .plan import TuneError, study_spec
 from .storage import load_study, open_storage, study_dir
@@ -93,6 +94,10 @@ def run_holdout(
         raise TuneError(
             f"study {spec.name}: no completed trial (all pruned or failed): nothing to re-run"
         ) from None
+    tried = {k: [t.params.get(k) for t in finished_trials(s)] for k in spec.space}
+    flags = grid_edges(best.params, {k: v for k, v in tried.items() if k in EDGE_COLUMNS})
+    if flags:  # the search may not have found the best: say so where it is re-run
+        log.warning("study %s: best trial %d: %s", spec.name, best.number, edge_warning(flags))
     data = load_dataset_dir(Path(data_root) / spec.dataset)
     tables, rows = [], []
     for seed in spec.settings.holdout_seeds:

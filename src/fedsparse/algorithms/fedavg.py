@@ -1,0 +1,133 @@
+"""FedAvg / local SGD with model averaging: the SGD baseline of several families.
+
+Each round the server broadcasts W_t to the participating clients (all, or
+``sampled_clients`` drawn uniformly without replacement); each runs ``local_steps``
+minibatch SGD steps with step ``stepsize / t**stepsize_decay`` (t the round counted
+from 1) and uploads its model; the server sets W_{t+1} to the p-weighted average over
+the participants, p renormalised over them. Linear models use the hard-thresholding
+family's local-SGD kernel without thresholding, networks the MLP kernel: FedAvg is
+Fed-HT with sparsity = every parameter, bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import kernels as K
+from ..errors import ConfigError
+from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes
+
+HYPERPARAMETERS = (
+    Hyperparameter("stepsize", float, "initial local step size a", low=0.0, low_open=True),
+    Hyperparameter("local_steps", int, "E: local SGD steps per round", default=1, low=1),
+    Hyperparameter(
+        "batch_size",
+        int,
+        "minibatch size per local step, or 'full' (deterministic)",
+        default=10,
+        low=1,
+        full_ok=True,
+    ),
+    Hyperparameter(
+        "sampled_clients",
+        int,
+        "clients drawn per round without replacement (0: all)",
+        default=0,
+        low=0,
+    ),
+    Hyperparameter(
+        "stepsize_decay",
+        float,
+        "alpha: the step in round t (from 1) is stepsize / t**alpha",
+        default=0.0,
+        low=0.0,
+    ),
+)
+
+
+def server_stream(seed: int, n_clients: int) -> np.random.Generator:
+    """The server's random stream: the run seed's child after the clients' ones
+    (:func:`fedsparse.kernels.client_states` spawns children 0..n_clients-1)."""
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(n_clients + 1)[-1])
+
+
+class FedAvg(Algorithm):
+    name = "fedavg"
+    summary = "FedAvg: E local SGD steps (decaying step), p-weighted average of the participants"
+    hyperparameters = HYPERPARAMETERS
+
+    def check_problem(self, where: str = "params") -> None:
+        m, n = self.params["sampled_clients"], self.problem.n_clients
+        if m > n:
+            raise ConfigError(
+                f"{where}.sampled_clients: {m} is more than the {n} clients of "
+                f"dataset {self.problem.data.name}"
+            )
+
+    def setup(self) -> None:
+        pb = self.problem
+        self.W = pb.initial_model()
+        self.W_local = np.zeros((pb.n_clients, *pb.shape))
+        self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
+        self.rng = K.client_states(self.seed, pb.n_clients)
+        self.server = server_stream(self.seed, pb.n_clients)
+        self.scratch = K.threshold_scratch(pb.shape[1])
+        self.work_rows = 0
+        self.work = K.thread_buffers(*pb.shape) if pb.fast_linear else None
+
+    def participants(self) -> np.ndarray | None:
+        """This round's clients in increasing order, drawn from the server stream; None: all."""
+        m, n = self.params["sampled_clients"], self.problem.n_clients
+        if m == 0 or m == n:
+            return None
+        return np.sort(self.server.choice(n, size=m, replace=False))
+
+    def _local(self, ptr, W_local, rng, batch: int, lr: float) -> None:
+        """Local SGD of the clients of ``ptr`` (rows, W_local and rng sliced alike)."""
+        pb, prm, data = self.problem, self.params, self.problem.data
+        common = (self.perm, rng, prm["local_steps"], batch, lr)
+        if pb.fast_linear:
+            K.local_sgd_round(
+                data.kernel_X, data.y, ptr, self.W, W_local, *common,
+                pb.loss_code, pb.l2, 0, self.work,
+            )  # fmt: skip
+            return
+        rows = int(data.client_sizes.max()) if batch <= 0 else batch
+        if rows > self.work_rows:
+            self.work = K.mlp_thread_work(pb.sizes, rows)
+            self.work_rows = rows
+        K.mlp_local_sgd_round(
+            data.kernel_X, data.y, ptr, self.W[0], W_local[:, 0], *common,
+            pb.sizes, pb.network.bias, pb.activation_code, pb.loss_code, pb.l2, 0, self.work,
+        )  # fmt: skip
+
+    def round(self, t: int) -> RoundCost:
+        pb, prm = self.problem, self.params
+        batch = 0 if prm["batch_size"] is None else prm["batch_size"]
+        lr = prm["stepsize"] / float(t + 1) ** prm["stepsize_decay"]
+        who = self.participants()
+        ptr = pb.data.client_ptr
+        if who is None:
+            self._local(ptr, self.W_local, self.rng, batch, lr)
+            K.aggregate(self.W_local, pb.p, self.W.shape[1], self.W, self.scratch)
+            n = pb.n_clients
+        else:
+            # one kernel call per participant on its own slices: the same streams and rows
+            # as in a round of all clients, so client i's work never depends on the draw
+            for i in who:
+                self._local(ptr[i : i + 2], self.W_local[i : i + 1], self.rng[i : i + 1],
+                            batch, lr)  # fmt: skip
+            p = pb.p[who] / pb.p[who].sum()
+            K.aggregate(self.W_local[who], p, self.W.shape[1], self.W, self.scratch)
+            n = who.size
+        size = dense_bytes(self.W.size)
+        return RoundCost(n * size, n * size, prm["local_steps"])
+
+    @property
+    def model(self) -> np.ndarray:
+        return self.W
+
+    @property
+    def local_models(self) -> np.ndarray:
+        """Each client's model at the end of its last round (non-participants keep theirs)."""
+        return self.W_local

@@ -1,0 +1,608 @@
+"""Hierarchical personalised sparse FL (sFedHP) and its baselines (spec seed-002 §3): pFedMe,
+HierFAVG, FedProx, Per-FedAvg and HeurFedAMP (FedAvg is ``fedavg.FedAvg``).
+
+sFedHP (spec seed-002 §2.3): N edges of J clients each, client u under edge u // J. Per
+global round every client starts at theta = w^t; each of R edge rounds runs K proximal
+steps of theta anchored at the edge's phi_i (``anchor: edge_avg``) or the client's own
+phi_ij (``per_client``), sets phi_ij = (lambda1 theta + lambda2 w_i) / (lambda1 + lambda2)
+with the old w_i, averages phi_i = mean_j phi_ij and steps
+w_i -= eta1 (lambda2 (w_i - phi_i) + gamma2 tanh(w_i / rho)). The cloud relaxes towards
+the uniform mean of S sampled edges: w = (1 - beta) w + beta mean_S w_i. pFedMe is the
+flat single-level case. Means are uniform, as in both papers (spec A7); the other baselines
+average with the model's weights p_i. sFedHP, pFedMe and HierFAVG run a whole round in one
+parallel kernel (edges, or clients, in parallel); FedProx and HeurFedAMP call the proximal-step
+kernel once a round, Per-FedAvg the minibatch-gradient kernels client by client. Every client
+draws its minibatches from its own stream, so traces do not depend on the thread count.
+
+Communication: ``bytes_up``/``bytes_down`` are the cloud link, ``edge_bytes_*`` the
+client-edge link; every vector is sent as the cheaper of dense and sparse, counting
+|x| <= ``zero_tol`` as zero. ``bits`` is the paper's Remark 1 count for one edge (sFedHP)
+or one client (flat methods): 64 per non-zero plus a d-bit map, at most 64 d, up and down.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from .. import kernels as K
+from ..errors import ConfigError
+from ..kernels.personalized import (
+    hierfavg_round,
+    mlp_prox_steps,
+    pfedme_round,
+    prox_steps,
+    sfedhp_round,
+)
+from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
+from .fedavg import server_stream
+
+BITS_PER_VALUE = 64
+
+
+def vector_bytes(nnz: int, d: int) -> int:
+    """Bytes of a vector of length ``d`` with ``nnz`` non-zeros, sent dense or sparse."""
+    return min(dense_bytes(d), sparse_bytes(nnz))
+
+
+def vector_bits(nnz: int, d: int) -> int:
+    """Remark 1: 64 bits per non-zero plus a d-bit location map, or 64 d sent dense."""
+    return min(BITS_PER_VALUE * int(nnz) + int(d), BITS_PER_VALUE * int(d))
+
+
+def count_nonzero(models: np.ndarray, tol: float) -> np.ndarray:
+    """Non-zeros (|x| > tol) of each model of a stack (n, ...)."""
+    flat = models.reshape(models.shape[0], -1)
+    return np.count_nonzero(np.abs(flat) > tol, axis=1)
+
+
+def edge_of(n_clients: int, edges: int, where: str = "params.edges") -> np.ndarray:
+    """Edge of each client: u // J with J = n_clients / edges; ConfigError unless it divides."""
+    if edges < 1 or n_clients % edges:
+        raise ConfigError(f"{where}: {edges} edges do not divide the {n_clients} clients evenly")
+    return np.arange(n_clients, dtype=np.int64) // (n_clients // edges)
+
+
+def _positive(name: str, doc: str, default: float) -> Hyperparameter:
+    return Hyperparameter(name, float, doc, default=default, low=0.0, low_open=True)
+
+
+def _batch(default: int = 20) -> Hyperparameter:
+    return Hyperparameter(
+        "batch_size", int, "minibatch size, or 'full' (deterministic)", default=default, low=1,
+        full_ok=True,
+    )  # fmt: skip
+
+
+class ProxClients(Algorithm):
+    """Shared machinery: per-client streams and row permutations, the proximal-step kernel,
+    per-client models, edge/bit accounting read by the trace through extra_metrics."""
+
+    zero_tol = 0.0
+
+    def _setup_clients(self) -> None:
+        pb = self.problem
+        self.W = pb.initial_model()
+        self.thetas = np.repeat(self.W[None], pb.n_clients, axis=0)
+        self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
+        self.rng = K.client_states(self.seed, pb.n_clients)
+        self.server = server_stream(self.seed, pb.n_clients)
+        self.work_rows = 0
+        self.work = K.thread_buffers(*pb.shape) if pb.fast_linear else None
+        self.totals = {"edge_bytes_up": 0, "edge_bytes_down": 0, "bits": 0.0}
+        self._round_work: tuple | None = None
+
+    def prox(self, thetas, anchors, which, steps, batch, fresh, stepsize, weight, gamma, rho):
+        """Run the proximal steps kernel on ``thetas`` (n_clients, *shape) in place."""
+        pb, data = self.problem, self.problem.data
+        batch = 0 if batch is None else batch
+        which = np.ascontiguousarray(which, dtype=np.int64)
+        common = (self.perm, self.rng, steps, batch, fresh, stepsize, weight, gamma, rho)
+        if pb.fast_linear:
+            prox_steps(
+                data.kernel_X, data.y, data.client_ptr, thetas, anchors, which, *common,
+                pb.loss_code, pb.l2, self.work,
+            )  # fmt: skip
+            return
+        rows = int(data.client_sizes.max()) if batch <= 0 else batch
+        if rows > self.work_rows:
+            self.work = K.mlp_thread_work(pb.sizes, max(rows, 1), dense=not data.is_sparse)
+            self.work_rows = rows
+        mlp_prox_steps(
+            data.kernel_X, data.y, data.client_ptr, thetas[:, 0], anchors[:, 0], which, *common,
+            pb.sizes, pb.network.bias, pb.activation_code, pb.loss_code, pb.l2, self.work,
+        )  # fmt: skip
+
+    @property
+    def batch(self) -> int:
+        """Rows per minibatch as the kernels take it (0: all rows)."""
+        b = self.params["batch_size"]
+        return 0 if b is None else b
+
+    def model_args(self) -> tuple:
+        """(mlp, sizes, bias, activation, loss, l2): the model as the round kernels take it."""
+        pb = self.problem
+        return (not pb.fast_linear, pb.sizes, pb.network.bias, pb.activation_code,
+                pb.loss_code, pb.l2)  # fmt: skip
+
+    def round_work(self) -> tuple:
+        """Per-thread work space of the whole-round kernels: (G, S, X0, A, D, E, coef)."""
+        if self._round_work is None:
+            pb, data = self.problem, self.problem.data
+            rows = int(data.client_sizes.max())
+            rows = rows if self.batch <= 0 else min(rows, self.batch)
+            n = numba.config.NUMBA_NUM_THREADS
+            G, S = np.zeros((n, *pb.shape)), np.zeros((n, pb.shape[0]))
+            if pb.fast_linear:  # the MLP slots are not read
+                mlp = (*(np.zeros((n, 1)),) * 4, np.zeros((n, 2)))
+            else:
+                mlp = K.mlp_thread_work(pb.sizes, max(rows, 1), dense=not data.is_sparse)[:5]
+            self._round_work = (G, S, *mlp)
+        return self._round_work
+
+    def nnz(self, models: np.ndarray) -> np.ndarray:
+        return count_nonzero(models, self.zero_tol)
+
+    @property
+    def model(self) -> np.ndarray:
+        return self.W
+
+    @property
+    def personal_models(self) -> np.ndarray:
+        return self.thetas
+
+    def extra_metrics(self) -> dict[str, Any]:
+        d = self.W.size
+        return {
+            **self.totals,
+            "density": float(self.nnz(self.W[None])[0]) / d,
+            "pm_density": float(self.nnz(self.thetas).mean()) / d,
+        }
+
+
+class FlatClients(ProxClients):
+    """Flat (client-cloud) baselines: bits per client, no edge link."""
+
+    def add_bits(self, nnz_up: np.ndarray, nnz_down: np.ndarray) -> None:
+        d = self.W.size
+        self.totals["bits"] += (
+            sum(vector_bits(k, d) for k in nnz_up) + sum(vector_bits(k, d) for k in nnz_down)
+        ) / self.problem.n_clients
+
+    def extra_metrics(self) -> dict[str, Any]:
+        out = super().extra_metrics()
+        del out["edge_bytes_up"], out["edge_bytes_down"]
+        return out
+
+
+SFEDHP_HYPERPARAMETERS = (
+    _positive("stepsize", "eta1: the edge model w_i step", 0.05),
+    _positive("inner_stepsize", "eta2: the theta step of the inner solve", 0.05),
+    Hyperparameter("inner_steps", int, "K: theta steps per edge round", default=5, low=1),
+    Hyperparameter("edge_rounds", int, "R: edge rounds per global round", default=20, low=1),
+    _positive("lambda1", "theta-phi proximity weight", 25.0),
+    _positive("lambda2", "phi-w proximity weight", 25.0),
+    Hyperparameter("gamma1", float, "smooth-l1 weight on theta", default=0.0, low=0.0),
+    Hyperparameter("gamma2", float, "smooth-l1 weight on w_i", default=0.0, low=0.0),
+    _positive("rho", "smoothing of the l1 norm, rho log cosh(x/rho)", 6e-5),
+    Hyperparameter(
+        "beta", float, "cloud relaxation w = (1-beta) w + beta mean", default=1.0, low=0.0
+    ),  # fmt: skip
+    Hyperparameter("edges", int, "N: edge servers (must divide the clients)", default=4, low=1),
+    Hyperparameter(
+        "sampled_edges", int, "S: edges aggregated per round (0: all)", default=0, low=0
+    ),  # fmt: skip
+    _batch(),
+    Hyperparameter(
+        "anchor",
+        str,
+        "theta's anchor: the edge mean phi_i or the client's phi_ij",
+        default="edge_avg",
+        choices=("edge_avg", "per_client"),
+    ),  # fmt: skip
+    Hyperparameter("gamma_tiny", float, "gamma after a schedule switch", default=1e-5, low=0.0),
+    Hyperparameter(
+        "density_floor",
+        float,
+        "gamma1 -> gamma_tiny once the mean theta density is below it (0: off)",
+        default=0.0,
+        low=0.0,
+        high=1.0,
+    ),  # fmt: skip
+    Hyperparameter(
+        "gamma2_rounds",
+        int,
+        "gamma2 -> gamma_tiny after this many rounds (0: off)",
+        default=0,
+        low=0,
+    ),  # fmt: skip
+    Hyperparameter(
+        "zero_tol", float, "|x| <= zero_tol counts as zero (density, bits)", default=1e-4, low=0.0
+    ),  # fmt: skip
+)
+
+
+class SFedHP(ProxClients):
+    """sFedHP (Liu et al.): client/edge/cloud personalisation with a smooth-l1 sparsity term."""
+
+    name = "sfedhp"
+    summary = "sFedHP: hierarchical Moreau-envelope personalisation, smooth-l1 sparse"
+    hyperparameters = SFEDHP_HYPERPARAMETERS
+
+    @classmethod
+    def steps_per_round(cls, params: dict[str, Any]) -> int:
+        return params.get("edge_rounds", 20) * params.get("inner_steps", 5)
+
+    def check_problem(self, where: str = "params") -> None:
+        n, prm = self.problem.n_clients, self.params
+        edge_of(n, prm["edges"], f"{where}.edges")
+        if prm["sampled_edges"] > prm["edges"]:
+            raise ConfigError(
+                f"{where}.sampled_edges: {prm['sampled_edges']} is more than the "
+                f"{prm['edges']} edges"
+            )
+
+    def setup(self) -> None:
+        self._setup_clients()
+        prm = self.params
+        self.zero_tol = prm["zero_tol"]
+        edge_of(self.problem.n_clients, prm["edges"])  # client u under edge u // J
+        self.gamma1 = prm["gamma1"]
+
+    def current_gammas(self, t: int) -> tuple[float, float]:
+        """(gamma1, gamma2) of round ``t`` (0-based) under the optional schedule."""
+        prm = self.params
+        g2 = prm["gamma2"]
+        if prm["gamma2_rounds"] > 0 and t >= prm["gamma2_rounds"]:
+            g2 = prm["gamma_tiny"]
+        return self.gamma1, g2
+
+    def round(self, t: int) -> RoundCost:
+        prm, data = self.params, self.problem.data
+        N, d = prm["edges"], self.W.size
+        gamma1, gamma2 = self.current_gammas(t)
+        w = self.W
+        w_e = np.empty((N, *w.shape))
+        phi_e = np.empty_like(w_e)
+        phi_c = np.empty_like(self.thetas)
+        edge_bytes = np.zeros((N, 2), np.int64)
+        sfedhp_round(
+            data.kernel_X, data.y, data.client_ptr, w, self.thetas, w_e, phi_e, phi_c,
+            prm["edge_rounds"], prm["inner_steps"], self.batch, prm["stepsize"],
+            prm["inner_stepsize"], prm["lambda1"], prm["lambda2"], gamma1, gamma2, prm["rho"],
+            prm["anchor"] == "per_client", self.zero_tol, self.perm, self.rng,
+            *self.model_args(), self.round_work(), edge_bytes,
+        )  # fmt: skip
+        S = prm["sampled_edges"]
+        chosen = np.arange(N) if S in (0, N) else np.sort(self.server.choice(N, S, replace=False))
+        nnz_up, nnz_down = self.nnz(w_e[chosen]), self.nnz(w[None])[0]
+        beta = prm["beta"]
+        self.W = (1.0 - beta) * w + beta * w_e[chosen].mean(axis=0)
+        if prm["density_floor"] > 0 and self.nnz(self.thetas).mean() / d < prm["density_floor"]:
+            self.gamma1 = prm["gamma_tiny"]
+        self.totals["edge_bytes_up"] += int(edge_bytes[:, 0].sum())
+        self.totals["edge_bytes_down"] += int(edge_bytes[:, 1].sum())
+        self.totals["bits"] += sum(vector_bits(k, d) for k in nnz_up) / N + vector_bits(nnz_down, d)
+        up = sum(vector_bytes(k, d) for k in nnz_up)
+        down = N * vector_bytes(nnz_down, d)
+        return RoundCost(up, down, prm["edge_rounds"] * prm["inner_steps"])
+
+
+PFEDME_HYPERPARAMETERS = (
+    _positive("stepsize", "eta: the local model w_i step", 0.05),
+    _positive("inner_stepsize", "the theta step of the inner solve", 0.05),
+    Hyperparameter("inner_steps", int, "K: theta steps per local round", default=5, low=1),
+    Hyperparameter("local_steps", int, "R: local rounds per global round", default=20, low=1),
+    _positive("lambda", "theta-w proximity weight", 25.0),
+    Hyperparameter(
+        "beta", float, "server relaxation w = (1-beta) w + beta mean", default=1.0, low=0.0
+    ),  # fmt: skip
+    Hyperparameter(
+        "sampled_clients", int, "clients aggregated per round (0: all)", default=0, low=0
+    ),  # fmt: skip
+    _batch(),
+)
+
+
+class PFedMe(FlatClients):
+    """pFedMe (Dinh et al.): Moreau-envelope personalisation, uniform server mean."""
+
+    name = "pfedme"
+    summary = "pFedMe: personalised models by Moreau envelopes, beta-relaxed uniform mean"
+    hyperparameters = PFEDME_HYPERPARAMETERS
+
+    @classmethod
+    def steps_per_round(cls, params: dict[str, Any]) -> int:
+        return params.get("local_steps", 20) * params.get("inner_steps", 5)
+
+    def check_problem(self, where: str = "params") -> None:
+        m, n = self.params["sampled_clients"], self.problem.n_clients
+        if m > n:
+            raise ConfigError(f"{where}.sampled_clients: {m} is more than the {n} clients")
+
+    def setup(self) -> None:
+        self._setup_clients()
+
+    def round(self, t: int) -> RoundCost:
+        pb, prm, data = self.problem, self.params, self.problem.data
+        n, d = pb.n_clients, self.W.size
+        w = self.W
+        w_c = np.empty_like(self.thetas)
+        pfedme_round(
+            data.kernel_X, data.y, data.client_ptr, w, self.thetas, w_c, prm["local_steps"],
+            prm["inner_steps"], self.batch, prm["stepsize"], prm["inner_stepsize"],
+            prm["lambda"], self.perm, self.rng, *self.model_args(), self.round_work(),
+        )  # fmt: skip
+        m = prm["sampled_clients"]
+        chosen = np.arange(n) if m in (0, n) else np.sort(self.server.choice(n, m, replace=False))
+        nnz_up, nnz_down = self.nnz(w_c[chosen]), self.nnz(w[None])[0]
+        beta = prm["beta"]
+        self.W = (1.0 - beta) * w + beta * w_c[chosen].mean(axis=0)
+        self.add_bits(nnz_up, np.repeat(nnz_down, n))
+        up = int(sum(vector_bytes(k, d) for k in nnz_up))
+        return RoundCost(up, n * vector_bytes(nnz_down, d), prm["local_steps"] * prm["inner_steps"])
+
+
+# ---- baselines of the family ------------------------------------------------------------------
+
+
+def weighted_mean(models: np.ndarray, p: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """sum_i p_i models[i], in a fixed order (the FedAvg server kernel, no thresholding)."""
+    out = np.empty(models.shape[1:])
+    K.aggregate(models, np.ascontiguousarray(p, dtype=np.float64), out.shape[1], out, scratch)
+    return out
+
+
+class HierFAVG(ProxClients):
+    """HierFAVG (Liu et al.): client-edge-cloud FedAvg. Per global round, ``edge_rounds``
+    (kappa2) times: every client runs ``local_steps`` (kappa1) SGD steps from its edge's
+    model and the edge averages with p renormalised within it; then the cloud averages the
+    edges weighted by their clients' total p. Client u is under edge u // J."""
+
+    name = "hierfavg"
+    summary = "HierFAVG: FedAvg with kappa2 edge aggregations per cloud aggregation"
+    hyperparameters = (
+        _positive("stepsize", "local SGD step", 0.05),
+        Hyperparameter("local_steps", int, "kappa1: SGD steps per edge round", default=1, low=1),
+        Hyperparameter(
+            "edge_rounds", int, "kappa2: edge rounds per cloud round", default=20, low=1
+        ),  # fmt: skip
+        Hyperparameter("edges", int, "edge servers (must divide the clients)", default=4, low=1),
+        _batch(),
+    )
+
+    @classmethod
+    def steps_per_round(cls, params: dict[str, Any]) -> int:
+        return params.get("local_steps", 1) * params.get("edge_rounds", 20)
+
+    def check_problem(self, where: str = "params") -> None:
+        edge_of(self.problem.n_clients, self.params["edges"], f"{where}.edges")
+
+    def setup(self) -> None:
+        self._setup_clients()
+        edge_of(self.problem.n_clients, self.params["edges"])  # client u under edge u // J
+        self.scratch = K.threshold_scratch(self.W.shape[1])
+
+    def round(self, t: int) -> RoundCost:
+        pb, prm, data = self.problem, self.params, self.problem.data
+        n, N, d = pb.n_clients, prm["edges"], self.W.size
+        w_e = np.empty((N, *self.W.shape))
+        edge_bytes = np.zeros((N, 2), np.int64)
+        hierfavg_round(
+            data.kernel_X, data.y, data.client_ptr, self.W, self.thetas, w_e, pb.p,
+            prm["edge_rounds"], prm["local_steps"], self.batch, prm["stepsize"], self.perm,
+            self.rng, *self.model_args(), self.round_work(), edge_bytes,
+        )  # fmt: skip
+        self.totals["edge_bytes_up"] += int(edge_bytes[:, 0].sum())
+        self.totals["edge_bytes_down"] += prm["edge_rounds"] * n * dense_bytes(d)
+        down = self.nnz(self.W[None])[0]
+        self.W = weighted_mean(w_e, pb.p.reshape(N, n // N).sum(axis=1), self.scratch)
+        nnz_up = self.nnz(w_e)
+        self.totals["bits"] += sum(vector_bits(k, d) for k in nnz_up) / N + vector_bits(down, d)
+        return RoundCost(
+            int(sum(vector_bytes(k, d) for k in nnz_up)),
+            N * vector_bytes(down, d),
+            prm["local_steps"] * prm["edge_rounds"],
+        )
+
+    @property
+    def personal_models(self) -> None:
+        return None
+
+    def extra_metrics(self) -> dict[str, Any]:
+        out = super().extra_metrics()
+        del out["pm_density"]
+        return out
+
+
+class FedProx(FlatClients):
+    """FedProx (Li et al.): each client runs ``local_steps`` SGD steps (a fresh minibatch
+    each) on f_i(w) + mu/2 ||w - w^t||^2 from w^t; the server takes the p-weighted mean."""
+
+    name = "fedprox"
+    summary = "FedProx: local SGD with a proximal term at w^t, p-weighted mean"
+    hyperparameters = (
+        _positive("stepsize", "local SGD step", 0.05),
+        Hyperparameter("local_steps", int, "SGD steps per round", default=20, low=1),
+        _batch(),
+        Hyperparameter("mu", float, "proximal weight", default=0.001, low=0.0),
+    )
+
+    def setup(self) -> None:
+        self._setup_clients()
+        self.scratch = K.threshold_scratch(self.W.shape[1])
+
+    def round(self, t: int) -> RoundCost:
+        pb, prm = self.problem, self.params
+        d, n = self.W.size, pb.n_clients
+        self.thetas[:] = self.W
+        self.prox(self.thetas, self.W[None], np.zeros(n, np.int64), prm["local_steps"],
+                  prm["batch_size"], True, prm["stepsize"], prm["mu"], 0.0, 1.0)  # fmt: skip
+        nnz_up, nnz_down = self.nnz(self.thetas), self.nnz(self.W[None])
+        self.W = weighted_mean(self.thetas, pb.p, self.scratch)
+        self.add_bits(nnz_up, np.repeat(nnz_down, n))
+        up = int(sum(vector_bytes(k, d) for k in nnz_up))
+        return RoundCost(up, n * vector_bytes(nnz_down[0], d), prm["local_steps"])
+
+    @property
+    def personal_models(self) -> None:
+        return None
+
+    def extra_metrics(self) -> dict[str, Any]:
+        out = super().extra_metrics()
+        del out["pm_density"]
+        return out
+
+
+class PerFedAvg(FlatClients):
+    """Per-FedAvg (Fallah et al.), MAML objective f_i(w - alpha grad f_i(w)). Each local step
+    draws fresh minibatches D1, D2: w_tmp = w - alpha grad f(w; D1), w -= beta grad f(w_tmp;
+    D2); ``variant: hf`` multiplies the outer gradient g by (I - alpha H(w; D3)), the Hessian-
+    vector product by central differences of width ``hvp_delta``. The server takes the
+    p-weighted mean; each client's personalised model is one step from the new global model,
+    theta_i = w - alpha grad f_i(w; D)."""
+
+    name = "perfedavg"
+    summary = "Per-FedAvg: first-order (or Hessian-free) MAML, one-step personalisation"
+    hyperparameters = (
+        _positive("stepsize", "beta: the outer (meta) step", 0.05),
+        _positive("inner_stepsize", "alpha: the adaptation step", 0.05),
+        Hyperparameter("local_steps", int, "meta steps per round", default=20, low=1),
+        _batch(),
+        Hyperparameter(
+            "variant", str, "fo: first order; hf: Hessian-free", default="fo", choices=("fo", "hf")
+        ),  # fmt: skip
+        _positive("hvp_delta", "hf: finite-difference width of the Hessian-vector product", 1e-3),
+    )
+
+    @classmethod
+    def steps_per_round(cls, params: dict[str, Any]) -> int:
+        return params.get("local_steps", 20) * (3 if params.get("variant") == "hf" else 2)
+
+    def setup(self) -> None:
+        self._setup_clients()
+        self.scratch = K.threshold_scratch(self.W.shape[1])
+        pb = self.problem
+        self.s = np.empty(pb.shape[0])
+        rows = int(pb.data.client_sizes.max())
+        if self.params["batch_size"] is not None:
+            rows = min(rows, self.params["batch_size"])
+        self.gwork = (
+            None
+            if pb.fast_linear
+            else K.mlp_work(pb.sizes, max(rows, 1), dense=not pb.data.is_sparse)
+        )
+
+    def draw(self, i: int) -> np.ndarray:
+        """A minibatch of client ``i`` from its own stream (all rows for a full batch)."""
+        ptr, batch = self.problem.data.client_ptr, self.params["batch_size"]
+        lo, n = int(ptr[i]), int(ptr[i + 1] - ptr[i])
+        b = n if batch is None else min(batch, n)
+        if b < n:
+            K.sample_without_replacement(self.perm, lo, n, b, self.rng, i)
+        return self.perm[lo : lo + b].copy()
+
+    def grad(self, W: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Minibatch gradient of the loss (l2 included) at ``W``."""
+        pb, data = self.problem, self.problem.data
+        G = np.empty_like(W)
+        if rows.size == 0:
+            G[:] = pb.l2 * W
+        elif pb.fast_linear:
+            K.batch_grad(data.kernel_X, data.y, rows, W, pb.loss_code, pb.l2, G, self.s)
+        else:
+            K.mlp_batch_grad(data.kernel_X, data.y, rows, W[0], pb.sizes, pb.network.bias,
+                             pb.activation_code, pb.loss_code, pb.l2, G[0], self.gwork)  # fmt: skip
+        return G
+
+    def round(self, t: int) -> RoundCost:
+        pb, prm = self.problem, self.params
+        n, d = pb.n_clients, self.W.size
+        alpha, beta, delta = prm["inner_stepsize"], prm["stepsize"], prm["hvp_delta"]
+        local = np.empty((n, *self.W.shape))
+        for i in range(n):
+            w = self.W.copy()
+            for _ in range(prm["local_steps"]):
+                temp = w - alpha * self.grad(w, self.draw(i))
+                g = self.grad(temp, self.draw(i))
+                if prm["variant"] == "hf":
+                    rows = self.draw(i)
+                    hv = (self.grad(w + delta * g, rows) - self.grad(w - delta * g, rows)) / (
+                        2.0 * delta
+                    )
+                    g = g - alpha * hv
+                w = w - beta * g
+            local[i] = w
+        nnz_up, nnz_down = self.nnz(local), self.nnz(self.W[None])
+        self.W = weighted_mean(local, pb.p, self.scratch)
+        for i in range(n):
+            self.thetas[i] = self.W - alpha * self.grad(self.W, self.draw(i))
+        self.add_bits(nnz_up, np.repeat(nnz_down, n))
+        up = int(sum(vector_bytes(k, d) for k in nnz_up))
+        steps = prm["local_steps"] * (3 if prm["variant"] == "hf" else 2)
+        return RoundCost(up, n * vector_bytes(nnz_down[0], d), steps)
+
+
+class HeurFedAMP(FlatClients):
+    """HeurFedAMP (Huang et al.): the cloud keeps each client's model w_j and sends client i
+    u_i = alpha_self w_i + (1 - alpha_self) sum_{j != i} softmax_j(sigma cos(w_i, w_j)) w_j;
+    client i runs ``local_steps`` SGD steps on f_i(w) + lambda/2 ||w - u_i||^2 from u_i. The
+    personalised models are the clients' models; the global columns score their p-weighted
+    mean (the method has no global model)."""
+
+    name = "heurfedamp"
+    summary = "HeurFedAMP: attentive personalised cloud models by cosine similarity"
+    hyperparameters = (
+        _positive("stepsize", "local SGD step", 0.05),
+        Hyperparameter("local_steps", int, "SGD steps per round", default=20, low=1),
+        _batch(),
+        Hyperparameter(
+            "alpha_self",
+            float,
+            "weight of the client's own model in u_i",
+            default=0.5,
+            low=0.0,
+            high=1.0,
+        ),  # fmt: skip
+        Hyperparameter("sigma", float, "scale of the cosine similarities", default=1.0, low=0.0),
+        Hyperparameter(
+            "lambda", float, "weight of the proximal term at u_i", default=1.0, low=0.0
+        ),  # fmt: skip
+    )
+
+    def setup(self) -> None:
+        self._setup_clients()
+        self.scratch = K.threshold_scratch(self.W.shape[1])
+
+    def cloud_models(self) -> np.ndarray:
+        """u_i for every client from the current client models (cos = 0 at a zero model)."""
+        n, a = self.problem.n_clients, self.params["alpha_self"]
+        flat = self.thetas.reshape(n, -1)
+        if n == 1:
+            return self.thetas.copy()
+        norms = np.linalg.norm(flat, axis=1)
+        safe = np.where(norms > 0, norms, 1.0)
+        cos = (flat @ flat.T) / np.outer(safe, safe)
+        cos[(norms == 0)[:, None] | (norms == 0)[None, :]] = 0.0
+        xi = np.empty((n, n))
+        for i in range(n):
+            z = self.params["sigma"] * np.delete(cos[i], i)
+            e = np.exp(z - z.max())
+            xi[i] = np.insert((1.0 - a) * e / e.sum(), i, a)
+        return (xi @ flat).reshape(self.thetas.shape)
+
+    def round(self, t: int) -> RoundCost:
+        pb, prm = self.problem, self.params
+        n, d = pb.n_clients, self.W.size
+        U = self.cloud_models()
+        self.thetas[:] = U
+        self.prox(self.thetas, U, np.arange(n, dtype=np.int64), prm["local_steps"],
+                  prm["batch_size"], True, prm["stepsize"], prm["lambda"], 0.0, 1.0)  # fmt: skip
+        nnz_up, nnz_down = self.nnz(self.thetas), self.nnz(U)
+        self.W = weighted_mean(self.thetas, pb.p, self.scratch)
+        self.add_bits(nnz_up, nnz_down)
+        up = int(sum(vector_bytes(k, d) for k in nnz_up))
+        down = int(sum(vector_bytes(k, d) for k in nnz_down))
+        return RoundCost(up, down, prm["local_steps"])

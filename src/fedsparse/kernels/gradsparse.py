@@ -1,0 +1,321 @@
+"""Gradient sparsification with error feedback (spec seed-003 sections 1.2, 3 and 4).
+
+Clients add a minibatch gradient to their residual ``a_i`` and offer its top-k entries by
+magnitude, ranked (largest first, the lower index first among equal magnitudes) so the
+server can take top-kappa prefixes; the server's FAB and FUB selections work on those
+``(N, k)`` offers and one length-D mark array, never on ``N x D`` arrays. Magnitudes are
+compared as the bit patterns of ``|x|`` (the same order as the numbers, NaN above inf), so
+selection is a linear-time radix select plus a sort of the k chosen, never a sort of D.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .losses import batch_grad
+from .mlp import mlp_batch_grad
+from .rng import sample_without_replacement
+from .threshold import RADIX_BINS, radix_select
+
+_MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
+def topk_scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Work space of :func:`top_k` for vectors of length ``n``: keys (twice n) and radix
+    counters."""
+    return np.empty(2 * n, np.uint64), np.empty(RADIX_BINS, np.int64)
+
+
+@njit(cache=True)
+def _ranked(cand, keys, out):
+    """Write ``cand`` (ascending indices) to ``out`` ordered by ``keys[cand]`` descending;
+    the stable sort keeps the lower index first among equal keys."""
+    m = cand.shape[0]
+    comp = np.empty(m, np.uint64)
+    for r in range(m):
+        comp[r] = ~keys[cand[r]]
+    order = np.argsort(comp, kind="mergesort")
+    for r in range(m):
+        out[r] = cand[order[r]]
+
+
+@njit(cache=True)
+def top_k(a, k, sel, counts, out):
+    """The ``k`` indices of ``a`` largest in magnitude, ranked, written to ``out[:k]``.
+
+    Ranking: ``|a_j|`` descending, the lower index first among equal magnitudes (so the
+    top-kappa of a client's offer is the prefix ``out[:kappa]``). ``sel`` (uint64, length
+    >= 2 len(a)) and ``counts`` come from :func:`topk_scratch`; ``a`` must be contiguous.
+    """
+    n = a.shape[0]
+    if sel.shape[0] < 2 * n or k < 1 or k > n:
+        raise ValueError("top_k: need 1 <= k <= len(a) and scratch of 2 len(a)")
+    bits = a.view(np.uint64)
+    keys = sel[n : 2 * n]
+    for j in range(n):
+        keys[j] = bits[j] & _MAGNITUDE
+        sel[j] = keys[j]
+    cut = np.uint64(0)
+    if k < n:
+        radix_select(sel, n, k, counts)
+        cut = sel[0]  # the k-th largest magnitude
+    cand = np.empty(k, np.int64)
+    above = 0
+    for j in range(n):
+        if keys[j] > cut:
+            above += 1
+    equal_left = k - above  # entries equal to the cut that fit: the lowest indices
+    m = 0
+    for j in range(n):
+        v = keys[j]
+        if v > cut:
+            cand[m] = j
+            m += 1
+        elif v == cut and equal_left > 0:
+            cand[m] = j
+            m += 1
+            equal_left -= 1
+    _ranked(cand, keys, out)
+
+
+@njit(cache=True)
+def _accumulate_offer(a, g, k, sel, counts, idx, val):
+    """``a += g``; then client's ranked top-k offer into ``idx``/``val`` (k = 0: none)."""
+    for j in range(a.shape[0]):
+        a[j] += g[j]
+    if k > 0:
+        top_k(a, k, sel, counts, idx)
+        for r in range(k):
+            val[r] = a[idx[r]]
+
+
+@njit(parallel=True, cache=True)
+def accumulate_offers(X, y, ptr, W, A, perm, rng, batch, loss, l2, k, idx, val, G, S, sel, counts):
+    """Every client adds its minibatch gradient at ``W`` (linear model) to its residual and
+    offers its top-k.
+
+    Parameters
+    ----------
+    W : array, shape (n_outputs, n_features)
+    A : array, shape (n_clients, n_outputs * n_features)
+        Residuals a_i (row-major flat), updated in place.
+    perm, rng : per-client row permutations and random states (as in ``local_sgd_round``).
+    batch : int
+        Minibatch size; <= 0: all the client's rows (deterministic).
+    k : int
+        Offer size; 0: accumulate only.
+    idx, val : arrays, shape (n_clients, k)
+        Output: each client's ranked offer (indices, residual values).
+    G, S, sel, counts : per-thread gradient (n_threads, D), softmax scratch, and
+        :func:`topk_scratch` buffers (n_threads, ...).
+    """
+    n_clients = ptr.shape[0] - 1
+    c, d = W.shape
+    for i in prange(n_clients):
+        t = numba.get_thread_id()
+        lo = ptr[i]
+        n = ptr[i + 1] - lo
+        b = n if batch <= 0 or batch >= n else batch
+        if b < n:
+            sample_without_replacement(perm, lo, n, b, rng, i)
+        Gt = G[t].reshape((c, d))
+        batch_grad(X, y, perm[lo : lo + b], W, loss, l2, Gt, S[t])
+        _accumulate_offer(A[i], G[t], k, sel[t], counts[t], idx[i], val[i])
+
+
+@njit(parallel=True, cache=True)
+def accumulate_offers_mlp(
+    X,
+    y,
+    ptr,
+    theta,
+    A,
+    perm,
+    rng,
+    batch,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    k,
+    idx,
+    val,
+    work,
+    sel,
+    counts,
+):
+    """:func:`accumulate_offers` for flat MLP parameters ``theta`` (n_params,); ``work`` is
+    :func:`fedsparse.kernels.mlp_thread_work` (its G rows hold the gradients)."""
+    n_clients = ptr.shape[0] - 1
+    P = theta.shape[0]
+    X0, Aw, Dw, E, coef, G, _ = work
+    for i in prange(n_clients):
+        t = numba.get_thread_id()
+        lo = ptr[i]
+        n = ptr[i + 1] - lo
+        b = n if batch <= 0 or batch >= n else batch
+        if b < n:
+            sample_without_replacement(perm, lo, n, b, rng, i)
+        g = G[t, :P]
+        wt = (X0[t], Aw[t], Dw[t], E[t], coef[t])
+        mlp_batch_grad(X, y, perm[lo : lo + b], theta, sizes, bias, act, loss, l2, g, wt)
+        _accumulate_offer(A[i], g, k, sel[t], counts[t], idx[i], val[i])
+
+
+@njit(cache=True)
+def aggregate_offers(idx, val, p, agg):
+    """``agg[j] = sum_i p_i a_ij 1[j in J_i]`` at every offered index (clients in order);
+    other entries of ``agg`` are left as they are."""
+    n, k = idx.shape
+    for i in range(n):
+        for r in range(k):
+            agg[idx[i, r]] = 0.0
+    for i in range(n):
+        for r in range(k):
+            agg[idx[i, r]] += p[i] * val[i, r]
+
+
+@njit(cache=True)
+def _union_size(idx, kappa, mark):
+    """|union of the clients' top-kappa prefixes|; ``mark`` is all False before and after."""
+    n = idx.shape[0]
+    size = 0
+    for i in range(n):
+        for r in range(kappa):
+            j = idx[i, r]
+            if not mark[j]:
+                mark[j] = True
+                size += 1
+    for i in range(n):
+        for r in range(kappa):
+            mark[idx[i, r]] = False
+    return size
+
+
+@njit(cache=True)
+def fab_select(idx, val, agg, k, fill_aggregate, in_J, J):
+    """FAB-Select (spec section 3, S.1-S.8): ``J`` (length k) and kappa.
+
+    kappa is the largest value in [k // N, k] with |union of top-kappa| <= k (binary
+    search; U is non-decreasing). The rest of J is filled from the clients' (kappa+1)-th
+    offers, each index once, ranked by the client's own |a_ij| (reading (a)) or, with
+    ``fill_aggregate``, by the aggregated |b_j| (reading (b)); ties to the lower index.
+    ``in_J`` (bool, length D, all False before) marks J on return; the caller clears it.
+    """
+    n = idx.shape[0]
+    lo = k // n
+    hi = k
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _union_size(idx, mid, in_J) <= k:
+            lo = mid
+        else:
+            hi = mid - 1
+    kappa = lo
+    m = 0
+    for i in range(n):
+        for r in range(kappa):
+            j = idx[i, r]
+            if not in_J[j]:
+                in_J[j] = True
+                J[m] = j
+                m += 1
+    if m < k:  # kappa < k here, so every client has a (kappa+1)-th offer
+        cand = np.empty(n, np.int64)
+        vals = np.empty(n)
+        for i in range(n):
+            cand[i] = idx[i, kappa]
+            vals[i] = agg[cand[i]] if fill_aggregate else val[i, kappa]
+        keys = vals.view(np.uint64)
+        for i in range(n):
+            keys[i] &= _MAGNITUDE
+        # lower index first among equal keys: sort by index, then stably by key
+        order = np.argsort(cand, kind="mergesort")
+        comp = np.empty(n, np.uint64)
+        for r in range(n):
+            comp[r] = ~keys[order[r]]
+        order2 = np.argsort(comp, kind="mergesort")
+        for r in range(n):
+            if m == k:
+                break
+            j = cand[order[order2[r]]]
+            if not in_J[j]:
+                in_J[j] = True
+                J[m] = j
+                m += 1
+    return kappa
+
+
+@njit(cache=True)
+def union_indices(idx, mark):
+    """The union of all offers, ascending; ``mark`` is all False before and after."""
+    size = 0
+    n, k = idx.shape
+    for i in range(n):
+        for r in range(k):
+            j = idx[i, r]
+            if not mark[j]:
+                mark[j] = True
+                size += 1
+    out = np.empty(size, np.int64)
+    m = 0
+    for i in range(n):
+        for r in range(k):
+            j = idx[i, r]
+            if mark[j]:
+                mark[j] = False
+                out[m] = j
+                m += 1
+    out.sort()
+    return out
+
+
+@njit(cache=True)
+def fub_select(idx, agg, k, in_J, J):
+    """FUB-top-k: the ``k`` indices of the union of the offers with the largest aggregated
+    |b_j| (the lower index first among equal ones); marks them in ``in_J``."""
+    union = union_indices(idx, in_J)
+    vals = np.empty(union.shape[0])
+    for r in range(union.shape[0]):
+        vals[r] = agg[union[r]]
+    pos = np.empty(k, np.int64)
+    top_k(vals, k, np.empty(2 * union.shape[0], np.uint64), np.empty(RADIX_BINS, np.int64), pos)
+    for r in range(k):
+        J[r] = union[pos[r]]
+        in_J[J[r]] = True
+
+
+@njit(cache=True)
+def reset_sent(A, idx, in_J, everything):
+    """Error-feedback reset: ``a_ij = 0`` for ``j in J_i`` that is in J (or every j in J_i
+    when ``everything``: U-top-k applies all it received)."""
+    n, k = idx.shape
+    for i in range(n):
+        for r in range(k):
+            j = idx[i, r]
+            if everything or in_J[j]:
+                A[i, j] = 0.0
+
+
+@njit(cache=True)
+def apply_sparse(w, J, agg, stepsize, in_J):
+    """``w_j -= stepsize * b_j`` for j in J; clears ``in_J`` at J."""
+    for r in range(J.shape[0]):
+        j = J[r]
+        w[j] -= stepsize * agg[j]
+        in_J[j] = False
+
+
+@njit(cache=True)
+def count_shared(idx, in_J, out):
+    """``out[i] = |J ∩ J_i|`` (the fairness view)."""
+    n, k = idx.shape
+    for i in range(n):
+        c = 0
+        for r in range(k):
+            if in_J[idx[i, r]]:
+                c += 1
+        out[i] = c

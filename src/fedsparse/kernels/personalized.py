@@ -1,0 +1,302 @@
+"""Proximal local steps of the personalised family (sFedHP, pFedMe, FedProx, HeurFedAMP).
+
+Every client ``i`` takes ``steps`` gradient steps on
+
+    f_i(theta; D) + weight/2 ||theta - a_i||^2 + gamma * phi_rho(theta),
+
+``theta <- theta - stepsize * (grad f_i(theta; D) + weight (theta - a_i) + gamma tanh(theta/rho))``,
+with ``a_i = anchors[which[i]]`` (an edge's or the client's own anchor) and ``grad f_i``
+including the l2 term. ``fresh``: a new minibatch each step (FedProx), else one minibatch
+drawn before the first step and reused (sFedHP/pFedMe's inner solve). Clients run in
+parallel threads, each drawing from its own stream, so results do not depend on the
+thread count. ``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``; its gradient
+``tanh(x/rho)`` never overflows, its value is :func:`smooth_l1` (stable form).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .losses import batch_grad
+from .mlp import mlp_batch_grad
+from .rng import sample_without_replacement
+
+
+@njit(cache=True)
+def smooth_l1(x, rho):
+    """``rho * sum log cosh(x / rho)`` as ``sum |x| + rho log1p(exp(-2|x|/rho)) - rho log 2``
+    (``cosh`` overflows once |x| > 709 rho)."""
+    total = 0.0
+    log2 = np.log(2.0)
+    for v in x.ravel():
+        a = abs(v)
+        total += a + rho * np.log1p(np.exp(-2.0 * a / rho)) - rho * log2
+    return total
+
+
+@njit(cache=True)
+def _apply(theta, g, anchor, stepsize, weight, gamma, rho):
+    """``theta -= stepsize * (g + weight (theta - anchor) + gamma tanh(theta / rho))``."""
+    for j in range(theta.shape[0]):
+        x = theta[j]
+        step = g[j] + weight * (x - anchor[j])
+        if gamma != 0.0:
+            step += gamma * np.tanh(x / rho)
+        theta[j] = x - stepsize * step
+
+
+@njit(parallel=True, cache=True)
+def prox_steps(
+    X, y, ptr, thetas, anchors, which, perm, rng, steps, batch, fresh, stepsize, weight, gamma,
+    rho, loss, l2, work,
+):  # fmt: skip
+    """Proximal steps of every client of a linear model (module docstring).
+
+    Parameters
+    ----------
+    X, y : data (dense or CSR triple); ptr : int64 (n_clients + 1,) client row bounds
+    thetas : (n_clients, n_outputs, n_features), updated in place
+    anchors : (n_anchors, n_outputs, n_features); which : int64 (n_clients,)
+    perm : int64 (n_samples,) per-client row permutations; rng : uint64 (n_clients,)
+    batch : rows per minibatch (<= 0: all rows, no randomness)
+    work : (G, S, scratch) from :func:`fedsparse.kernels.thread_buffers`
+    """
+    n_clients = ptr.shape[0] - 1
+    c = thetas.shape[1]
+    G, S, _ = work
+    for i in prange(n_clients):
+        t = numba.get_thread_id()
+        lo = ptr[i]
+        n = ptr[i + 1] - lo
+        b = n if batch <= 0 or batch >= n else batch
+        Ti = thetas[i]
+        A = anchors[which[i]]
+        Gt = G[t]
+        for s in range(steps):
+            if b == 0:  # no rows: the ridge term alone
+                for r in range(c):
+                    Gt[r, :] = l2 * Ti[r]
+            else:
+                if b < n and (s == 0 or fresh):
+                    sample_without_replacement(perm, lo, n, b, rng, i)
+                batch_grad(X, y, perm[lo : lo + b], Ti, loss, l2, Gt, S[t])
+            for r in range(c):
+                _apply(Ti[r], Gt[r], A[r], stepsize, weight, gamma, rho)
+
+
+@njit(parallel=True, cache=True)
+def mlp_prox_steps(
+    X, y, ptr, thetas, anchors, which, perm, rng, steps, batch, fresh, stepsize, weight, gamma,
+    rho, sizes, bias, act, loss, l2, work,
+):  # fmt: skip
+    """:func:`prox_steps` for MLPs: ``thetas`` (n_clients, n_params), ``anchors``
+    (n_anchors, n_params), ``work`` from :func:`fedsparse.kernels.mlp_thread_work`."""
+    n_clients = ptr.shape[0] - 1
+    P = thetas.shape[1]
+    X0, A, D, E, coef, G, _ = work
+    for i in prange(n_clients):
+        t = numba.get_thread_id()
+        lo = ptr[i]
+        n = ptr[i + 1] - lo
+        b = n if batch <= 0 or batch >= n else batch
+        ti = thetas[i]
+        a = anchors[which[i]]
+        g = G[t][:P]
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        for s in range(steps):
+            if b == 0:
+                g[:] = l2 * ti
+            else:
+                if b < n and (s == 0 or fresh):
+                    sample_without_replacement(perm, lo, n, b, rng, i)
+                mlp_batch_grad(X, y, perm[lo : lo + b], ti, sizes, bias, act, loss, l2, g, wt)
+            _apply(ti, g, a, stepsize, weight, gamma, rho)
+
+
+# ---- whole rounds in one parallel region (edges or clients in parallel) -----------------------
+# One call per global round instead of one per edge/local round: under load, every parallel
+# region waits for its slowest thread to be scheduled.
+
+
+@njit(cache=True)
+def _grad(X, y, rows, T, G, mlp, sizes, bias, act, loss, l2, s, wt):
+    """``G`` = minibatch gradient (l2 included) at ``T``: (n_outputs, d), or (1, n_params) for
+    an MLP (``mlp``); no rows: the ridge term alone."""
+    if rows.shape[0] == 0:
+        for r in range(T.shape[0]):
+            G[r, :] = l2 * T[r]
+    elif mlp:
+        mlp_batch_grad(X, y, rows, T[0], sizes, bias, act, loss, l2, G[0], wt)
+    else:
+        batch_grad(X, y, rows, T, loss, l2, G, s)
+
+
+@njit(cache=True)
+def _message_bytes(V, tol):
+    """Bytes of ``V`` sent as the cheaper of dense (8 per value) and sparse (12 per |x| > tol)."""
+    nnz = 0
+    for r in range(V.shape[0]):
+        v = V[r]
+        for j in range(v.shape[0]):
+            nnz += abs(v[j]) > tol
+    return min(8 * V.size, 12 * nnz)
+
+
+@njit(cache=True)
+def _inner_solve(X, y, ptr, u, T, anchor, perm, rng, steps, batch, stepsize, weight, gamma,
+                 rho, mlp, sizes, bias, act, loss, l2, G, s, wt):  # fmt: skip
+    """``steps`` proximal steps of client ``u`` on one minibatch drawn from its stream."""
+    lo = ptr[u]
+    n = ptr[u + 1] - lo
+    b = n if batch <= 0 or batch >= n else batch
+    if b < n:
+        sample_without_replacement(perm, lo, n, b, rng, u)
+    rows = perm[lo : lo + b]
+    for _ in range(steps):
+        _grad(X, y, rows, T, G, mlp, sizes, bias, act, loss, l2, s, wt)
+        for r in range(T.shape[0]):
+            _apply(T[r], G[r], anchor[r], stepsize, weight, gamma, rho)
+
+
+@njit(parallel=True, cache=True)
+def sfedhp_round(
+    X, y, ptr, w, thetas, w_e, phi_e, phi_c, edge_rounds, steps, batch, eta1, eta2, lam1, lam2,
+    gamma1, gamma2, rho, per_client, tol, perm, rng, mlp, sizes, bias, act, loss, l2, work,
+    edge_bytes,
+):  # fmt: skip
+    """One global round of every edge of sFedHP (spec seed-002 §2.3), edges in parallel.
+
+    Client u is under edge u // J, J = n_clients / n_edges. Per edge: w_e = phi_e = w and
+    theta_u = phi_c[u] = w; then ``edge_rounds`` times: each client's ``steps`` proximal steps
+    on one minibatch, anchored at phi_e (or its own phi_c[u] if ``per_client``), with
+    step ``eta2``, weight ``lam1`` and smooth-l1 weight ``gamma1``; phi_c[u] = (lam1 theta_u +
+    lam2 w_e) / (lam1 + lam2); phi_e = mean of the edge's phi_c; w_e -= eta1 (lam2 (w_e -
+    phi_e) + gamma2 tanh(w_e / rho)). ``edge_bytes[e]`` = (bytes up, bytes down) of the edge's
+    client link (thetas up, anchors down, at zero tolerance ``tol``). ``work`` = (G, S, X0, A,
+    D, E, coef), one row per thread: gradient (n_threads, *w.shape), softmax scratch and the
+    MLP work space (see :func:`fedsparse.kernels.mlp_thread_work`).
+    """
+    n_edges = w_e.shape[0]
+    J = thetas.shape[0] // n_edges
+    G, S, X0, A, D, E, coef = work
+    c = w.shape[0]
+    mix = 1.0 / (lam1 + lam2)
+    for e in prange(n_edges):
+        t = numba.get_thread_id()
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        We = w_e[e]
+        Pe = phi_e[e]
+        We[:, :] = w
+        Pe[:, :] = w
+        for u in range(e * J, (e + 1) * J):
+            thetas[u][:, :] = w
+            phi_c[u][:, :] = w
+        up = 0
+        down = 0
+        for _ in range(edge_rounds):
+            for u in range(e * J, (e + 1) * J):
+                anchor = phi_c[u] if per_client else Pe
+                down += _message_bytes(anchor, tol)
+                _inner_solve(X, y, ptr, u, thetas[u], anchor, perm, rng, steps, batch, eta2,
+                             lam1, gamma1, rho, mlp, sizes, bias, act, loss, l2, G[t], S[t],
+                             wt)  # fmt: skip
+                up += _message_bytes(thetas[u], tol)
+            Pe[:, :] = 0.0
+            for u in range(e * J, (e + 1) * J):
+                for r in range(c):
+                    th, we, pc, pe = thetas[u][r], We[r], phi_c[u][r], Pe[r]
+                    for j in range(th.shape[0]):
+                        pc[j] = (lam1 * th[j] + lam2 * we[j]) * mix
+                        pe[j] += pc[j]
+            for r in range(c):
+                we, pe = We[r], Pe[r]
+                for j in range(we.shape[0]):
+                    pe[j] /= J
+                    x = we[j]
+                    step = lam2 * (x - pe[j])
+                    if gamma2 != 0.0:
+                        step += gamma2 * np.tanh(x / rho)
+                    we[j] = x - eta1 * step
+        edge_bytes[e, 0] = up
+        edge_bytes[e, 1] = down
+
+
+@njit(parallel=True, cache=True)
+def pfedme_round(
+    X, y, ptr, w, thetas, w_c, local_rounds, steps, batch, eta, eta_inner, lam, perm, rng, mlp,
+    sizes, bias, act, loss, l2, work,
+):  # fmt: skip
+    """One global round of every pFedMe client, clients in parallel: theta = w_c[u] = w, then
+    ``local_rounds`` times ``steps`` proximal steps (step ``eta_inner``, weight ``lam``) on one
+    minibatch anchored at w_c[u], and w_c[u] -= eta lam (w_c[u] - theta). ``work`` as in
+    :func:`sfedhp_round`."""
+    G, S, X0, A, D, E, coef = work
+    c = w.shape[0]
+    for u in prange(thetas.shape[0]):
+        t = numba.get_thread_id()
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        T = thetas[u]
+        Wu = w_c[u]
+        T[:, :] = w
+        Wu[:, :] = w
+        for _ in range(local_rounds):
+            _inner_solve(X, y, ptr, u, T, Wu, perm, rng, steps, batch, eta_inner, lam, 0.0, 1.0,
+                         mlp, sizes, bias, act, loss, l2, G[t], S[t], wt)  # fmt: skip
+            for r in range(c):
+                wu, th = Wu[r], T[r]
+                for j in range(wu.shape[0]):
+                    wu[j] -= eta * lam * (wu[j] - th[j])
+
+
+@njit(parallel=True, cache=True)
+def hierfavg_round(
+    X, y, ptr, w, thetas, w_e, p, edge_rounds, steps, batch, stepsize, perm, rng, mlp, sizes,
+    bias, act, loss, l2, work, edge_bytes,
+):  # fmt: skip
+    """One global round of every HierFAVG edge, edges in parallel: w_e = w, then
+    ``edge_rounds`` times every client u of the edge runs ``steps`` SGD steps from w_e (a fresh
+    minibatch each) and w_e = sum_u p_u theta_u / sum_u p_u. ``edge_bytes[e, 0]``: the bytes
+    the edge's clients sent up (exact zeros free). ``work`` as in :func:`sfedhp_round`."""
+    n_edges = w_e.shape[0]
+    J = thetas.shape[0] // n_edges
+    G, S, X0, A, D, E, coef = work
+    c = w.shape[0]
+    for e in prange(n_edges):
+        t = numba.get_thread_id()
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        We = w_e[e]
+        We[:, :] = w
+        total = 0.0
+        for u in range(e * J, (e + 1) * J):
+            total += p[u]
+        up = 0
+        for _ in range(edge_rounds):
+            for u in range(e * J, (e + 1) * J):
+                T = thetas[u]
+                T[:, :] = We
+                lo = ptr[u]
+                n = ptr[u + 1] - lo
+                b = n if batch <= 0 or batch >= n else batch
+                for _s in range(steps):
+                    if b < n:
+                        sample_without_replacement(perm, lo, n, b, rng, u)
+                    _grad(X, y, perm[lo : lo + b], T, G[t], mlp, sizes, bias, act, loss, l2,
+                          S[t], wt)  # fmt: skip
+                    for r in range(c):
+                        th, g = T[r], G[t][r]
+                        for j in range(th.shape[0]):
+                            th[j] -= stepsize * g[j]
+                up += _message_bytes(T, 0.0)
+            We[:, :] = 0.0
+            for u in range(e * J, (e + 1) * J):
+                for r in range(c):
+                    we, th = We[r], thetas[u][r]
+                    for j in range(we.shape[0]):
+                        we[j] += p[u] * th[j]
+            for r in range(c):
+                we = We[r]
+                for j in range(we.shape[0]):
+                    we[j] /= total
+        edge_bytes[e, 0] = up
