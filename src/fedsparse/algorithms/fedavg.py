@@ -16,18 +16,12 @@ import numpy as np
 from .. import kernels as K
 from ..errors import ConfigError
 from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes
+from .hardthreshold import BATCH_SIZE
 
 HYPERPARAMETERS = (
     Hyperparameter("stepsize", float, "initial local step size a", low=0.0, low_open=True),
     Hyperparameter("local_steps", int, "E: local SGD steps per round", default=1, low=1),
-    Hyperparameter(
-        "batch_size",
-        int,
-        "minibatch size per local step, or 'full' (deterministic)",
-        default=10,
-        low=1,
-        full_ok=True,
-    ),
+    BATCH_SIZE,  # the same declaration as the hard-thresholding family's
     Hyperparameter(
         "sampled_clients",
         int,
