@@ -147,7 +147,8 @@ def run_trace(
     problem = Problem.from_config(data, model)
     cls = ALGORITHMS[cfg["algorithm"]]
     algorithm = cls(problem, cfg["params"], cfg["seed"])
-    algorithm.time_model = time_model(cfg)
+    timing = time_model(cfg)
+    algorithm.time_model = timing
     algorithm.check_problem()
     _warm_up(cls, problem, cfg)
 
@@ -161,7 +162,6 @@ def run_trace(
         "elapsed_s": 0.0,
         "time": 0.0,
     }
-    timing = time_model(cfg)
     n_values = 2.0 * problem.shape[0] * problem.shape[1]  # 2 D: a full exchange up and down
 
     # Evaluated rounds wait in `pending` (copies of the global model, and of the

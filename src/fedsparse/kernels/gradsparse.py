@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from .losses import batch_grad
 from .mlp import mlp_batch_grad
-from .rng import sample_without_replacement
+from .rng import draw_minibatch
 from .threshold import RADIX_BINS, radix_select
 
 _MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
@@ -115,13 +115,9 @@ def accumulate_offers(X, y, ptr, W, A, perm, rng, batch, loss, l2, k, idx, val, 
     c, d = W.shape
     for i in prange(n_clients):
         t = numba.get_thread_id()
-        lo = ptr[i]
-        n = ptr[i + 1] - lo
-        b = n if batch <= 0 or batch >= n else batch
-        if b < n:
-            sample_without_replacement(perm, lo, n, b, rng, i)
+        rows = draw_minibatch(perm, ptr, i, batch, rng)
         Gt = G[t].reshape((c, d))
-        batch_grad(X, y, perm[lo : lo + b], W, loss, l2, Gt, S[t])
+        batch_grad(X, y, rows, W, loss, l2, Gt, S[t])
         _accumulate_offer(A[i], G[t], k, sel[t], counts[t], idx[i], val[i])
 
 
@@ -154,14 +150,10 @@ def accumulate_offers_mlp(
     X0, Aw, Dw, E, coef, G, _ = work
     for i in prange(n_clients):
         t = numba.get_thread_id()
-        lo = ptr[i]
-        n = ptr[i + 1] - lo
-        b = n if batch <= 0 or batch >= n else batch
-        if b < n:
-            sample_without_replacement(perm, lo, n, b, rng, i)
+        rows = draw_minibatch(perm, ptr, i, batch, rng)
         g = G[t, :P]
         wt = (X0[t], Aw[t], Dw[t], E[t], coef[t])
-        mlp_batch_grad(X, y, perm[lo : lo + b], theta, sizes, bias, act, loss, l2, g, wt)
+        mlp_batch_grad(X, y, rows, theta, sizes, bias, act, loss, l2, g, wt)
         _accumulate_offer(A[i], g, k, sel[t], counts[t], idx[i], val[i])
 
 

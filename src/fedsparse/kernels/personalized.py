@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from .losses import batch_grad
 from .mlp import mlp_batch_grad
-from .rng import sample_without_replacement
+from .rng import draw_minibatch, sample_without_replacement
 
 
 @njit(cache=True)
@@ -148,12 +148,7 @@ def _message_bytes(V, tol):
 def _inner_solve(X, y, ptr, u, T, anchor, perm, rng, steps, batch, stepsize, weight, gamma,
                  rho, mlp, sizes, bias, act, loss, l2, G, s, wt):  # fmt: skip
     """``steps`` proximal steps of client ``u`` on one minibatch drawn from its stream."""
-    lo = ptr[u]
-    n = ptr[u + 1] - lo
-    b = n if batch <= 0 or batch >= n else batch
-    if b < n:
-        sample_without_replacement(perm, lo, n, b, rng, u)
-    rows = perm[lo : lo + b]
+    rows = draw_minibatch(perm, ptr, u, batch, rng)
     for _ in range(steps):
         _grad(X, y, rows, T, G, mlp, sizes, bias, act, loss, l2, s, wt)
         for r in range(T.shape[0]):

@@ -52,3 +52,16 @@ def sample_without_replacement(perm, lo, n, b, state, i):
         tmp = perm[lo + j]
         perm[lo + j] = perm[r]
         perm[r] = tmp
+
+
+@njit(cache=True)
+def draw_minibatch(perm, ptr, i, batch, state):
+    """Client ``i``'s minibatch: ``min(batch, n_i)`` of its rows drawn without replacement
+    from its own stream (``batch <= 0`` or ``>= n_i``: all its rows, no randomness), as the
+    view of ``perm`` that holds them."""
+    lo = ptr[i]
+    n = ptr[i + 1] - lo
+    b = n if batch <= 0 or batch >= n else batch
+    if b < n:
+        sample_without_replacement(perm, lo, n, b, state, i)
+    return perm[lo : lo + b]

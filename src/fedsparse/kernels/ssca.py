@@ -12,7 +12,7 @@ import numba
 from numba import njit, prange
 
 from .mlp import mlp_batch_grad
-from .rng import sample_without_replacement
+from .rng import draw_minibatch
 
 
 @njit(parallel=True, cache=True)
@@ -40,15 +40,10 @@ def client_batch_grads(
     X0, A, D, E, coef = work[0], work[1], work[2], work[3], work[4]
     for i in prange(n_clients):
         t = numba.get_thread_id()
-        lo = ptr[i]
-        n = ptr[i + 1] - lo
-        b = n if batch <= 0 or batch >= n else batch
-        if b < n:
-            sample_without_replacement(perm, lo, n, b, rng, i)
         losses[i] = mlp_batch_grad(
             X,
             y,
-            perm[lo : lo + b],
+            draw_minibatch(perm, ptr, i, batch, rng),
             theta,
             sizes,
             bias,
