@@ -206,7 +206,7 @@ def test_report_excludes_finite_blow_ups_and_flags_edges(results, tmp_path):
     plt.close(fig)
     assert top < 20 < a.runs.loc[a.runs["status"] == "diverged", "final_objective"].min()
 
-    page = build_report(results, tmp_path / "report").read_text()
+    page = build_report(results, tmp_path / "report").with_name("runs.html").read_text()
     summary = pd.read_csv(tmp_path / "report" / "tables" / "summary.csv").set_index("algorithm")
     assert summary.loc["fediterht", "best_config"] == "all configurations diverged"
     assert summary.loc["fedht", "diverged_runs"] == 2
@@ -258,7 +258,7 @@ def test_optuna_scores_a_finite_blow_up_as_diverged():
 
 
 def test_report_gives_the_verdicts_at_the_papers_grid_and_at_ours(results, tmp_path):
-    page = build_report(results, tmp_path / "report").read_text()
+    page = build_report(results, tmp_path / "report").with_name("ht.html").read_text()
     assert "How the verdicts depend on the step-size grid" in page
     sens = pd.read_csv(tmp_path / "report" / "tables" / "grid_sensitivity.csv")
     assert sens.groupby("algorithm").size().to_dict() == {"distiht": 2, "fedht": 2}

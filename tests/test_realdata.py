@@ -165,8 +165,9 @@ def test_whole_softmax_sweep_on_digits_served_from_loopback(finished, server):
     assert stats["rows"].sum() + stats["test_rows"].sum() == 1797
     emb = pd.read_csv(res / "data/digits/embedding.csv")
     assert len(emb) == 300 and set(emb["cluster"]) == set(range(10))
-    html = (res / "report/index.html").read_text()
+    html = (res / "report/data.html").read_text()
     assert "Real data: partitions and test accuracy" in html
+    assert 'href="data.html"' in (res / "report/index.html").read_text()
     assert (res / "report/figures/embedding_digits.png").is_file()
     acc = pd.read_csv(res / "report/tables/test_accuracy.csv")
     assert set(acc["algorithm"]) == {"fedht", "fediterht", "distiht"}

@@ -160,6 +160,10 @@ def _tables(report_dir: Path, name: str) -> pd.DataFrame:
     return pd.read_csv(report_dir / "tables" / f"{name}.csv")
 
 
+def _all_pages(report_dir: Path) -> str:
+    return "\n".join(p.read_text() for p in sorted(report_dir.glob("*.html")))
+
+
 # ----------------------------------------------------------------------- basic outputs
 
 
@@ -182,32 +186,62 @@ def test_report_layout_and_figures(report):
     # atomic write: nothing left over next to or inside the report
     leftovers = [p.name for p in report.parent.iterdir() if p.name.startswith(".report.")]
     assert leftovers == []
-    assert {p.name for p in report.iterdir()} == {"index.html", "figures", "tables"}
+    pages = {"index.html", "ht.html", "runs.html"}  # no data.html: synthetic data only
+    assert {p.name for p in report.iterdir()} == {*pages, "figures", "tables"}
 
 
 def test_html_is_self_contained(report):
-    page = (report / "index.html").read_text()
-    imgs = re.findall(r"<img [^>]*>", page)
+    pages = {p.name: p.read_text() for p in report.glob("*.html")}
     figures = list((report / "figures").glob("*.png"))
-    assert len(imgs) == len(figures)
-    srcs = re.findall(r'src="([^"]*)"', page)
-    assert len(srcs) == len(imgs) and all(s.startswith("data:image/png;base64,") for s in srcs)
-    embedded = {base64.b64decode(s.split(",", 1)[1]) for s in srcs}
+    embedded = set()
+    for name, page in pages.items():
+        imgs = re.findall(r"<img [^>]*>", page)
+        srcs = re.findall(r'src="([^"]*)"', page)
+        assert len(srcs) == len(imgs), name
+        assert all(s.startswith("data:image/png;base64,") for s in srcs), name
+        embedded |= {base64.b64decode(s.split(",", 1)[1]) for s in srcs}
+        assert not re.search(r"https?://", page), name
+        assert "<script" not in page and "<link" not in page, name
+        ids = {name: set(re.findall(r'id="([^"]*)"', p)) for name, p in pages.items()}
+        for href in re.findall(r'href="([^"]*)"', page):  # links stay inside the report
+            target, _, anchor = href.partition("#")
+            target = target or name
+            assert target in pages, f"{name}: link to {href}"
+            assert not anchor or anchor in ids[target], f"{name}: no #{anchor} in {target}"
     assert embedded == {p.read_bytes() for p in figures}  # the same figures as the files
-    assert not re.search(r"https?://", page)
-    assert "<script" not in page and "<link" not in page
-    assert all(h.startswith("#") for h in re.findall(r'href="([^"]*)"', page))
+    index, ht = pages["index.html"], pages["ht.html"]
     for text in (
         "test-sweep",
         fedsparse.__version__,
         "0123456789abcdef",
         socket.gethostname(),
-        "Rounds to reach Distributed-IHT",
-        "Effect of the non-IID level",
+        "Paper claims and our measurements",
+        '<a href="ht.html">',
         "<table>",
     ):
-        assert text in page
-    assert f"{len(pd.read_csv(report / 'tables' / 'configs.csv'))} configurations" in page
+        assert text in index
+    for text in ("Rounds to reach Distributed-IHT", "Effect of the non-IID level"):
+        assert text in ht
+    assert f"{len(pd.read_csv(report / 'tables' / 'configs.csv'))} configurations" in index
+
+
+def test_claims_table_feeds_the_index_from_the_family(report):
+    """One claim per (data set, algorithm) the papers claim a speed-up for; its verdict is the
+    rounds-to-target table's, and each row links to the section that measured it."""
+    claims = _tables(report, "claims")
+    r2t = _tables(report, "rounds_to_target")
+    claimed = r2t[r2t["claimed_ratio"].notna()]
+    assert len(claims) == len(claimed) == 5  # 2 algorithms x 2 Sim I levels, FedIter-HT Sim II
+    assert set(claims["verdict"]) <= {"agrees", "does not agree", "not measured here"}
+    assert claims["verdict"].tolist() == claimed["agreement"].tolist()
+    assert claims["where"].tolist() == claimed["section"].tolist()
+    assert all(link.startswith("ht.html#r2t-") for link in claims["link"])
+    for row, ratio in zip(claims.itertuples(), claimed["claimed_ratio"], strict=True):
+        assert f"≈{ratio:g}x fewer rounds" in row.paper_value and "2 seeds" in row.ours
+    index = (report / "index.html").read_text()
+    for row in claims.itertuples():
+        assert f'href="{row.link}"' in index
+        assert f"<td>{row.verdict}</td>" in index
 
 
 def test_tables_parse_and_cover_everything(report, sweep):
@@ -288,7 +322,7 @@ def test_heatmap_marks_diverged_configs(report, sweep):
     assert (div["cell"] == "div").all()
     ok = cells[cells["stepsize"] != DIVERGING]
     assert (ok["cell"] != "div").all() and np.isfinite(ok["best_final"]).all()
-    page = (report / "index.html").read_text()
+    page = (report / "ht.html").read_text()
     assert "<td>div</td>" in page
 
 
@@ -341,7 +375,7 @@ def edge_report(sweep, tmp_path_factory):
 
 def test_edge_cases(edge_report):
     report, odd = edge_report
-    page = (report / "index.html").read_text()
+    page = _all_pages(report)
     for f in (report / "figures").iterdir():
         assert re.fullmatch(r"[A-Za-z0-9._-]+\.png", f.name), f.name
     assert (report / "figures" / "objective_odd_name_with_chars.png").exists()
@@ -365,9 +399,11 @@ def test_edge_cases(edge_report):
 
 def test_rebuild_replaces_atomically_and_crash_keeps_old(sweep, tmp_path, monkeypatch):
     import fedsparse.report as rep
+    from fedsparse.report import ht_section
 
-    for name in ("objective_figure", "heatmap_figure", "noniid_figure"):  # plotting is slow
-        monkeypatch.setattr(rep, name, lambda *args, **kwargs: None)
+    monkeypatch.setattr(rep, "objective_figure", lambda *args, **kwargs: None)  # plotting is slow
+    for name in ("heatmap_figure", "noniid_figure"):
+        monkeypatch.setattr(ht_section, name, lambda *args, **kwargs: None)
     root = sweep[0]
     out = tmp_path / "rep"
     out.mkdir()
@@ -379,7 +415,7 @@ def test_rebuild_replaces_atomically_and_crash_keeps_old(sweep, tmp_path, monkey
     def boom(*args, **kwargs):
         raise RuntimeError("crash while plotting")
 
-    monkeypatch.setattr(rep, "heatmap_figure", boom)
+    monkeypatch.setattr(ht_section, "heatmap_figure", boom)
     with pytest.raises(RuntimeError, match="crash while plotting"):
         build_report(root, out)
     assert (out / "index.html").read_bytes() == before
@@ -401,9 +437,9 @@ window.addEventListener('load', function () {
     var im = document.images[i];
     if (!im.complete || im.naturalWidth === 0) broken.push(i);
   }
+  var folder = location.href.slice(0, location.href.lastIndexOf('/') + 1);
   document.querySelectorAll('[href]').forEach(function (a) {
-    var h = a.getAttribute('href');
-    if (!(h.charAt(0) === '#' || h.indexOf('data:') === 0)) links.push(h);
+    if (a.href.indexOf(folder) !== 0) links.push(a.getAttribute('href'));  // leaves the report
   });
   var p = document.createElement('pre');
   p.textContent = 'FEDSPARSE-CHECK images=' + document.images.length + ' broken=' +
@@ -418,12 +454,25 @@ def _chromium() -> str | None:
 
 
 def test_report_renders_in_headless_chromium(report, tmp_path):
+    """Every page opens in a real browser: all its images decode, no link leaves the report."""
     browser = _chromium()
     if browser is None:
         pytest.skip("chromium not installed: apt-get install chromium")
-    page = (report / "index.html").read_text().replace("</body>", CHECK + "</body>")
-    probe = tmp_path / "probe.html"
-    probe.write_text(page)
+    copy = tmp_path / "report"
+    shutil.copytree(report, copy)
+    for page_path in sorted(copy.glob("*.html")):
+        images = len(re.findall(r"<img ", page_path.read_text()))
+        probe = copy / f"probe-{page_path.name}"
+        probe.write_text(page_path.read_text().replace("</body>", CHECK + "</body>"))
+        out = _dump_dom(browser, probe, tmp_path)
+        m = re.search(r"FEDSPARSE-CHECK images=(\d+) broken=(.*?) links=(.*?) END", out.stdout)
+        assert m, f"{page_path.name}: no check marker in chromium output: {out.stderr[-2000:]}"
+        assert int(m.group(1)) == images, page_path.name
+        assert m.group(2) == "", f"{page_path.name}: broken images: {m.group(2)}"
+        assert m.group(3) == "", f"{page_path.name}: links out of the report: {m.group(3)}"
+
+
+def _dump_dom(browser: str, page: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     cmd = [
         browser,
         "--headless",
@@ -437,11 +486,6 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
         "--run-all-compositor-stages-before-draw",
         "--virtual-time-budget=10000",
         "--dump-dom",
-        probe.as_uri(),
+        page.as_uri(),
     ]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    m = re.search(r"FEDSPARSE-CHECK images=(\d+) broken=(.*?) links=(.*?) END", out.stdout)
-    assert m, f"no check marker in chromium output: {out.stderr[-2000:]}"
-    assert int(m.group(1)) == len(list((report / "figures").glob("*.png")))
-    assert m.group(2) == "", f"broken images: {m.group(2)}"
-    assert m.group(3) == "", f"external links: {m.group(3)}"
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)

@@ -481,8 +481,9 @@ def test_workflow_interrupted_and_resumed_then_exported_and_reported(tmp_path):
     traces = read_traces(tmp_path / "results").to_pandas()
     assert set(traces.run_id) == set(runs.run_id)
     assert traces.trial_number.notna().all()
-    html = (tmp_path / "results/report/index.html").read_text()
+    html = (tmp_path / "results/report/optuna.html").read_text()
     assert "Optuna studies" in html and "Parameter importances" in html
+    assert 'href="optuna.html"' in (tmp_path / "results/report/index.html").read_text()
     assert (tmp_path / "results/report/figures/optuna_history_lin.png").is_file()
     best = pd.read_csv(tmp_path / "results/report/tables/optuna_best.csv")
     assert set(best.algorithm) == {"fedht", "distiht"} and (best.holdout_seeds == 1).all()

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..edges import EDGE_COLUMNS, edge_warning, edges_text, grid_edges
 from ..results import HYPERPARAMETER_COLUMNS, read_results, to_frame
+from .claims import AGREES, DISAGREES, NOT_MEASURED
 
 HP = list(HYPERPARAMETER_COLUMNS)
 LABELS = {"fedht": "Fed-HT", "fediterht": "FedIter-HT", "distiht": "Distributed-IHT"}
@@ -351,6 +352,9 @@ def rounds_to_target(a: Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
             first = int(hit.min()) if len(hit) else None
             ratio = (r / first if first else math.inf) if first is not None else math.nan
             claimed = claim[3].get(alg) if claim else None
+            agreement, text = _verdict(
+                alg, r, first, ratio, claim, claimed, int(c["round"].max())
+            )
             rows.append(
                 {
                     "section": sec.section,
@@ -363,8 +367,8 @@ def rounds_to_target(a: Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
                     "ratio": ratio,
                     "claim_source": claim[0] if claim else None,
                     "claimed_ratio": claimed,
-                    "verdict": _verdict(alg, r, first, ratio, claim, claimed, int(c["round"].max()))
-                    + _edge_caveat(a, sec.section, alg),
+                    "agreement": agreement,
+                    "verdict": text + _edge_caveat(a, sec.section, alg),
                 }
             )
     table = pd.DataFrame(
@@ -380,6 +384,7 @@ def rounds_to_target(a: Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
             "ratio",
             "claim_source",
             "claimed_ratio",
+            "agreement",
             "verdict",
         ],
     )
@@ -402,10 +407,12 @@ def _claim(sec) -> tuple | None:
     return CLAIMS.get((sec.task, sec.loss))
 
 
-def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> str:
+def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> tuple[str, str]:
+    """(agreement, sentence): agreement is "agrees", "does not agree", "not measured here" (no
+    claim to check, or a trivial target), or "" for the reference itself."""
     name = label(alg)
     if alg == BASELINE:
-        return f"{name} is the reference: the target is its mean objective at round {r}."
+        return "", f"{name} is the reference: the target is its mean objective at round {r}."
     if first is None:
         ours = f"{name} does not reach the target within its {last_round} rounds"
     elif first == 0:
@@ -418,25 +425,25 @@ def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> str:
             f"than {label(BASELINE)} ({r})"
         )
     if claim is None:
-        return ours + "; the papers make no numeric claim for this data set."
+        return NOT_MEASURED, ours + "; the papers make no numeric claim for this data set."
     if claimed is None:
-        return ours + f"; the papers make no claim for {name} in {claim[0]}."
+        return NOT_MEASURED, ours + f"; the papers make no claim for {name} in {claim[0]}."
     said = f"the papers claim ≈{claimed:g}x fewer ({claim[0]}, (α, β) = {claim[2]})"
     if first is None:
-        return f"{ours}; {said}. We do not agree."
+        return DISAGREES, f"{ours}; {said}. We do not agree."
     if first == 0:
-        return f"{ours}; {said}. Not comparable (the target is trivial)."
+        return NOT_MEASURED, f"{ours}; {said}. Not comparable (the target is trivial)."
     rel = ratio / claimed
     if ratio < 1:
-        return f"{ours}; {said}. We do not agree: the direction is opposite."
+        return DISAGREES, f"{ours}; {said}. We do not agree: the direction is opposite."
     if 1 / AGREE_FACTOR <= rel <= AGREE_FACTOR:
         side = "larger" if rel > 1 else "smaller"
-        return (
+        return AGREES, (
             f"{ours}; {said}. We agree (same direction, our speed-up is {rel:.2g}x the "
             f"claimed one, slightly {side}; within a factor {AGREE_FACTOR:g})."
         )
     side = "larger" if rel > 1 else "smaller"
-    return (
+    return DISAGREES, (
         f"{ours}; {said}. We do not agree on the size: same direction, but our speed-up "
         f"is {rel:.2g}x the claimed one ({side}, beyond a factor {AGREE_FACTOR:g})."
     )
@@ -446,7 +453,8 @@ def grid_sensitivity(results_dir: str | Path, a: Analysis, r2t: pd.DataFrame) ->
     """The rounds-to-target verdicts at the papers' step sizes next to those at all the step
     sizes searched; empty unless the sweep searched the papers' grid and more (a verdict drawn
     at the edge of the papers' grid may not survive a finer one)."""
-    cols = ["section", "algorithm", "grid", "best_config", "rounds_to_target", "verdict"]
+    cols = ["section", "algorithm", "grid", "best_config", "rounds_to_target"]
+    cols += ["agreement", "verdict"]
     searched = set(a.runs["stepsize"].dropna().astype(float))
     papers = searched & set(PAPER_STEPSIZES)
     if r2t.empty or not papers or papers == searched:

@@ -1,0 +1,211 @@
+"""The report's page for the hard-thresholding family (seeds 000/001: Fed-HT, FedIter-HT and the
+Distributed-IHT baseline): rounds to reach Distributed-IHT's objective against the papers'
+claimed speed-ups, how those verdicts depend on the step-size grid, the final objective over step
+size and local steps, and the effect of the non-IID level.
+
+Its claims are the papers' headline speed-ups (analysis.CLAIMS), one per algorithm and data set
+the papers make a numeric claim for, checked at this sweep's best configurations.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from . import analysis as an
+from .claims import NOT_MEASURED, Claim, Family
+from .figures import heatmap_figure, noniid_figure
+from .page import Page
+
+__all__ = ["FAMILY", "build"]
+
+PAPER = "Federated Nonconvex Sparse Learning (Fed-HT, FedIter-HT; seeds 000/001)"
+
+
+def build(page: Page, results_dir: Path, tables: Path) -> list[Claim]:
+    """Write the family's page; return the papers' speed-up claims as measured here."""
+    a = an.analyse(results_dir)
+    r2t, notes = an.rounds_to_target(a)
+    sens = an.grid_sensitivity(results_dir, a, r2t)
+    cells = an.heatmap_table(a)
+    noniid = an.noniid_table(a)
+    r2t.to_csv(tables / "rounds_to_target.csv", index=False)
+    sens.to_csv(tables / "grid_sensitivity.csv", index=False)
+    cells.to_csv(tables / "heatmap.csv", index=False)
+    noniid.to_csv(tables / "noniid.csv", index=False)
+
+    page.text("p", __doc__.split("\n\n", 1)[0].replace("\n", " "), "muted")
+    ht = a.sections[a.sections["section"].isin(a.runs.loc[a.runs["algorithm"].isin(
+        FAMILY.algorithms), "section"])]  # fmt: skip
+    items = "".join(
+        f'<li><a href="#ht-{html.escape(s.slug)}">{html.escape(s.section)}</a></li>'
+        for s in ht.itertuples()
+    )
+    noniid_link = '<li><a href="#noniid">Effect of the non-IID level</a></li>'
+    page.add(f"<nav><ul>{items}{noniid_link}</ul></nav>")
+    for sec in ht.itertuples():
+        page.heading("h2", sec.section, f"ht-{sec.slug}")
+        _rounds_to_target(page, sec, r2t[r2t["section"] == sec.section], notes)
+        _grid_sensitivity(page, sec, sens[sens["section"] == sec.section])
+        _heatmap(page, sec, cells[cells["section"] == sec.section])
+    _noniid(page, noniid)
+    return claims(a, r2t, sens)
+
+
+def claims(a: an.Analysis, r2t: pd.DataFrame, sens: pd.DataFrame) -> list[Claim]:
+    """One claim per (data set, algorithm) the papers give a speed-up for."""
+    out = []
+    slugs = dict(zip(a.sections["section"], a.sections["slug"], strict=True))
+    for row in r2t[r2t["claimed_ratio"].notna()].itertuples():
+        best = a.best[(a.best["section"] == row.section) & (a.best["algorithm"] == row.algorithm)]
+        seeds = int(best["seeds"].iloc[0]) if len(best) else 0
+        if row.reached and row.rounds_to_target:
+            ours = f"{row.ratio:.2g}x (round {row.rounds_to_target} vs {row.R})"
+        elif row.reached:
+            ours = "target met at round 0"
+        else:
+            ours = f"not reached within the run (target: round {row.R})"
+        ours += f"; mean of {seeds} seed{'s' if seeds != 1 else ''}"
+        ours += _seed_spread(a, row) + f", best config {row.best_config}"
+        if an.edge_note(a, row.section, row.algorithm):
+            ours += " (at the edge of the grid searched)"
+        theirs = sens[(sens["section"] == row.section) & (sens["algorithm"] == row.algorithm)]
+        if len(theirs) == 2:  # the same verdict at the papers' grid
+            papers = theirs.iloc[0]
+            at = (
+                f"round {papers['rounds_to_target']}"
+                if pd.notna(papers["rounds_to_target"])
+                else "not reached"
+            )
+            ours += f"; at the papers' step-size grid: {at} ({papers['agreement'] or 'n/a'})"
+        out.append(
+            Claim(
+                paper=PAPER,
+                claim=f"{an.label(row.algorithm)} needs fewer rounds than Distributed-IHT to "
+                f"reach Distributed-IHT's round-{row.R} objective",
+                paper_value=f"≈{row.claimed_ratio:g}x fewer rounds ({row.claim_source})",
+                ours=ours,
+                verdict=row.agreement or NOT_MEASURED,
+                where=row.section,
+                anchor=f"r2t-{slugs[row.section]}",
+            )
+        )
+    return out
+
+
+def _seed_spread(a: an.Analysis, row) -> str:
+    """When the first and the last seed reach the target (the min and max curves over seeds)."""
+    c = a.curves[(a.curves["section"] == row.section) & (a.curves["algorithm"] == row.algorithm)]
+    if c.empty or c["n"].max() < 2:
+        return ""
+    first = c.loc[c["min"] <= row.target, "round"]
+    last = c.loc[c["max"] <= row.target, "round"]
+    if first.empty:
+        return " (no seed reaches it)"
+    if last.empty:
+        return f" (the first seed at round {first.min()}, not every seed)"
+    return f" (seeds between rounds {first.min()} and {last.min()})"
+
+
+def _ratio(v: float) -> str:
+    return "∞" if v == float("inf") else f"{v:.2f}x"
+
+
+def _rounds_to_target(page: Page, sec, t: pd.DataFrame, notes: dict) -> None:
+    page.heading("h3", "Rounds to reach Distributed-IHT's objective", f"r2t-{sec.slug}")
+    if sec.section in notes:
+        page.text("p", notes[sec.section], "note")
+        return
+    if t.empty:
+        return
+    r, target = int(t["R"].iloc[0]), float(t["target"].iloc[0])
+    page.text(
+        "p",
+        f"Target: Distributed-IHT's mean objective at round {r} = {target:.6g}. For each "
+        "algorithm's best configuration, the first evaluated round at which its mean objective "
+        "is at or below the target, and R / that round.",
+    )
+    cols = ["algorithm", "best_config", "R", "rounds_to_target", "ratio", "claim_source"]
+    shown = t[[*cols, "claimed_ratio"]].copy()
+    shown["rounds_to_target"] = (
+        shown["rounds_to_target"].astype(object).where(t["reached"], "not reached")
+    )
+    shown["ratio"] = shown["ratio"].astype(object).where(t["reached"], "")
+    page.table(
+        shown,
+        {
+            "ratio": lambda v: _ratio(v) if isinstance(v, float) else v,
+            "claimed_ratio": lambda v: f"≈{v:g}x",
+        },
+    )
+    items = "".join(f"<li>{html.escape(v)}</li>" for v in t["verdict"])
+    page.add(f'<ul class="verdicts">{items}</ul>')
+
+
+def _grid_sensitivity(page: Page, sec, sens: pd.DataFrame) -> None:
+    """The verdicts at the papers' step sizes and at ours, side by side (when ours has more)."""
+    if sens.empty:
+        return
+    page.heading("h3", "How the verdicts depend on the step-size grid", f"grid-{sec.slug}")
+    page.text(
+        "p",
+        "The same rounds-to-target comparison twice: with only the papers' step sizes (each "
+        "algorithm's best configuration and Distributed-IHT's target chosen among them), and "
+        "with every step size this sweep searched. A verdict that changes was drawn at the "
+        "edge of the smaller grid.",
+    )
+    shown = sens.drop(columns="section").copy()
+    shown["algorithm"] = shown["algorithm"].map(an.label)
+    shown["rounds_to_target"] = shown["rounds_to_target"].astype(object).fillna("not reached")
+    page.table(shown)
+
+
+def _heatmap(page: Page, sec, c: pd.DataFrame) -> None:
+    page.text("h3", "Final objective over step size and local steps")
+    if c.empty:
+        page.text("p", "Neither Fed-HT nor FedIter-HT was run on this data set.", "note")
+        return
+    name = sec.section
+    page.figure(heatmap_figure(c, name), f"heatmap_{sec.slug}", f"heatmaps, {name}")
+    page.add("<details><summary>Heatmap values</summary>")
+    cols = ["algorithm", "stepsize", "local_steps", "cell", "configs", "valid_configs"]
+    page.table(c[[*cols, "diverged_runs"]])
+    page.add("</details>")
+
+
+def _noniid(page: Page, noniid: pd.DataFrame) -> None:
+    page.add('<h2 id="noniid">Effect of the non-IID level</h2>')
+    if noniid.empty:
+        page.text("p", "No synthetic data sets with (α, β) levels in these results.", "note")
+        return
+    page.text(
+        "p",
+        "Synthetic data sets of the same task at different (α, β) are different "
+        "data sets; α controls how much the clients' local models differ, β how "
+        "much their local data differ. Each point is an algorithm's best final "
+        "objective (mean over seeds). The papers report that higher non-IIDness "
+        "slows both federated methods down.",
+    )
+    for (task, loss), t in noniid.groupby(["task", "loss"], sort=True):
+        t = t.dropna(axis=1, how="all").reset_index(drop=True)
+        title = f"{task} task, {loss} loss"
+        page.text("h3", title)
+        if len(t) < 2:
+            page.text("p", "Only one (α, β) level: no trend to show.", "muted")
+        page.figure(
+            noniid_figure(t, title),
+            f"noniid_{an.slugify(task)}_{an.slugify(loss)}",
+            f"non-IID effect, {title}",
+        )
+        page.table(t.drop(columns=["task", "loss"]).rename(columns=an.LABELS))
+
+
+FAMILY = Family(
+    key="ht",
+    title="Hard thresholding: Fed-HT, FedIter-HT and Distributed-IHT (seeds 000/001)",
+    paper=PAPER,
+    algorithms=frozenset({"fedht", "fediterht", "distiht"}),
+    build=build,
+)
