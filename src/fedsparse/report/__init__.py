@@ -221,6 +221,8 @@ def _runs_page(page: Page, a: an.Analysis, summary: pd.DataFrame) -> None:
     )
     page.text("h3", "Data sets")
     overview = a.sections.rename(columns={"section": "data set"}).drop(columns=["slug", "dataset"])
+    if (overview["center"] == "none").all():  # the papers' reading everywhere: no column
+        overview = overview.drop(columns="center")
     page.table(overview)
     items = "".join(
         f'<li><a href="#ds-{html.escape(s.slug)}">{html.escape(s.section)}</a></li>'
