@@ -188,7 +188,20 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
         task = cfg["dataset"]["task"]
         if model["loss"] != "least_squares" and LOSS_TASKS[model["loss"]] != task:
             raise ConfigError(f"model.loss: {model['loss']} does not fit {task} data")
+    clients = known_clients(cfg["dataset"], cfg["partition"])
+    if clients is not None:
+        ALGORITHMS[algorithm].check_clients(cfg["params"], clients)
     return cfg
+
+
+def known_clients(dataset: dict[str, Any], partition: Any) -> int | None:
+    """The client count a normalised config fixes before any data is read (a partitioner's
+    ``clients``, a simulation's own clients), or None where only the data can tell."""
+    if isinstance(partition, dict) and "clients" in partition:
+        return int(partition["clients"])
+    if partition == "natural" and dataset["kind"] == "synthetic":
+        return int(dataset["clients"])
+    return None
 
 
 def divergence_factor(cfg: dict[str, Any]) -> float:

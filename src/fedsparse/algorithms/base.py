@@ -184,6 +184,13 @@ class Algorithm(ABC):
         return None
 
     @classmethod
+    def check_clients(cls, params: dict[str, Any], n_clients: int, where: str = "params") -> None:
+        """Raise ConfigError if the hyperparameters cannot apply to ``n_clients`` clients.
+        Called while planning wherever the config fixes the client count, so a sweep fails
+        before it starts rather than in its runs."""
+        return None
+
+    @classmethod
     def steps_per_round(cls, params: dict[str, Any]) -> int:
         """Minibatch gradients one client computes per round, for the cost estimate."""
         return int(params.get("local_steps", 1))

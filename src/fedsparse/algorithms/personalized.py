@@ -235,9 +235,13 @@ class SFedHP(ProxClients):
     def steps_per_round(cls, params: dict[str, Any]) -> int:
         return params.get("edge_rounds", 20) * params.get("inner_steps", 5)
 
+    @classmethod
+    def check_clients(cls, params: dict[str, Any], n_clients: int, where: str = "params") -> None:
+        edge_of(n_clients, params["edges"], f"{where}.edges")
+
     def check_problem(self, where: str = "params") -> None:
-        n, prm = self.problem.n_clients, self.params
-        edge_of(n, prm["edges"], f"{where}.edges")
+        prm = self.params
+        self.check_clients(prm, self.problem.n_clients, where)
         if prm["sampled_edges"] > prm["edges"]:
             raise ConfigError(
                 f"{where}.sampled_edges: {prm['sampled_edges']} is more than the "
@@ -377,8 +381,12 @@ class HierFAVG(ProxClients):
     def steps_per_round(cls, params: dict[str, Any]) -> int:
         return params.get("local_steps", 1) * params.get("edge_rounds", 20)
 
+    @classmethod
+    def check_clients(cls, params: dict[str, Any], n_clients: int, where: str = "params") -> None:
+        edge_of(n_clients, params["edges"], f"{where}.edges")
+
     def check_problem(self, where: str = "params") -> None:
-        edge_of(self.problem.n_clients, self.params["edges"], f"{where}.edges")
+        self.check_clients(self.params, self.problem.n_clients, where)
 
     def setup(self) -> None:
         self._setup_clients()
