@@ -183,14 +183,18 @@ def _claims(page: Page, claims: pd.DataFrame) -> None:
         + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
         + ". Each row links to the figures and tables that measured it.",
     )
-    head = ["paper", "claim", "where", "paper's number", "ours", "verdict", ""]
-    rows = []
+    head = ["claim", "where", "paper's number", "ours", "verdict", ""]
+    rows, paper = [], None
     for c in claims.itertuples():
+        if c.paper != paper:  # one group of rows per paper
+            paper = c.paper
+            rows.append(f'<tr><th colspan="{len(head)}">{html.escape(paper)}</th></tr>')
         link = f'<a href="{html.escape(c.link)}">details</a>' if c.link else ""
-        cells = [c.paper, c.claim, c.where, c.paper_value, c.ours, c.verdict]
+        cells = [c.claim, c.where, c.paper_value, c.ours]
         tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
         cls = {"agrees": "agree", "does not agree": "disagree"}.get(c.verdict, "unmeasured")
-        rows.append(f'<tr class="{cls}">{tds}<td>{link}</td></tr>')
+        verdict = f'<td class="{cls}">{html.escape(c.verdict)}</td>'
+        rows.append(f"<tr>{tds}{verdict}<td>{link}</td></tr>")
     ths = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     page.add(f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 

@@ -31,6 +31,8 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 .note { background: #fff8e1; border-left: 4px solid #f0b400; padding: .4em .8em; }
 .muted { color: #666; font-size: 90%; } ul.verdicts li { margin-bottom: .3em; }
 nav ul { columns: 2; } code { background: #f4f4f4; padding: 0 3px; }
+td.agree { background: #e3f4e1 !important; } td.disagree { background: #fbe3e0 !important; }
+td.unmeasured { background: #eeeeee !important; color: #555; }
 """
 
 
