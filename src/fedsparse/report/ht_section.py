@@ -211,6 +211,30 @@ def _noniid(page: Page, noniid: pd.DataFrame) -> None:
         page.table(t.drop(columns=["task", "loss"]).rename(columns=an.LABELS))
 
 
+def readings_statements(readings: pd.DataFrame) -> list[str]:
+    """Per data set and reading: which claims it reproduces, and the level reached next to
+    the papers' reading's."""
+    out = []
+    keys = ["task", "loss", "alpha", "beta"]
+    for key, group in readings.groupby(keys, sort=True):
+        base = group[group["center"] == "none"]
+        best_base = base["final_objective"].min() if len(base) else float("nan")
+        for center, rows in group.groupby("center", sort=False):
+            claimed = rows[rows["claimed_ratio"].notna()]
+            agree = claimed.loc[claimed["agreement"] == "agrees", "algorithm"].map(an.label)
+            what = (
+                f"reproduces the claim for {', '.join(agree)}"
+                if len(agree)
+                else "reproduces none of the papers' speed-up claims"
+            )
+            text = f"{key[0]} task (α, β) = ({key[2]:g}, {key[3]:g}), center = {center}: {what}"
+            level = rows["final_objective"].min()
+            if center != "none" and pd.notna(best_base):
+                text += f"; best level reached {level:.4g} against {best_base:.4g} as generated"
+            out.append(text + ".")
+    return out
+
+
 def _readings(page: Page, readings: pd.DataFrame) -> None:
     if readings.empty:
         return
@@ -226,6 +250,8 @@ def _readings(page: Page, readings: pd.DataFrame) -> None:
         "target sooner but stall at a higher objective does not reproduce the claim's spirit: "
         "read the level next to the ratio.",
     )
+    items = "".join(f"<li>{html.escape(t)}</li>" for t in readings_statements(readings))
+    page.add(f'<ul class="verdicts">{items}</ul>')
     shown = readings.copy()
     shown["algorithm"] = shown["algorithm"].map(an.label)
     shown["rounds_to_target"] = shown["rounds_to_target"].astype(object).fillna("not reached")
