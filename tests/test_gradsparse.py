@@ -8,6 +8,8 @@ Algorithm 1 and the baselines of section 4.1 with full-batch gradients.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,7 +21,7 @@ from test_networks import np_loss_grad
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.algorithms import gradsparse as GSAlgo
 from fedsparse.algorithms.gradsparse import PeriodicIndices
-from fedsparse.config import normalize_run_config
+from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
 from fedsparse.experiment import run_trace
 from fedsparse.kernels import gradsparse as GS
@@ -749,14 +751,15 @@ def online_oracle(pb, blocks, name, trace, *, stepsize, l2, loss):
             )
 
         prev, cur, aux = f(w_prev), f(w), f(w_aux)
-        sign = None
+        up, down = 2 * k, 2 * (len(J) if name == "utopk" else k)
+        up_a, down_a = 2 * k_aux, 2 * (len(Ja) if name == "utopk" else k_aux)
+        theta = 1 + 10.0 * (up + down) / (2 * D)
+        theta_a = 1 + 10.0 * (up_a + down_a) / (2 * D)
+        sign = slope = None
         if prev > cur and prev > aux:
-            up, down = 2 * k, 2 * (len(J) if name == "utopk" else k)
-            up_a, down_a = 2 * k_aux, 2 * (len(Ja) if name == "utopk" else k_aux)
-            theta = 1 + 10.0 * (up + down) / (2 * D)
-            theta_a = 1 + 10.0 * (up_a + down_a) / (2 * D)
-            sign = int(np.sign(theta - theta_a * (prev - cur) / (prev - aux)))
-        out.append((w.copy(), w_aux, sign))
+            tau_hat = theta_a * (prev - cur) / (prev - aux)
+            sign, slope = int(np.sign(theta - tau_hat)), (theta - tau_hat) / (k - k_aux)
+        out.append((w.copy(), w_aux, sign, slope))
     return out
 
 
@@ -784,7 +787,7 @@ def test_online_rounds_equal_pseudo_code(name):
     expected = online_oracle(
         pb, blocks_of(data), name, recorded, stepsize=0.3, l2=1e-2, loss="softmax"
     )
-    for (w, wa, s), (w_o, wa_o, s_o) in zip(got, expected, strict=True):
+    for (w, wa, s), (w_o, wa_o, s_o, _) in zip(got, expected, strict=True):
         np.testing.assert_allclose(w, w_o, rtol=RTOL, atol=1e-12)
         np.testing.assert_allclose(wa, wa_o, rtol=RTOL, atol=1e-12)
         assert s == s_o
@@ -794,7 +797,9 @@ def test_online_rounds_equal_pseudo_code(name):
 def test_online_trace_replays_the_controller(control):
     """k_used and k_aux of a run follow Algorithm 2/3 fed with the trace's signs, with the
     controller's own stream (stochastic rounding of k and k', then one row per client)."""
-    prm = {"stepsize": 0.1, "k": 6, "k_control": control, "batch_size": 8, "window": 3}
+    prm = {"stepsize": 0.1, "k": 6, "k_control": control, "batch_size": 8}
+    if control == "online_extended":
+        prm["window"] = 3
     cfg = run_cfg("fabtopk", params=prm, rounds=25, time_model={"exchange_time": 10})
     df = to_frame(run_trace(normalize_run_config(cfg)))
     assert df[["k_used", "k_aux", "sign"]].iloc[0].isna().all()
@@ -813,11 +818,25 @@ def test_online_trace_replays_the_controller(control):
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"k": 5, "k_min": 3}, "params.k_min: only with k_control online or online_extended"),
+        ({"k": 5, "k_min": 3}, "params.k_min: only with k_control online or online_extended or"),
+        (
+            {"k": 5, "k_control": "online", "window": 3},
+            "params.window: only with k_control online_",
+        ),
+        (
+            {"k": 5, "k_control": "exp3", "k_sequence": "x"},
+            "params.k_sequence: only with k_control",
+        ),
+        ({"k": 5, "k_control": "sequence"}, "params.k_sequence: required by k_control sequence"),
+        (
+            {"k": 5, "k_control": "sequence", "k_sequence": "/nonexistent/x.parquet"},
+            "params.k_sequence: no trace file or results folder at /nonexistent/x.parquet",
+        ),
         ({"k": 5, "k_control": "online", "k_min": 9, "k_max": 8}, "params.k_min: 9 is above"),
         ({"k": 5, "k_control": "online", "k_min": 6}, "params.k: the initial k 5 is outside"),
-        ({"k": 5, "k_control": "bandit"}, "params.k_control: must be one of"),
-        ({"k": 5, "k_control": "online", "expand": 0.5}, "params.expand: must be >= 1"),
+        ({"k": 5, "k_control": "bandits"}, "params.k_control: must be one of"),
+        ({"k": 5, "k_control": "online_extended", "expand": 0.5}, "params.expand: must be >= 1"),
+        ({"k": 5, "k_control": "exp3", "k_min": 6}, "params.k: the initial k 5 is outside"),
     ],
 )
 def test_bad_k_ranges_are_one_line(params, message):
@@ -836,3 +855,322 @@ def test_k_max_above_d_is_one_line_and_fixed_k_keeps_its_run_config():
         run_cfg("utopk", params={"stepsize": 0.1, "k": 5, "k_control": "fixed"})
     )
     assert fixed["params"] == {"stepsize": 0.1, "batch_size": 32, "k": 5}
+
+
+# ---- the section 4.2 baselines: value-based OGD, EXP3, continuous bandit -------------------
+
+
+def feedback(prev, cur, aux, theta=2.0, theta_aux=1.5, k=10, k_aux=8):
+    return GSAlgo.Feedback(prev, cur, aux, theta, theta_aux, k, k_aux)
+
+
+def test_feedback_guards_and_estimates():
+    fb = feedback(1.0, 0.8, 0.9)  # tau_hat = 1.5 * 0.2 / 0.1 = 3 > theta = 2: k' is slower
+    assert fb.tau_hat() == pytest.approx(3.0) and fb.sign() == -1
+    assert fb.slope() == pytest.approx((2.0 - 3.0) / 2) and fb.cost() == pytest.approx(10.0)
+    for bad in (feedback(1.0, 1.1, 0.9), feedback(1.0, 0.9, 1.0)):
+        assert bad.sign() is None and bad.slope() is None
+    assert feedback(1.0, 1.0, 0.9).cost() is None and feedback(
+        1.0, 0.9, 1.2
+    ).cost() == pytest.approx(20.0)
+
+
+def test_value_ogd_moves_k_against_the_estimated_derivative():
+    ctrl = GSAlgo.ValueOGD(500, 10, 1000)
+    ctrl.learn(1, feedback(1.0, 0.8, 0.9, theta=2.2, theta_aux=1.0))  # slope (2.2 - 2) / 2 > 0
+    assert ctrl.k == pytest.approx(500 - 990 / np.sqrt(2) * 0.1)
+    k = ctrl.k
+    ctrl.learn(2, feedback(1.0, 0.8, 0.9, theta=1.0, theta_aux=1.0))  # slope (1 - 2) / 2 < 0
+    assert ctrl.k == pytest.approx(k + 990 / 2 * 0.5)
+    for unavailable in (None, feedback(1.0, 1.2, 0.9)):
+        k = ctrl.k
+        ctrl.learn(3, unavailable)
+        assert ctrl.k == k
+    ctrl.learn(4, feedback(1.0, 0.8, 0.9, theta=1e6, theta_aux=1.0))
+    assert ctrl.k == 10  # projected onto K
+
+
+def test_value_ogd_rounds_equal_pseudo_code():
+    """k_m of value-based OGD against a transcription fed with NumPy's losses of each round
+    (the rows each client sampled, k_m and k'_m as the run drew them)."""
+    data = make_data("softmax", sizes=(10, 17, 25, 13), d=8)
+    pb = Problem(data, "softmax", 1e-2, "samples")
+    prm = {**params_for("fabtopk", 6), "k_control": "value_ogd", "k_min": 2, "k_max": 20}
+    algo = ALGORITHMS["fabtopk"](pb, ALGORITHMS["fabtopk"].validate_params(prm), 1)
+    algo.check_problem()
+    algo.time_model = {"step_time": 1.0, "round_latency": 0.0, "exchange_time": 10.0}
+    algo.setup()
+    recorded, states = [], [algo.controller.k]
+    for t in range(10):
+        algo.round(t)
+        recorded.append((algo.k_used, algo.k_aux, algo.samples.copy()))
+        states.append(algo.controller.k)
+    expected = online_oracle(
+        pb, blocks_of(data), "fabtopk", recorded, stepsize=0.3, l2=1e-2, loss="softmax"
+    )
+    k = 6.0
+    for m, (_, _, _, slope) in enumerate(expected, 1):
+        if slope is not None:
+            k = min(max(k - 18 / np.sqrt(2 * m) * slope, 2), 20)
+        assert states[m] == pytest.approx(k, rel=1e-9)
+    assert len(set(np.round(states, 6))) > 2  # k moved
+
+
+def np_exp3(arms, cost_of, uniforms, horizon):
+    """EXP3 as spec 4.2.2 writes it (weights, not log-weights): the arm of each round."""
+    n = arms.size
+    gamma = np.sqrt(np.log(n) / (n * horizon))
+    w = np.ones(n)
+    played = []
+    for u in uniforms:
+        p = (1 - gamma) * w / w.sum() + gamma / n
+        a = min(int(np.searchsorted(np.cumsum(p), u * p.sum(), "right")), n - 1)
+        played.append(arms[a])
+        w[a] *= np.exp(gamma * (-cost_of(arms[a]) / p[a]) / n)
+    return np.array(played)
+
+
+def test_exp3_equals_its_transcription_and_learns_the_cheap_arm():
+    def cost(k):
+        return 1.0 + abs(k - 15) / 2
+
+    ctrl = GSAlgo.Exp3K(10, 20, horizon=200)
+    rng = np.random.default_rng(3)
+    played = []
+    for m in range(1, 1501):
+        p = ctrl.probabilities()
+        assert p.sum() == pytest.approx(1.0, abs=1e-12) and p.min() >= ctrl.gamma / 11 - 1e-15
+        k = ctrl.choose(m, rng)
+        played.append(k)
+        ctrl.learn(m, feedback(1.0, 1.0 - 1.0 / cost(k), None, theta=1.0))  # cost(k) exactly
+    uniforms = np.random.default_rng(3).random(1500)
+    np.testing.assert_array_equal(played, np_exp3(np.arange(10, 21), cost, uniforms, 200))
+    assert ctrl.arms[np.argmax(ctrl.probabilities())] == 15
+    ctrl.learn(1501, feedback(1.0, 1.1, None))  # loss went up: no update
+    np.testing.assert_array_equal(ctrl.log_w, GSAlgo.Exp3K(10, 20, horizon=200).log_w + ctrl.log_w)
+
+
+@given(st.lists(st.floats(0.0, 1e6), min_size=1, max_size=60), st.integers(1, 300))
+@settings(max_examples=40, deadline=None)
+def test_exp3_probabilities_sum_to_one(costs, n_arms):
+    ctrl = GSAlgo.Exp3K(5, 4 + n_arms, horizon=50)
+    rng = np.random.default_rng(0)
+    for m, c in enumerate(costs, 1):
+        ctrl.choose(m, rng)
+        ctrl.learn(m, feedback(1.0, 1.0 - 1.0 / max(c, 1e-9), None, theta=1.0))
+        p = ctrl.probabilities()
+        assert np.isfinite(p).all() and p.sum() == pytest.approx(1.0, abs=1e-9)
+        assert p.min() >= ctrl.gamma / n_arms * (1 - 1e-12)
+
+
+def test_bandit_equals_the_one_point_gradient_transcription():
+    k_min, k_max, T = 20, 400, 100
+
+    def cost(k):
+        return 1.0 + ((k - 150) / 100) ** 2
+
+    ctrl = GSAlgo.BanditK(300, k_min, k_max, horizon=T)
+    rng = np.random.default_rng(5)
+    got = [ctrl.choose(m, rng) for m in range(1, 2) for _ in [0]]
+    ctrl.learn(1, feedback(1.0, 1.0 - 1.0 / cost(got[0]), None, theta=1.0))
+    for m in range(2, 301):
+        got.append(ctrl.choose(m, rng))
+        assert k_min <= got[-1] <= k_max and ctrl.lo <= ctrl.x <= ctrl.hi
+        ctrl.learn(m, feedback(1.0, 1.0 - 1.0 / cost(got[-1]), None, theta=1.0))
+    # spec 4.2.3: y = x + delta u, u = +-1; g = c u / delta; x <- P(x - eta g)
+    delta, eta = T**-0.25, (k_max - k_min + 1) / T**0.75
+    x, r, want = 300.0, np.random.default_rng(5), []
+    for _ in range(300):
+        u = 1 if r.random() < 0.5 else -1
+        y = x + delta * u
+        k = int(np.floor(y) + (r.random() < y - np.floor(y)))
+        want.append(k)
+        x = float(np.clip(x - eta * cost(k) * u / delta, k_min + delta, k_max - delta))
+    assert got == want and ctrl.x == pytest.approx(x)
+
+
+@pytest.mark.parametrize("control", ["value_ogd", "exp3", "bandit"])
+def test_baseline_controllers_in_a_run(control):
+    """Seeded, within K, and the trace says what they do: k'_m and the sign only for the
+    value-based controller, which estimates them."""
+    prm = {"stepsize": 0.1, "k": 6, "k_control": control, "batch_size": 8, "k_min": 3}
+    cfg = run_cfg("fubtopk", params=prm, rounds=30, time_model={"exchange_time": 10})
+    a = to_frame(run_trace(normalize_run_config(cfg)))
+    b = to_frame(run_trace(normalize_run_config(cfg)))
+    c = to_frame(run_trace(normalize_run_config({**cfg, "seed": 1})))
+    pd.testing.assert_frame_equal(a.drop(columns="elapsed_s"), b.drop(columns="elapsed_s"))
+    ks = a["k_used"].iloc[1:]
+    assert ((ks >= 3) & (ks <= 12)).all() and a["k_control"].iloc[0] == control
+    if control == "value_ogd":
+        assert (a["k_aux"].iloc[1:] < ks).all() and a["sign"].notna().any()
+    else:
+        assert a[["k_aux", "sign"]].isna().all().all()
+        assert ks.nunique() > 1 and not ks.equals(c["k_used"].iloc[1:])
+
+
+# ---- replaying a recorded sequence (k_control: sequence) ----------------------------------
+
+
+def write_trace(path, cfg):
+    from fedsparse.results import write_parquet_atomic
+
+    table = run_trace(normalize_run_config(cfg))
+    write_parquet_atomic(table, path)
+    return to_frame(table)
+
+
+def online_source(tmp_path, eval_every=1, rounds=20, name="src.parquet"):
+    prm = {"stepsize": 0.1, "k": 6, "k_control": "online_extended", "batch_size": 8, "window": 3}
+    cfg = run_cfg("fabtopk", params=prm, rounds=rounds, eval_every=eval_every,
+                  time_model={"exchange_time": 10})  # fmt: skip
+    return write_trace(tmp_path / name, cfg)
+
+
+def replay_cfg(source, rounds=20, algorithm="fubtopk", eval_every=1, **over):
+    prm = {"stepsize": 0.1, "k": 6, "k_control": "sequence", "k_sequence": str(source)}
+    return run_cfg(algorithm, params={**prm, **over}, rounds=rounds, eval_every=eval_every,
+                   time_model={"exchange_time": 1})  # fmt: skip
+
+
+def write_k_trace(path, k_used, run="r1", k=6):
+    """A minimal trace file: the columns a replay reads."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = len(k_used)
+    pq.write_table(pa.table({"run_id": [run] * n, "round": list(range(1, n + 1)),
+                             "k": [k] * n, "k_used": k_used}), path)  # fmt: skip
+
+
+def test_sequence_replays_exactly_the_recorded_k(tmp_path):
+    src = online_source(tmp_path)
+    assert src["k_used"].iloc[1:].nunique() > 1
+    cfg = normalize_run_config(replay_cfg(tmp_path / "src.parquet"))
+    seq = cfg["params"]["k_sequence"]
+    assert seq["run"] == src["run_id"].iloc[0] and len(seq["sha256"]) == 64
+    out = to_frame(run_trace(cfg))
+    np.testing.assert_array_equal(out["k_used"].iloc[1:], src["k_used"].iloc[1:])
+    assert out[["k_aux", "sign"]].isna().all().all() and "k_sequence" not in out.columns
+    assert (out["k_control"] == "sequence").all()
+    # the same sequence elsewhere: the same content hash (the run id's part that is not a path)
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "x.parquet").write_bytes((tmp_path / "src.parquet").read_bytes())
+    other = normalize_run_config(replay_cfg(f"{tmp_path}/copy/x.parquet#{seq['run']}"))
+    assert other["params"]["k_sequence"]["sha256"] == seq["sha256"]
+    assert run_id(other) == run_id(cfg)  # where the sequence was read is not its identity
+    assert normalize_run_config(cfg) == cfg  # the canonical form normalises to itself
+
+
+def test_sequence_from_a_results_folder_and_a_sparser_trace(tmp_path):
+    from fedsparse.aggregate import write_traces_dataset
+    from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
+    from fedsparse.shard import run_summary
+    from fedsparse.sweep import Run
+
+    tables, summaries = [], []
+    for control in ("online", "online_extended"):
+        prm = {"stepsize": 0.1, "k": 6, "k_control": control, "batch_size": 8}
+        cfg = normalize_run_config(run_cfg("fabtopk", params=prm, rounds=12, eval_every=4))
+        table = run_trace(cfg)
+        tables.append(table)
+        summaries.append(run_summary(Run(table["run_id"][0].as_py(), cfg), table, 1.0, "s"))
+    import pyarrow as pa
+
+    write_traces_dataset(pa.concat_tables(tables), tmp_path / "res" / "traces")
+    write_parquet_atomic(rows_table(summaries, RUNS_SCHEMA), tmp_path / "res" / "runs.parquet")
+    with pytest.raises(ConfigError, match=r"^params.k_sequence: .* holds 2 runs with k_used"):
+        normalize_run_config(replay_cfg(tmp_path / "res", rounds=12))
+    src = to_frame(tables[1])
+    cfg = replay_cfg(f"{tmp_path / 'res'}#{src['run_id'].iloc[0]}", rounds=12)
+    out = to_frame(run_trace(normalize_run_config(cfg)))
+    recorded = dict(zip(src["round"].iloc[1:], src["k_used"].iloc[1:], strict=True))
+    # rounds 1-4 play round 4's k, 5-8 round 8's, 9-12 round 12's
+    want = [recorded[4 * ((r + 3) // 4)] for r in range(1, 13)]
+    np.testing.assert_array_equal(out["k_used"].iloc[1:], want)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: replay_cfg(d / "src.parquet", rounds=21), "params.k_sequence: the recorded "
+         "sequence has 20 rounds, this run needs round 21"),
+        (lambda d: replay_cfg(d / "src.parquet", k=5), "params.k: 5 is not the replayed run's k 6"),
+        (lambda d: replay_cfg(d / "junk.parquet"), "params.k_sequence: cannot read a k_used "
+         "trace from"),
+        (lambda d: replay_cfg(f"{d / 'src.parquet'}#0123"), "params.k_sequence: no k_used rows "
+         "of run 0123 in"),
+        (lambda d: replay_cfg(d / "big.parquet", rounds=3), "params.k_sequence: the recorded k "
+         "reaches 20, more than the D = 12 parameters"),
+        (lambda d: replay_cfg(d / "zero.parquet", rounds=3), "params.k_sequence: run r1 in "),
+    ],
+)  # fmt: skip
+def test_bad_sequences_are_one_line(tmp_path, make, message):
+    online_source(tmp_path)
+    (tmp_path / "junk.parquet").write_text("not parquet")
+    write_k_trace(tmp_path / "big.parquet", [6, 20, 7])
+    write_k_trace(tmp_path / "zero.parquet", [6, 0, 7])
+    with pytest.raises(ConfigError) as err:
+        run_trace(normalize_run_config(make(tmp_path)))
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_a_changed_sequence_is_caught_and_the_cli_exits_2(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    write_k_trace(tmp_path / "src.parquet", [6, 7, 8])
+    cfg = normalize_run_config(replay_cfg(tmp_path / "src.parquet", rounds=3))
+    write_k_trace(tmp_path / "src.parquet", [6, 7, 9])
+    with pytest.raises(ConfigError, match=r"^params.k_sequence: the k sequence in .* changed"):
+        run_trace(cfg)
+    bad = replay_cfg(tmp_path / "missing.parquet")
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
+    proc = subprocess.run(
+        [sys.executable, "-m", "fedsparse", "run", str(tmp_path / "bad.yaml"), "-o",
+         str(tmp_path / "out.parquet")], capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("fedsparse: error: params.k_sequence: no trace file")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_per_client_contributions_add_up():
+    data = make_data("softmax", sizes=(10, 17, 25, 13))
+    pb = Problem(data, "softmax", 1e-2, "uniform")
+    for name in ["fabtopk", "fubtopk"]:
+        shared = []
+        algo = ALGORITHMS[name](pb, ALGORITHMS[name].validate_params(params_for(name, 5)), 0)
+        algo.setup()
+        for t in range(6):
+            algo.round(t)
+            shared.append(algo.shared.copy())
+        table = algo.client_contributions()
+        np.testing.assert_array_equal(table["applied"], np.sum(shared, axis=0))
+        np.testing.assert_array_equal(table["idle_rounds"], np.sum(np.array(shared) == 0, axis=0))
+        if name == "fabtopk":
+            assert (table["idle_rounds"] == 0).all() and (table["applied"] >= 6 * (5 // 4)).all()
+
+
+def test_replay_configs_name_their_source_configs_algorithm_3_runs():
+    """gs-*-replay.yaml list run ids of their source sweep's Algorithm-3 runs: they must follow
+    the source config (planning needs no data, so this runs on a fresh machine)."""
+    import re
+
+    import yaml
+
+    from fedsparse.sweep import plan_sweep
+
+    root = Path(__file__).resolve().parents[1] / "config"
+    for source in ("gs-quick", "gs-paper"):
+        plan = plan_sweep(yaml.safe_load((root / f"{source}.yaml").read_text()))
+        learned = {
+            r.run_id
+            for r in plan.runs
+            if r.config["algorithm"] == "fabtopk"
+            and r.config["params"].get("k_control") == "online_extended"
+        }
+        replay = (root / f"{source}-replay.yaml").read_text()
+        named = set(re.findall(rf"results/{source}#([0-9a-f]{{16}})", replay))
+        assert named and named <= learned, (source, named - learned)

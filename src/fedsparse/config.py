@@ -237,6 +237,9 @@ def run_id(cfg: dict[str, Any]) -> str:
     init = identity.get("model", {}).get("init", {})
     if init.get("kind") == "file":  # the file's SHA-256 identifies it, not where it lies
         identity["model"] = {**identity["model"], "init": {**init, "path": None}}
+    seq = identity.get("params", {}).get("k_sequence")
+    if isinstance(seq, dict):  # a replayed k sequence: its content, not where it was read
+        identity["params"] = {**identity["params"], "k_sequence": {**seq, "path": None}}
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -17,7 +17,11 @@ ties go to the lower index everywhere (selection kernels in ``kernels.gradsparse
 
 from __future__ import annotations
 
+import hashlib
 import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numba
@@ -47,13 +51,23 @@ FILL = Hyperparameter(
 )
 
 
+# k_control: how k_m is chosen each round. SEARCH: the controllers over K = [k_min, k_max];
+# SIGNED: those that estimate the derivative from k'_m = k_m - delta_m / 2 and w'(m) (spec 2.6).
+K_CONTROLS = ("fixed", "online", "online_extended", "value_ogd", "exp3", "bandit", "sequence")
+SEARCH = ("online", "online_extended", "value_ogd", "exp3", "bandit")
+SIGNED = ("online", "online_extended", "value_ogd")
+# EXP3 and the continuous bandit need a horizon T; the authors' code uses 5780 (spec 4.2). A
+# hyperparameter of its own would need a trace column (fedsparse.results), so it is fixed here.
+HORIZON = 5780
+
 CONTROL = (
     Hyperparameter(
         "k_control",
         str,
-        "fixed k, or chosen online: Algorithm 2 (online) or 3 (online_extended) of the spec",
+        "fixed k, or chosen online: Algorithm 2 (online) or 3 (online_extended) of the spec, "
+        "the section 4.2 baselines (value_ogd, exp3, bandit), or replayed (sequence)",
         default="fixed",
-        choices=("fixed", "online", "online_extended"),
+        choices=K_CONTROLS,
         omit_default=True,
     ),
     Hyperparameter(
@@ -71,7 +85,21 @@ CONTROL = (
         "expand", float, "online_extended: alpha, the window range's widening", default=1.5,
         low=1.0, omit_default=True,
     ),
+    Hyperparameter(
+        "k_sequence", str,
+        "sequence: the run whose k_used to replay, 'PATH#RUN_ID' (PATH a results folder or a "
+        "trace .parquet; '#RUN_ID' may be left out when PATH holds one such run)",
+        default="", omit_default=True,
+    ),
 )  # fmt: skip
+# which k_control each of these keys belongs to
+_ONLY_WITH = {
+    "k_min": SEARCH,
+    "k_max": SEARCH,
+    "window": ("online_extended",),
+    "expand": ("online_extended",),
+    "k_sequence": ("sequence",),
+}
 
 
 class PeriodicIndices:
@@ -99,6 +127,49 @@ class PeriodicIndices:
         return J
 
 
+def stochastic_round(x: float, rng: np.random.Generator) -> int:
+    """floor(x) + Bernoulli(x - floor(x)) (spec Definition 2, read as the pitfall says)."""
+    low = math.floor(x)
+    return int(low + (rng.random() < x - low))
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the server learns after round m (spec 2.6): the p-weighted single-sample losses
+    at w(m-1), w(m) and w'(m) (``aux``: None without k'), and the times theta_m(k_m) and
+    theta_m(k'_m) of the round and of its k'-element variant."""
+
+    prev: float
+    cur: float
+    aux: float | None
+    theta: float
+    theta_aux: float | None
+    k: int
+    k_aux: int | None
+
+    def tau_hat(self) -> float | None:
+        """(10): the time k' would take for the same loss decrease; None when unavailable
+        (the guard: both losses must have decreased)."""
+        if self.aux is None or not (self.prev > self.cur and self.prev > self.aux):
+            return None
+        return self.theta_aux * (self.prev - self.cur) / (self.prev - self.aux)
+
+    def sign(self) -> int | None:
+        """(11): sign(tau_m(k_m) - tau_hat_m(k'_m)) (k > k')."""
+        tau_hat = self.tau_hat()
+        return None if tau_hat is None else int(np.sign(self.theta - tau_hat))
+
+    def slope(self) -> float | None:
+        """Value-based estimate of d tau / dk: (tau_m(k_m) - tau_hat_m(k'_m)) / (k_m - k'_m)."""
+        tau_hat = self.tau_hat()
+        return None if tau_hat is None else (self.theta - tau_hat) / (self.k - self.k_aux)
+
+    def cost(self) -> float | None:
+        """The bandits' cost: time per unit loss decrease theta_m / (L(w(m-1)) - L(w(m)));
+        None when the loss did not decrease (the same guard as the sign's)."""
+        return self.theta / (self.prev - self.cur) if self.prev > self.cur else None
+
+
 class OnlineK:
     """Online choice of a continuous k (spec sections 2.3-2.5 and 3): Algorithm 2
     (``extended=False``: k <- P_K(k - delta_m s_m), delta_m = B / sqrt(2m)) or Algorithm 3
@@ -109,6 +180,8 @@ class OnlineK:
     then unchanged and the window skips the round); delta uses max(1, m - m_0) with m_0 = 0
     at the start (the spec's reading of its 3.1/3.4).
     """
+
+    signed = True  # needs k'_m and w'(m)
 
     def __init__(self, k_init, k_min, k_max, extended=False, window=20, expand=1.5):
         self.k = float(k_init)
@@ -121,6 +194,19 @@ class OnlineK:
 
     def delta(self, m: int) -> float:
         return self.B / math.sqrt(2.0 * max(1, m - self.m0))
+
+    def choose(self, m: int, rng: np.random.Generator) -> int:
+        """k_m of round m: the continuous state, stochastically rounded."""
+        return stochastic_round(self.k, rng)
+
+    def choose_aux(self, m: int, k: int, rng: np.random.Generator) -> int | None:
+        """k'_m = k_m - delta_m / 2, rounded too, clamped to [1, k - 1] (spec pitfall 8);
+        None at k = 1 (no k' < k)."""
+        k_aux = stochastic_round(self.k - self.delta(m) / 2, rng)
+        return None if k < 2 else max(1, min(k_aux, k - 1))
+
+    def learn(self, m: int, feedback: Feedback | None) -> None:
+        self.update(m, None if feedback is None else feedback.sign())
 
     def update(self, m: int, sign: int | None) -> None:
         delta = self.delta(m)
@@ -141,10 +227,202 @@ class OnlineK:
             self.n, self.win_lo, self.win_hi = 0, math.inf, 0.0
 
 
-def stochastic_round(x: float, rng: np.random.Generator) -> int:
-    """floor(x) + Bernoulli(x - floor(x)) (spec Definition 2, read as the pitfall says)."""
-    low = math.floor(x)
-    return int(low + (rng.random() < x - low))
+class ValueOGD(OnlineK):
+    """Value-based online gradient descent on k (spec 4.2.1): Algorithm 2 with the estimated
+    derivative itself in place of its sign, k <- P_K(k - delta_m d_m), d_m = (tau_m(k_m) -
+    tau_hat_m(k'_m)) / (k_m - k'_m); k unchanged when the estimate is unavailable (the paper's
+    rule; the authors' code reuses the previous one)."""
+
+    def __init__(self, k_init, k_min, k_max):
+        super().__init__(k_init, k_min, k_max)
+
+    def learn(self, m: int, feedback: Feedback | None) -> None:
+        slope = None if feedback is None else feedback.slope()
+        if slope is not None:
+            self.k = min(max(self.k - self.delta(m) * slope, self.lo), self.hi)
+
+
+class Exp3K:
+    """EXP3 over the integer arms k_min..k_max (spec 4.2.2, the authors' form): gamma =
+    sqrt(ln n / (n T)); p = (1 - gamma) w / sum w + gamma / n; an arm drawn every round; the
+    played arm's weight times exp(gamma (r / p_arm) / n) with reward r = -cost (minus the time
+    per unit loss decrease). Log-weights, so no weight under- or overflows."""
+
+    signed = False
+
+    def __init__(self, k_min: int, k_max: int, horizon: int = HORIZON):
+        self.arms = np.arange(k_min, k_max + 1)
+        n = self.arms.size
+        self.gamma = min(1.0, math.sqrt(math.log(n) / (n * horizon)))
+        self.log_w = np.zeros(n)
+        self.arm, self.p_arm = 0, 1.0
+
+    def probabilities(self) -> np.ndarray:
+        w = np.exp(self.log_w - self.log_w.max())
+        return (1.0 - self.gamma) * w / w.sum() + self.gamma / w.size
+
+    def choose(self, m: int, rng: np.random.Generator) -> int:
+        p = self.probabilities()
+        self.arm = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), "right")),
+                       p.size - 1)  # fmt: skip
+        self.p_arm = float(p[self.arm])
+        return int(self.arms[self.arm])
+
+    def learn(self, m: int, feedback: Feedback | None) -> None:
+        cost = None if feedback is None else feedback.cost()
+        if cost is not None:
+            self.log_w[self.arm] += self.gamma * (-cost / self.p_arm) / self.arms.size
+
+
+class BanditK:
+    """Continuous bandit, Flaxman-Kalai-McMahan's one-point gradient (spec 4.2.3, the authors'
+    constants on K = [k_min, k_max]): play y = x + delta u, u = +-1 at random, stochastically
+    rounded; g = cost u / delta; x <- P_[k_min + delta, k_max - delta](x - eta g), with
+    delta = T^(-1/4), eta = (k_max - k_min + 1) / T^(3/4); x_1 is the initial k."""
+
+    signed = False
+
+    def __init__(self, k_init: int, k_min: int, k_max: int, horizon: int = HORIZON):
+        self.k_min, self.k_max = k_min, k_max
+        self.delta = horizon**-0.25
+        self.eta = (k_max - k_min + 1) / horizon**0.75
+        self.lo = min(k_min + self.delta, (k_min + k_max) / 2)
+        self.hi = max(k_max - self.delta, self.lo)
+        self.x = min(max(float(k_init), self.lo), self.hi)
+        self.u = 1
+
+    def choose(self, m: int, rng: np.random.Generator) -> int:
+        self.u = 1 if rng.random() < 0.5 else -1
+        k = stochastic_round(self.x + self.delta * self.u, rng)
+        return min(max(k, self.k_min), self.k_max)
+
+    def learn(self, m: int, feedback: Feedback | None) -> None:
+        cost = None if feedback is None else feedback.cost()
+        if cost is not None:
+            g = cost * self.u / self.delta
+            self.x = min(max(self.x - self.eta * g, self.lo), self.hi)
+
+
+class SequenceK:
+    """A recorded k sequence replayed (spec 4.3): round m uses ``ks[m - 1]``; no feedback."""
+
+    signed = False
+
+    def __init__(self, ks: np.ndarray, where: str = "params.k_sequence"):
+        self.ks, self.where = ks, where
+
+    def choose(self, m: int, rng: np.random.Generator) -> int:
+        if m > self.ks.size:
+            raise ConfigError(
+                f"{self.where}: the recorded sequence has {self.ks.size} rounds, this run "
+                f"needs round {m}"
+            )
+        return int(self.ks[m - 1])
+
+    def learn(self, m: int, feedback: Feedback | None) -> None:
+        return None
+
+
+# ---- recorded k sequences (k_control: sequence) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class KSequence:
+    """A run's recorded k: ``ks[m - 1]`` is round m's k (a round between two recorded
+    ones takes the k of the next recorded round, so exact at every round only for a source
+    with eval_every 1); ``sha256`` hashes the recorded (round, k_used) pairs; ``k`` is the
+    source's own k hyperparameter (None if it has none)."""
+
+    path: str
+    run: str
+    sha256: str
+    ks: np.ndarray
+    k: int | None
+
+    def canonical(self) -> dict[str, str]:
+        return {"path": self.path, "run": self.run, "sha256": self.sha256}
+
+
+def load_k_sequence(value: Any, where: str = "params.k_sequence") -> KSequence:
+    """The sequence a ``k_sequence`` value names: 'PATH', 'PATH#RUN_ID', or its canonical
+    mapping {path, run, sha256} (then the content must still hash the same). Every problem
+    is a one-line ConfigError naming ``where``."""
+    if isinstance(value, dict):
+        unknown = set(value) - {"path", "run", "sha256"}
+        if unknown or not isinstance(value.get("path"), str):
+            raise ConfigError(f"{where}: must be 'PATH#RUN_ID' or a mapping {{path, run, sha256}}")
+        path, run, expected = value["path"], value.get("run"), value.get("sha256")
+    elif isinstance(value, str) and value.strip():
+        path, _, run = value.strip().partition("#")
+        run, expected = run or None, None
+    else:
+        raise ConfigError(f"{where}: give the run to replay as 'PATH#RUN_ID', got {value!r}")
+    src = Path(path).expanduser()
+    stamp = _stamp(src, where)
+    seq = _read_sequence(str(src), run, stamp, where)
+    seq = KSequence(path, seq.run, seq.sha256, seq.ks, seq.k)
+    if expected is not None and expected != seq.sha256:
+        raise ConfigError(f"{where}: the k sequence in {path} changed since the config was read")
+    return seq
+
+
+def _stamp(src: Path, where: str) -> tuple[int, int]:
+    """A modification stamp of a trace file or results folder (a changed source is reread)."""
+    probe = src / "runs.parquet" if src.is_dir() else src
+    try:
+        st = probe.stat()
+    except OSError:
+        raise ConfigError(f"{where}: no trace file or results folder at {src}") from None
+    return st.st_mtime_ns, st.st_size
+
+
+@lru_cache(maxsize=16)
+def _read_sequence(src: str, run: str | None, stamp: tuple[int, int], where: str) -> KSequence:
+    rows = _sequence_rows(Path(src), run, where)
+    runs = sorted(set(rows["run_id"]))
+    if not runs:
+        which = f"run {run}" if run else "any run"
+        raise ConfigError(f"{where}: no k_used rows of {which} in {src}")
+    if len(runs) > 1:
+        raise ConfigError(
+            f"{where}: {src} holds {len(runs)} runs with k_used; name one as PATH#RUN_ID"
+        )
+    rounds = np.asarray(rows["round"], np.int64)
+    ks = np.asarray(rows["k_used"], np.int64)
+    order = np.argsort(rounds, kind="stable")
+    rounds, ks = rounds[order], ks[order]
+    if rounds[0] < 1 or (np.diff(rounds) <= 0).any() or (ks < 1).any():
+        raise ConfigError(f"{where}: run {runs[0]} in {src} has a malformed k_used trace")
+    digest = hashlib.sha256(np.stack([rounds, ks]).astype("<i8").tobytes()).hexdigest()
+    k = next((int(v) for v in rows["k"] if v is not None), None)
+    full = np.repeat(ks, np.diff(np.concatenate([[0], rounds])))
+    return KSequence(src, runs[0], digest, full, k)
+
+
+def _sequence_rows(src: Path, run: str | None, where: str) -> dict[str, list]:
+    """run_id, round, k, k_used of the trace rows with a k_used, from a folder or a file."""
+    import pyarrow.parquet as pq
+
+    from ..errors import FedsparseError
+    from ..results import read_results, sql_quote
+
+    cols = ["run_id", "round", "k", "k_used"]
+    try:
+        if src.is_dir():
+            only = f" AND run_id = {sql_quote(run)}" if run else ""
+            sql = f"SELECT {', '.join(cols)} FROM traces WHERE k_used IS NOT NULL{only}"
+            table = read_results([src], sql)
+        else:
+            table = pq.read_table(src, columns=cols)
+    except (FedsparseError, OSError, ValueError, KeyError) as exc:
+        msg = " ".join(str(exc).split())
+        raise ConfigError(f"{where}: cannot read a k_used trace from {src} ({msg})") from None
+    out = table.to_pydict()
+    keep = [
+        i for i, (r, k) in enumerate(zip(out["run_id"], out["k_used"], strict=True))
+        if k is not None and (run is None or r == run)
+    ]  # fmt: skip
+    return {c: [out[c][i] for i in keep] for c in cols}
 
 
 class _GradientSparsification(Algorithm):
@@ -160,16 +438,22 @@ class _GradientSparsification(Algorithm):
 
     @classmethod
     def validate_params(cls, params: dict[str, Any], where: str = "params") -> dict[str, Any]:
+        source = params.get("k_sequence") if isinstance(params, dict) else None
+        if isinstance(source, dict):  # canonical (already read): checked by load_k_sequence
+            params = {key: v for key, v in params.items() if key != "k_sequence"}
         out = super().validate_params(params, where)
-        full = cls.with_defaults(out)
+        if isinstance(source, dict):
+            out["k_sequence"] = source
+        full = super().with_defaults(out)
         if "k_control" not in full:
             return out
-        if full["k_control"] == "fixed":
-            for key in ("k_min", "k_max", "window", "expand"):
-                if key in out:
-                    raise ConfigError(
-                        f"{where}.{key}: only with k_control online or online_extended"
-                    )
+        control = full["k_control"]
+        for key, controls in _ONLY_WITH.items():
+            if key in out and control not in controls:
+                raise ConfigError(f"{where}.{key}: only with k_control {' or '.join(controls)}")
+        if control == "sequence":
+            return cls._validate_sequence(out, where)
+        if control == "fixed":
             return out
         k_min, k_max = full["k_min"] or 1, full["k_max"]
         if k_max and k_min > k_max:
@@ -180,6 +464,32 @@ class _GradientSparsification(Algorithm):
                 f"[{k_min}, {k_max or 'D'}]"
             )
         return out
+
+    @staticmethod
+    def _validate_sequence(out: dict[str, Any], where: str) -> dict[str, Any]:
+        """Read the replayed run now (a bad source fails the config, not a job later) and keep
+        its canonical form: the content's hash identifies it, as model.init's file does."""
+        if "k_sequence" not in out:
+            raise ConfigError(f"{where}.k_sequence: required by k_control sequence")
+        seq = load_k_sequence(out["k_sequence"], f"{where}.k_sequence")
+        if seq.k is not None and out["k"] != seq.k:
+            raise ConfigError(
+                f"{where}.k: {out['k']} is not the replayed run's k {seq.k} (a replay keeps "
+                "its source's k, the trace's label of where the sequence started)"
+            )
+        return {**out, "k_sequence": seq.canonical()}
+
+    @classmethod
+    def with_defaults(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """The trace's hyperparameter columns: k_sequence has none (the run id and the runs
+        row's config_json name the replayed run; the trace's k_used shows what was played)."""
+        out = super().with_defaults(params)
+        out.pop("k_sequence", None)
+        return out
+
+    @property
+    def control(self) -> str:
+        return self.param("k_control") if "k" in self.params else "fixed"
 
     def k_range(self) -> tuple[int, int]:
         """[k_min, k_max] of the online controller; 0 means max(2, ceil(0.002 D)) (the paper's
@@ -197,28 +507,47 @@ class _GradientSparsification(Algorithm):
                 f"{where}.k: {k} is larger than the number of model parameters D = {D} "
                 f"of dataset {self.problem.data.name}"
             )
-        if self.online and self.param("k_max") > D:
+        if self.control in SEARCH and self.param("k_max") > D:
             raise ConfigError(
                 f"{where}.k_max: {self.param('k_max')} is larger than the number of model "
                 f"parameters D = {D} of dataset {self.problem.data.name}"
             )
+        if self.control == "sequence":
+            seq = load_k_sequence(self.params["k_sequence"], f"{where}.k_sequence")
+            if seq.ks.max() > D:
+                raise ConfigError(
+                    f"{where}.k_sequence: the recorded k reaches {seq.ks.max()}, more than the "
+                    f"D = {D} parameters of dataset {self.problem.data.name}"
+                )
 
     @property
     def online(self) -> bool:
-        return "k" in self.params and self.param("k_control") != "fixed"
+        return self.control != "fixed"
+
+    def _controller(self) -> tuple[Any, int]:
+        """This run's k controller and the largest k it can play (the offers' width)."""
+        control, k = self.control, self.params["k"]
+        if control == "sequence":
+            seq = load_k_sequence(self.params["k_sequence"])
+            return SequenceK(seq.ks), int(seq.ks.max())
+        k_min, k_max = self.k_range()
+        if control == "value_ogd":
+            return ValueOGD(k, k_min, k_max), k_max
+        if control == "exp3":
+            return Exp3K(k_min, k_max), k_max
+        if control == "bandit":
+            return BanditK(k, k_min, k_max), k_max
+        extended = control == "online_extended"
+        return OnlineK(k, k_min, k_max, extended, self.param("window"), self.param("expand")), k_max
 
     def setup(self) -> None:
         pb = self.problem
         N, D = pb.n_clients, self.n_params
         self.k = self.params.get("k", 0) if self.selection not in ("periodic", "all") else 0
-        self.controller: OnlineK | None = None
+        self.controller: Any = None
         k_cap = self.k
         if self.online:
-            k_min, k_max = self.k_range()
-            self.controller = OnlineK(
-                self.params["k"], k_min, k_max, self.param("k_control") == "online_extended",
-                self.param("window"), self.param("expand"),
-            )  # fmt: skip
+            self.controller, k_max = self._controller()
             self.ctrl_rng = np.random.default_rng(np.random.SeedSequence([self.seed, 5]))
             k_cap = k_max if self.k else 0
             self.loss_work = (
@@ -240,6 +569,9 @@ class _GradientSparsification(Algorithm):
         self.sel = np.empty((threads, 2 * D), np.uint64)
         self.counts = np.empty((threads, GS.RADIX_BINS), np.int64)
         self.shared = np.zeros(N, np.int64)  # |J ∩ J_i| of the last round
+        self.contributed = np.zeros(N, np.int64)  # sum over rounds of |J ∩ J_i|
+        self.idle_rounds = np.zeros(N, np.int64)  # rounds with J ∩ J_i empty
+        self.rounds_run = 0
         self.k_used: int | None = None
         self.k_aux: int | None = None
         self.sign: int | None = None
@@ -323,14 +655,11 @@ class _GradientSparsification(Algorithm):
             self.A[:] = 0.0
             self.shared[:] = D
             self.k_used = D
+            self._tally()
             return RoundCost(N * dense_bytes(D), N * dense_bytes(D), 1, D, D)
-        ctrl = self.controller
-        k = prm["k"] if ctrl is None else stochastic_round(ctrl.k, self.ctrl_rng)
-        k_aux = None
-        if ctrl is not None:
-            # k'_m = k_m - delta_m / 2, rounded too, clamped to [1, k - 1] (spec pitfall 8)
-            k_aux = stochastic_round(ctrl.k - ctrl.delta(t + 1) / 2, self.ctrl_rng)
-            k_aux = None if k < 2 else max(1, min(k_aux, k - 1))
+        ctrl, m = self.controller, t + 1
+        k = prm["k"] if ctrl is None else ctrl.choose(m, self.ctrl_rng)
+        k_aux = ctrl.choose_aux(m, k, self.ctrl_rng) if ctrl is not None and ctrl.signed else None
         w_prev = w.copy() if ctrl is not None else None
         aux_down = None
         if self.selection == "periodic":
@@ -359,31 +688,52 @@ class _GradientSparsification(Algorithm):
             up, down = self._values(k, J.size)
             cost = RoundCost(N * sparse_bytes(k), N * sparse_bytes(J.size), 1, up, down)
         self.k_used = k
+        self._tally()
         if ctrl is not None:
-            self.k_aux, self.sign = k_aux, None
+            self.k_aux, self.sign, self.w_aux = k_aux, None, None
             if k_aux is not None:
                 self.w_aux = w_prev.copy()
                 self.w_aux[J_aux] -= eta * agg_aux[J_aux]
-                self.sign = self._estimate_sign(w_prev, w, self.w_aux, (up, down), k_aux, aux_down)
-            ctrl.update(t + 1, self.sign)
+            feedback = None
+            if not isinstance(ctrl, SequenceK) and (k_aux is not None or not ctrl.signed):
+                theta_aux = None if k_aux is None else self._theta(*self._values(k_aux, aux_down))
+                feedback = self._feedback(w_prev, w, self.w_aux, self._theta(up, down), theta_aux)
+                feedback = Feedback(**feedback, k=k, k_aux=k_aux)
+                self.sign = feedback.sign()
+            ctrl.learn(m, feedback)
         return cost
 
-    def _estimate_sign(self, w_prev, w, w_aux, values, k_aux, aux_down) -> int | None:
-        """Spec section 2.6: each client's loss at w(m-1), w(m) and w'(m) on one random row of
-        its minibatch, p-weighted; the sign of tau_m(k_m) - tau_hat_m(k'_m), None when the
-        losses did not both decrease."""
+    def _tally(self) -> None:
+        """The per-client contribution table's running sums: elements of each client's offer
+        applied, and rounds in which it had none applied."""
+        self.contributed += self.shared
+        self.idle_rounds += self.shared == 0
+        self.rounds_run += 1
+
+    def client_contributions(self) -> dict[str, np.ndarray]:
+        """Per client, over the rounds so far: the elements of its offer applied (sum of
+        |J ∩ J_i|), their mean per round, and the rounds with none applied."""
+        rounds = max(self.rounds_run, 1)
+        return {
+            "client": np.arange(self.problem.n_clients),
+            "applied": self.contributed.copy(),
+            "applied_per_round": self.contributed / rounds,
+            "idle_rounds": self.idle_rounds.copy(),
+        }
+
+    def _feedback(self, w_prev, w, w_aux, theta, theta_aux) -> dict[str, float | None]:
+        """Spec section 2.6: each client's loss at w(m-1), w(m) and (with k') w'(m) on one
+        random row of its minibatch, p-weighted, and the times of the round."""
         pb, data = self.problem, self.problem.data
         ptr, batch = data.client_ptr, self._batch()
         sizes = np.diff(ptr)
         b = sizes if batch <= 0 else np.minimum(sizes, batch)
         self.samples = self.perm[ptr[:-1] + (self.ctrl_rng.random(pb.n_clients) * b).astype(int)]
-        L = np.array([[self._sample_loss(v, h) for h in self.samples] for v in (w_prev, w, w_aux)])
-        prev, cur, aux = L @ pb.p
-        if not (prev > cur and prev > aux):
-            return None
-        tau = self._theta(*values)
-        tau_hat = self._theta(*self._values(k_aux, aux_down)) * (prev - cur) / (prev - aux)
-        return int(np.sign(tau - tau_hat))
+        points = (w_prev, w) if w_aux is None else (w_prev, w, w_aux)
+        L = np.array([[self._sample_loss(v, h) for h in self.samples] for v in points]) @ pb.p
+        aux = None if w_aux is None else float(L[2])
+        return {"prev": float(L[0]), "cur": float(L[1]), "aux": aux, "theta": theta,
+                "theta_aux": theta_aux}  # fmt: skip
 
     def _sample_loss(self, w: np.ndarray, row: int) -> float:
         """f_{i,h}(w): the loss of one row (l2 term included)."""

@@ -1,0 +1,140 @@
+"""The gradient-sparsification report section, built from a toy results folder written with
+the project's own run, summary and aggregation functions: every method at fixed k, the k
+controllers at two exchange times, and replays of the learned sequences."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from fedsparse.aggregate import write_traces_dataset
+from fedsparse.config import normalize_run_config
+from fedsparse.experiment import run_trace
+from fedsparse.report import gs_section
+from fedsparse.report.claims import VERDICTS, Claim
+from fedsparse.report.page import Page
+from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
+from fedsparse.shard import run_summary
+from fedsparse.sweep import Run
+
+DATA = {"kind": "synthetic", "task": "logistic", "clients": 6, "dim": 40, "support": 8,
+        "samples_per_client": 40, "positives": 15, "name": "toy"}  # fmt: skip
+OTHER = {**DATA, "name": "fedavg-only", "seed": 3}
+
+
+def config(algorithm, params, beta, data=DATA, rounds=40):
+    return normalize_run_config({
+        "dataset": data, "model": {"loss": "logistic"}, "algorithm": algorithm,
+        "params": params, "rounds": rounds, "eval_every": 1,
+        "time_model": {"exchange_time": beta},
+    })  # fmt: skip
+
+
+def write_folder(folder, configs, done=()):
+    """Run ``configs`` and write them, with the (table, summary) pairs ``done`` before, as a
+    results folder; return every (table, summary)."""
+    runs = list(done)
+    for cfg in configs:
+        table = run_trace(cfg)
+        runs.append((table, run_summary(Run(table["run_id"][0].as_py(), cfg), table, 1.0, "toy")))
+    write_traces_dataset(pa.concat_tables([t for t, _ in runs]), folder / "traces")
+    write_parquet_atomic(rows_table([s for _, s in runs], RUNS_SCHEMA), folder / "runs.parquet")
+    return runs
+
+
+def base(k=8, **over):
+    return {"stepsize": 0.5, "batch_size": 10, "k": k, **over}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gs")
+    fixed = [config(a, p, 10.0) for a, p in (
+        ("fabtopk", base()), ("fubtopk", base()), ("utopk", base()), ("periodick", base()),
+        ("sendall", {"stepsize": 0.5, "batch_size": 10}),
+        ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
+    )]  # fmt: skip
+    fixed.append(config("fedavg", {"stepsize": 0.5, "local_steps": 2}, 10.0, data=OTHER))
+    learned = [
+        config("fabtopk", base(k_control=control, window=5) if control == "online_extended"
+               else base(k_control=control), beta)
+        for beta in (1.0, 10.0)
+        for control in ("online", "online_extended", "value_ogd", "exp3", "bandit")
+    ]  # fmt: skip
+    stage1 = write_folder(root / "stage1", fixed + learned)
+    alg3 = [t for t, _ in stage1 if t["k_control"][0].as_py() == "online_extended"]
+    replays = [
+        config("fabtopk", base(k_control="sequence",
+                               k_sequence=f"{root / 'stage1'}#{t['run_id'][0].as_py()}"), beta)
+        for t in alg3 for beta in (1.0, 10.0)
+    ]  # fmt: skip
+    write_folder(root / "all", replays, stage1)
+    return root
+
+
+def test_build_writes_the_page_and_states_each_claim(results, tmp_path):
+    page, tables = Page(tmp_path), tmp_path / "tables"
+    tables.mkdir()
+    claims = gs_section.build(page, results / "all", tables)
+    assert claims and all(isinstance(c, Claim) and c.verdict in VERDICTS for c in claims)
+    html = "\n".join(page.parts)
+    texts = {c.claim for c in claims}
+    for fig in ("4", "5", "7"):
+        assert any(f"(Fig. {fig})" in t for t in texts)
+    assert any(t.startswith("Up to 40 %") for t in texts)
+    headline = next(c for c in claims if c.claim.startswith("Up to 40 %"))
+    assert headline.paper_value == "40 %" and "largest gain" in headline.ours
+    assert 'id="gs-toy"' in html and 'id="gs-toy-cross"' in html and "fedavg-only" not in html
+    assert {"gs-toy-fixed-10", "gs-toy-k", "gs-toy-online-1", "gs-toy-online-10"} <= set(
+        page.figures
+    )
+    assert all(name.startswith("gs-") for name in page.figures)
+    matrix = pd.read_csv(tables / "gs_cross_toy.csv", index_col=0)
+    assert matrix.shape == (2, 2) and matrix.notna().all().all()
+    fair = pd.read_csv(tables / "gs_fair_toy_10.csv").set_index("method")
+    # FAB's guarantee: with k = 8 and N = 6 every client has at least one element applied
+    assert fair.loc["fabtopk", "floor k/N"] == 1 and fair.loc["fabtopk", "min |J ∩ J_i|"] >= 1
+    fab_fair = next(c for c in claims if c.claim.startswith("FAB-top-k: every client"))
+    assert fab_fair.verdict == "agrees"
+    saved = pd.read_csv(tables / "gs_claims.csv")
+    assert len(saved) == len(claims)
+
+
+def test_without_replays_the_cross_application_is_not_measured(results, tmp_path):
+    claims = gs_section.build(Page(tmp_path), results / "stage1", tmp_path)
+    cross = [c for c in claims if c.claim.startswith("The k sequence learned at beta")]
+    assert [c.verdict for c in cross] == ["not measured here"]
+    assert not (tmp_path / "gs_cross_toy.csv").exists()
+
+
+def test_cross_matrix_and_its_claim_from_known_losses():
+    rows = []
+    loss = {(1.0, 1.0): 0.2, (10.0, 1.0): 0.3, (1.0, 10.0): 0.5, (10.0, 10.0): 0.4}
+    for (learned, beta), value in loss.items():
+        rid = f"r{learned}-{beta}"
+        for t in (0.0, 5.0, 10.0):  # loss falls linearly to `value` at time 10
+            rows.append({"run_id": rid, "k_control": "sequence", "exchange_time": beta,
+                         "time": t, "loss": 1.0 - (1.0 - value) * t / 10.0})  # fmt: skip
+    df = pd.DataFrame(rows)
+    sources = pd.DataFrame({"run_id": df["run_id"].unique()})
+    sources["learned_at"] = [float(r.split("-")[0][1:]) for r in sources["run_id"]]
+    matrix = gs_section.cross_matrix(df, sources)
+    assert matrix.loc[1.0, 1.0] == pytest.approx(0.2)
+    assert matrix.loc[10.0, 1.0] == pytest.approx(0.3)
+    assert gs_section.diagonal_wins(matrix) == (2, 2)
+    matrix.loc[10.0, 10.0] = 0.9
+    assert gs_section.diagonal_wins(matrix) == (1, 2)
+
+
+def test_at_time_interpolates_and_refuses_past_the_end():
+    run = pd.DataFrame({"time": [0.0, 2.0, 4.0], "loss": [1.0, 0.5, 0.3]})
+    assert gs_section.at_time(run, 1.0, "loss") == pytest.approx(0.75)
+    assert pd.isna(gs_section.at_time(run, 5.0, "loss"))
+
+
+def test_an_empty_folder_gives_no_claims(tmp_path):
+    folder = tmp_path / "empty"
+    write_folder(folder, [config("fedavg", {"stepsize": 0.5, "local_steps": 2}, 1.0, rounds=2)])
+    page = Page(tmp_path)
+    assert gs_section.build(page, folder, tmp_path) == []
