@@ -1050,7 +1050,8 @@ def test_sequence_replays_exactly_the_recorded_k(tmp_path):
     assert seq["run"] == src["run_id"].iloc[0] and len(seq["sha256"]) == 64
     out = to_frame(run_trace(cfg))
     np.testing.assert_array_equal(out["k_used"].iloc[1:], src["k_used"].iloc[1:])
-    assert out[["k_aux", "sign"]].isna().all().all() and "k_sequence" not in out.columns
+    assert out[["k_aux", "sign"]].isna().all().all()
+    assert (out["k_sequence"] == seq["run"]).all()  # the replayed run, in every row
     assert (out["k_control"] == "sequence").all()
     # the same sequence elsewhere: the same content hash (the run id's part that is not a path)
     (tmp_path / "copy").mkdir()

@@ -4,6 +4,9 @@ controllers at two exchange times, and replays of the learned sequences."""
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -99,6 +102,29 @@ def test_build_writes_the_page_and_states_each_claim(results, tmp_path):
     assert fab_fair.verdict == "agrees"
     saved = pd.read_csv(tables / "gs_claims.csv")
     assert len(saved) == len(claims)
+    per_client = pd.read_csv(tables / "gs_clients_toy_10.csv").set_index("client")
+    assert list(per_client.index) == list(range(6)) and "Per-client contributions" in html
+    assert (per_client["fabtopk: idle rounds"] == 0).all()  # k = 8 >= N = 6: nobody left out
+
+
+def test_each_run_stores_its_per_client_contributions(results):
+    """runs.parquet's client_summary: one record per client; the k indices applied each round
+    all come from some client's offer, so the clients' applied elements sum to at least k per
+    round; FedAvg (another family) stores none."""
+    runs = pd.read_parquet(results / "all" / "runs.parquet").set_index("run_id")
+    for _, row in runs.iterrows():
+        if row["algorithm"] == "fedavg":
+            assert pd.isna(row["client_summary"])
+            continue
+        table = pd.DataFrame(json.loads(row["client_summary"]))
+        assert list(table["client"]) == list(range(6))
+        rounds = row["final_round"]
+        assert np.allclose(table["applied_per_round"] * rounds, table["applied"])
+        assert table["idle_rounds"].between(0, rounds).all()
+        if row["algorithm"] == "fabtopk" and row["k_control"] in (None, "fixed"):
+            assert table["applied"].sum() >= 8 * rounds
+        if row["algorithm"] == "sendall":  # every parameter of every client, every round
+            assert (table["applied_per_round"] == DATA["dim"]).all()
 
 
 def test_without_replays_the_cross_application_is_not_measured(results, tmp_path):

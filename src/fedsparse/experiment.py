@@ -226,7 +226,28 @@ def run_trace(
         for key, value in row.items():
             if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
                 row[key] = None
-    return trace_table(rows)
+    return with_client_summary(trace_table(rows), algorithm.client_summary())
+
+
+CLIENT_SUMMARY_KEY = b"fedsparse.client_summary"
+
+
+def with_client_summary(table: pa.Table, columns: dict[str, np.ndarray] | None) -> pa.Table:
+    """The trace with the algorithm's per-client totals in its schema metadata (JSON records),
+    where the run's summary row picks them up (shard.run_summary)."""
+    if columns is None:
+        return table
+    values = [np.asarray(v).tolist() for v in columns.values()]
+    rows = [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+    records = json.dumps(rows)
+    meta = {**(table.schema.metadata or {}), CLIENT_SUMMARY_KEY: records.encode()}
+    return table.replace_schema_metadata(meta)
+
+
+def client_summary_json(trace: pa.Table) -> str | None:
+    """The per-client totals a trace carries (see with_client_summary), or None."""
+    value = (trace.schema.metadata or {}).get(CLIENT_SUMMARY_KEY)
+    return value.decode() if value is not None else None
 
 
 def is_diverged(objective: float, start: float, factor: float) -> bool:

@@ -45,7 +45,8 @@ _HYPERPARAMETERS = [  # null where an algorithm has no such parameter
     ("threshold", pa.string()),  # hard thresholding on networks: all | per_layer
     ("k", pa.int64()),  # gradient sparsification: elements per message (fixed or initial)
     ("fill", pa.string()),  # fabtopk's fill rule: client | aggregate
-    ("k_control", pa.string()),  # fixed | online | online_extended
+    ("k_control", pa.string()),  # fixed | online | online_extended | value_ogd | exp3 | ...
+    ("k_sequence", pa.string()),  # k_control sequence: the replayed run's id
     ("k_min", pa.int64()),  # online k: the search interval (0: the defaults 0.002 D and D)
     ("k_max", pa.int64()),
     ("window", pa.int64()),  # online_extended: M_u
@@ -179,6 +180,9 @@ RUNS_SCHEMA = pa.schema(
         ("train_time_s", pa.float64()),  # training only (the trace's last elapsed_s)
         ("wall_time_s", pa.float64()),  # whole run: setup, training, evaluation
         ("config_json", pa.string()),  # the normalised run config
+        # per-client totals as JSON records, for algorithms that keep them (gradient
+        # sparsification: elements applied, idle rounds); null otherwise
+        ("client_summary", pa.string()),
         ("shard", pa.string()),
         ("fedsparse_version", pa.string()),
         ("git_commit", pa.string()),

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .data import load_dataset_dir
-from .experiment import run_identity, run_trace
+from .experiment import client_summary_json, run_identity, run_trace
 from .provenance import provenance
 from .results import (
     RENAMED_RUNS_COLUMNS,
@@ -72,6 +72,7 @@ def run_summary(run: Run, trace: pa.Table, wall_time: float, shard: str) -> dict
         "train_time_s": last["elapsed_s"],
         "wall_time_s": wall_time,
         "config_json": json.dumps(cfg, sort_keys=True),
+        "client_summary": client_summary_json(trace),
         "shard": shard,
         **provenance(),
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

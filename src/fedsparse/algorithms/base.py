@@ -183,6 +183,12 @@ class Algorithm(ABC):
         """Raise ConfigError if the hyperparameters cannot apply to this problem."""
         return None
 
+    def client_summary(self) -> dict[str, np.ndarray] | None:
+        """Per-client totals over the rounds trained (equal-length columns, one row per client,
+        e.g. what each client contributed), stored with the run in runs.parquet's
+        ``client_summary``; None (the default) for algorithms that keep none."""
+        return None
+
     @classmethod
     def check_clients(cls, params: dict[str, Any], n_clients: int, where: str = "params") -> None:
         """Raise ConfigError if the hyperparameters cannot apply to ``n_clients`` clients.

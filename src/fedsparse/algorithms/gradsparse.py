@@ -481,10 +481,14 @@ class _GradientSparsification(Algorithm):
 
     @classmethod
     def with_defaults(cls, params: dict[str, Any]) -> dict[str, Any]:
-        """The trace's hyperparameter columns: k_sequence has none (the run id and the runs
-        row's config_json name the replayed run; the trace's k_used shows what was played)."""
+        """The trace's hyperparameter columns: k_sequence shows the replayed run's id (its
+        path and content hash are in the runs row's config_json)."""
         out = super().with_defaults(params)
-        out.pop("k_sequence", None)
+        seq = out.get("k_sequence")
+        if isinstance(seq, dict):
+            out["k_sequence"] = seq["run"]
+        elif not seq:
+            out.pop("k_sequence", None)
         return out
 
     @property
@@ -709,6 +713,9 @@ class _GradientSparsification(Algorithm):
         self.contributed += self.shared
         self.idle_rounds += self.shared == 0
         self.rounds_run += 1
+
+    def client_summary(self) -> dict[str, np.ndarray]:
+        return self.client_contributions()
 
     def client_contributions(self) -> dict[str, np.ndarray]:
         """Per client, over the rounds so far: the elements of its offer applied (sum of

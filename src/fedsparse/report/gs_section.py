@@ -86,6 +86,33 @@ def replay_sources(results_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run_id", "source", "learned_at"])
 
 
+def client_contributions(results_dir: str | Path) -> pd.DataFrame:
+    """Per run and client, the totals the run stored (runs.parquet ``client_summary``): elements
+    of the client's offer applied, per round, and the rounds with none applied."""
+    sql = "SELECT run_id, client_summary FROM runs WHERE client_summary IS NOT NULL"
+    runs = to_frame(read_results([results_dir], sql))
+    frames = [
+        pd.DataFrame(json.loads(text)).assign(run_id=rid)
+        for rid, text in zip(runs["run_id"], runs["client_summary"], strict=True)
+    ]
+    cols = ["run_id", "client", "applied", "applied_per_round", "idle_rounds"]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
+
+def contribution_table(best: pd.DataFrame, contributions: pd.DataFrame) -> pd.DataFrame:
+    """Per client, for each method's best configuration (mean over its seeds): elements applied
+    per round and rounds with nothing applied."""
+    parts = []
+    for method, runs in zip(best["method"], best["runs"], strict=True):
+        mine = contributions[contributions["run_id"].isin(runs)]
+        if mine.empty:
+            continue
+        g = mine.groupby("client")[["applied_per_round", "idle_rounds"]].mean()
+        parts.append(g.rename(columns={"applied_per_round": f"{method}: applied per round",
+                                       "idle_rounds": f"{method}: idle rounds"}))  # fmt: skip
+    return pd.concat(parts, axis=1).reset_index() if parts else pd.DataFrame()
+
+
 def client_counts(results_dir: str | Path) -> dict[str, int]:
     """Clients per data set (from the run configs: the partition's, else the data set's)."""
     runs = to_frame(read_results([results_dir], "SELECT dataset, config_json FROM runs"))
@@ -277,7 +304,7 @@ def _compare(best: pd.DataFrame, a: str, others: list[str], column: str) -> tupl
     return all(better(v[a], v[m]) for m in others), text
 
 
-def _fixed_section(page, df, ds, slug, n_clients, claims, tables, headline):
+def _fixed_section(page, df, ds, slug, n_clients, claims, tables, headline, contributions):
     """Fig. 4: every method at fixed k, per beta."""
     fixed = df[df["k_control"].isna() | (df["k_control"] == "fixed")]
     for beta, at in fixed.groupby("exchange_time"):
@@ -321,6 +348,14 @@ def _fixed_section(page, df, ds, slug, n_clients, claims, tables, headline):
                        f"FUB/FAB loss ratio {v['fubtopk'] / v['fabtopk']:.3f} (similar: within "
                        f"{SIMILAR:.0%})", verdict_of(gap <= SIMILAR), where, anchor)  # fmt: skip
         _fairness(page, at, ds, slug, beta, n_clients, claims, tables, where)
+        per_client = contribution_table(best, contributions)
+        if not per_client.empty:
+            per_client.assign(dataset=ds, beta=beta).to_csv(
+                tables / f"gs_clients_{slug}_{beta:g}.csv", index=False
+            )
+            page.add("<details><summary>Per-client contributions (mean over seeds)</summary>")
+            page.table(per_client, {c: (lambda v: f"{v:.3g}") for c in per_client.columns[1:]})
+            page.add("</details>")
 
 
 def _fairness(page, at, ds, slug, beta, n_clients, claims, tables, where):
@@ -460,11 +495,14 @@ def build(page: Page, results_dir: Path, tables: Path) -> list[Claim]:
     if df.empty:
         return []
     sources, clients = replay_sources(results_dir), client_counts(results_dir)
+    contributions = client_contributions(results_dir)
     headline: list[tuple[float, str]] = []
     for ds, rows in df.groupby("dataset", sort=True):
         slug = slugify(ds)
         page.heading("h2", ds, f"gs-{slug}")
-        _fixed_section(page, rows, ds, slug, clients.get(ds), claims, tables, headline)
+        _fixed_section(
+            page, rows, ds, slug, clients.get(ds), claims, tables, headline, contributions
+        )
         _controller_section(page, rows, ds, slug, claims, tables, headline)
         _cross_section(page, rows, ds, slug, sources, claims, tables, headline)
     _headline(page, claims, headline)
