@@ -16,11 +16,16 @@ Sections
   scale     plan a 10,000-run grid (snakemake -n), a shard job finding its runs in it (planning
             the sweep, as before plan files, against reading its part of the plan file),
             aggregate 10,000 runs x 200 rounds, best configuration per algorithm by a query
+  gradsparse, personalized, ssca
+            a round of each method of the other families against a NumPy round (and the
+            DGEMM peak where the work is matrix products): benchmarks/<family>.py, each also a
+            program printing its own table
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -598,13 +603,34 @@ def bench_scale() -> dict:
     return out
 
 
+# ---- the other families -------------------------------------------------------------------
+
+# Each family's benchmark is a program of its own beside this one (python benchmarks/ssca.py
+# prints its table); bench(seconds) returns the rows this program records.
+FAMILY_BENCHMARKS = ("gradsparse", "personalized", "ssca")
+
+
+def bench_family(name: str) -> list[dict]:
+    module = importlib.import_module(name)  # benchmarks/ is the script's folder: on sys.path
+    rows = module.bench(QUIET_SECONDS)
+    for row in rows:
+        print("  " + ", ".join(f"{k} {_short(v)}" for k, v in row.items()), flush=True)
+    return rows
+
+
+def _short(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
 # ---- driver -------------------------------------------------------------------------------
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--only", default="machine,rounds,kernels,jit,sweep,scale", help="comma-separated sections"
+        "--only",
+        default="machine,rounds,kernels,jit,sweep,scale," + ",".join(FAMILY_BENCHMARKS),
+        help="comma-separated sections",
     )
     parser.add_argument(
         "--default-sweep",
@@ -656,11 +682,17 @@ def main() -> None:
     if "scale" in only:
         print("scale")
         report["scale"] = bench_scale()
+    for section in FAMILY_BENCHMARKS:
+        if section in only:
+            print(
+                f"{section} (a round of each method against NumPy; best over >= {QUIET_SECONDS} s)"
+            )
+            report[section] = bench_family(section)
     if previous is not None:
         # A partial run updates its sections and keeps the others, each with its date.
         dates = previous.get("section_dates", {})
         timed = {s["config"] for s in report.get("sweeps", [])}  # sweeps timed in this run
-        for key in ("machine", "rounds", "kernels", "jit", "sweeps", "scale"):
+        for key in ("machine", "rounds", "kernels", "jit", "sweeps", "scale", *FAMILY_BENCHMARKS):
             if key in report:
                 dates[key] = report["date"]
             elif key in previous:

@@ -10,6 +10,7 @@ from conftest import np_hard_threshold
 from scipy.special import expit, logsumexp, softmax
 
 from fedsparse import kernels as K
+from fedsparse.kernels.mlp import exp_neg
 
 ACTS = ("relu", "swish", "tanh", "sigmoid")
 LOSSES = ("least_squares", "logistic", "softmax")
@@ -339,6 +340,75 @@ def test_eval_softmax_ties_go_to_lowest_index():
     )
     assert correct[0] == 1
     np.testing.assert_allclose(loss_sum[0], 3 * np.log(3.0), rtol=RTOL)
+
+
+def test_exp_of_the_activations_is_within_an_ulp_of_libm():
+    """sigmoid and swish use a branch-free exp (it vectorises); it must match libm's."""
+    rng = np.random.default_rng(3)
+    edges = [0.0, -0.0, -5e-324, -1e-300, -0.5 * np.log(2), -np.log(2), -1.0, -700.0, -708.0]
+    x = np.concatenate([-rng.exponential(4.0, 200_000), -rng.uniform(0, 708, 50_000), edges])
+    got = np.empty_like(x)
+    exp_neg(x, got)
+    want = np.exp(x)
+    np.testing.assert_allclose(got, want, rtol=2.3e-16, atol=0)
+    assert np.mean(got == want) > 0.8  # mostly the very same bits
+    # below -708 the value stays at exp(-708) (libm's would be subnormal or 0), NaN stays NaN
+    tail = np.array([-708.5, -745.0, -1e4, -np.inf, np.nan])
+    out = np.empty_like(tail)
+    exp_neg(tail, out)
+    np.testing.assert_array_equal(out[:4], got[-1])  # = exp(-708), the last edge
+    assert np.isnan(out[4])
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_activations_on_large_inputs_match_numpy(act):
+    """Hidden pre-activations of both signs and up to |z| ~ 800 (sigmoid's two branches,
+    exp's clamp); a NaN parameter gives a NaN loss (relu maps NaN to 0, as before)."""
+    X, _, y = make_case("softmax")
+    sizes = sizes_of(X.shape[1], (6,), "softmax")
+    theta = random_theta(sizes, True, 4, scale=60.0)
+    theta[6 * X.shape[1] + 6 :] *= 1e-2  # moderate scores: a finite, testable loss
+    v, G = kernel_grad(X, y, ROWS, theta, sizes, True, act, "softmax", 0.0)
+    want_v, want_g = np_value_grad(X[ROWS], y[ROWS], theta, sizes, True, act, "softmax", 0.0)
+    np.testing.assert_allclose(v, want_v, rtol=RTOL)
+    np.testing.assert_allclose(G, want_g, rtol=RTOL, atol=1e-13)
+    theta[0] = np.nan  # a hidden unit's pre-activation NaN (the eval adds no ridge term)
+    loss_sum, correct = np.empty(1), np.empty(1, dtype=np.int64)
+    one, which = np.array([0, len(y)]), np.zeros(1, dtype=np.int64)
+    code = K.ACTIVATIONS[act]
+    K.mlp_eval(X, y, one, theta[None], which, sizes, True, code, K.SOFTMAX, 8, loss_sum, correct)
+    assert np.isnan(loss_sum[0]) == (act != "relu")
+
+
+def test_eval_one_large_group_is_split_across_threads():
+    """One group of many blocks (a test set) is spread over the threads; the sum is still
+    taken in row order, so the bits do not depend on the number of threads."""
+    X, Xcsr, y = make_case("softmax", n=203, seed=5)
+    sizes = sizes_of(X.shape[1], (7,), "softmax")
+    theta = random_theta(sizes, False, 6)
+    one = np.array([0, len(y)], dtype=np.int64)
+    which = np.zeros(1, dtype=np.int64)
+    z, _ = np_scores(X, theta, sizes, False, "swish")
+    want = np_per_sample(z, y, "softmax")[0].sum()
+    threads = numba.get_num_threads()
+    got = []
+    try:
+        for Xk in (X, Xcsr):
+            for t in {1, min(2, numba.config.NUMBA_NUM_THREADS)}:
+                numba.set_num_threads(t)
+                for block in (4, 16, 500):
+                    loss_sum, correct = np.empty(1), np.empty(1, dtype=np.int64)
+                    K.mlp_eval(
+                        Xk, y, one, theta[None], which, sizes, False, K.SWISH, K.SOFTMAX,
+                        block, loss_sum, correct,
+                    )  # fmt: skip
+                    np.testing.assert_allclose(loss_sum[0], want, rtol=RTOL)
+                    assert correct[0] == np_correct(z, y, "softmax")
+                    got.append((t, block, loss_sum[0]))
+    finally:
+        numba.set_num_threads(threads)
+    for _, block, value in got:  # same block size: the same bits for any thread count
+        assert all(v == value for _, b2, v in got if b2 == block)
 
 
 # ---------------------------------------------------------------------------

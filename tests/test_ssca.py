@@ -217,14 +217,16 @@ def test_client_gradients_equal_numpy(model, sparse):
     np.testing.assert_allclose(out, pb.p @ G, rtol=1e-13, atol=1e-15)
 
 
-def test_thread_count_does_not_change_results():
+@pytest.mark.parametrize("cls", [SSCA, SSCAConstrained])
+def test_thread_count_does_not_change_results(cls):
     pb = problem(SWISH, sizes=(9, 14, 11, 20, 7))
-    params = SSCAConstrained.validate_params({"cost_limit": 0.9, "batch_size": 3})
+    params = cls.validate_params({"cost_limit": 0.9} if cls is SSCAConstrained else {})
+    params["batch_size"] = 3
     before, models = numba.get_num_threads(), []
     try:
         for threads in (1, numba.config.NUMBA_NUM_THREADS):
             numba.set_num_threads(threads)
-            algo = SSCAConstrained(pb, params, 5)
+            algo = cls(pb, params, 5)
             algo.setup()
             for t in range(5):
                 algo.round(t)
@@ -232,6 +234,38 @@ def test_thread_count_does_not_change_results():
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(models[0], models[1])
+
+
+def test_fused_server_step_equals_the_numpy_expressions_bit_for_bit():
+    """Algorithm 1's server in one parallel pass (several coordinate chunks, the last one
+    partial) gives the very bits of the NumPy expressions it replaces, any thread count."""
+    from fedsparse.kernels.ssca import ssca_server_step
+
+    rng = np.random.default_rng(8)
+    n, P = 7, 3 * 4096 + 123
+    G, p = rng.standard_normal((n, P)), rng.dirichlet(np.ones(n))
+    w0, beta0, acc0 = (rng.standard_normal(P) for _ in range(3))
+    rho, gamma, tau, lam = 0.37, 0.81, 0.13, 3e-3
+    g = np.zeros(P)
+    for i in range(n):  # weighted_rows's order
+        g += p[i] * G[i]
+    beta = beta0 * (1.0 - rho)
+    beta += rho * w0
+    acc = acc0 * (1.0 - rho)
+    acc += rho * (g - 2.0 * tau * w0)
+    w_bar = (acc + 2.0 * lam * beta) / (-2.0 * tau)
+    w = w0 * (1.0 - gamma)
+    w += gamma * w_bar
+    before = numba.get_num_threads()
+    try:
+        for threads in {1, numba.config.NUMBA_NUM_THREADS}:
+            numba.set_num_threads(threads)
+            state = [w0.copy(), beta0.copy(), acc0.copy(), np.full(P, np.nan)]
+            ssca_server_step(G, p, *state, rho, gamma, tau, lam)
+            for got, want in zip(state, (w, beta, acc, g), strict=True):
+                np.testing.assert_array_equal(got, want)
+    finally:
+        numba.set_num_threads(before)
 
 
 # ---- identities --------------------------------------------------------------------------
@@ -494,49 +528,124 @@ def test_override_sets_are_for_grids_and_must_be_mappings():
 # ---- the report section ----------------------------------------------------------------------
 
 
-def test_report_section_checks_the_papers_claims():
-    """The claims table from hand-made final rows: orderings, SGD's best step per (B, E),
-    Algorithm 2's settling and the trade-off comparison."""
-    from fedsparse.report.ssca_section import analyse
-
+def report_rows(seeds=(0,), alg2_batches=(100,)) -> pd.DataFrame:
+    """Hand-made traces: two rounds per run, the final values chosen per setting."""
     rows = []
 
     def add(algorithm, F, sq=1.0, slack=None, **prm):
-        run = f"{algorithm}-{len(rows)}"
-        for rnd, value in ((0, 2.3), (10, F)):
-            last = rnd == 10
-            rows.append({
-                "run_id": run, "algorithm": algorithm, "seed": 0, "round": rnd,
-                "train_loss": value, "test_accuracy": 0.5, "sq_norm": sq if last else 1.0,
-                "slack": slack if last else None,
-                "constraint_value": F - prm["cost_limit"] if last and "cost_limit" in prm else None,
-                **prm,
-            })  # fmt: skip
+        for seed in seeds:
+            run = f"{algorithm}-{len(rows)}"
+            Fs = F + 0.01 * seed  # a spread over seeds
+            for rnd, value in ((0, 2.3), (5, (2.3 + Fs) / 2), (10, Fs)):
+                last = rnd == 10
+                rows.append({
+                    "run_id": run, "dataset": "toy data", "algorithm": algorithm, "seed": seed,
+                    "round": rnd, "train_loss": value, "test_accuracy": 0.5,
+                    "sq_norm": sq if last else 1.0, "slack": slack if last else None,
+                    "constraint_value": value - prm["cost_limit"] if "cost_limit" in prm
+                    else None,
+                    **prm,
+                })  # fmt: skip
 
     table = {1: (0.4, 0.4, 0.4), 10: (0.6, 0.9, 0.3), 100: (0.9, 0.9, 0.3)}
-    for b, F in ((1, 0.9), (10, 0.6), (100, 0.5)):
+
+    def sched(b):
         a1, a2, al = table[b]
-        sched = dict(batch_size=b, rho_scale=a1, gamma_scale=a2, decay=al, prox_weight=0.1,
-                     gamma_extra=0.05)  # fmt: skip
-        add("ssca", F, **sched, **{"lambda": 1e-5}, sq=100.0)
-    sched = dict(batch_size=100, rho_scale=0.9, gamma_scale=0.9, decay=0.3, prox_weight=0.1,
-                 gamma_extra=0.05)  # fmt: skip
-    add("ssca", 0.8, **sched, **{"lambda": 1e-3}, sq=10.0)
-    add("ssca_constrained", 0.61, **sched, cost_limit=0.6, sq=5.0, slack=0.0)
+        return dict(batch_size=b, rho_scale=a1, gamma_scale=a2, decay=al, prox_weight=0.1,
+                    gamma_extra=0.05)  # fmt: skip
+
+    for b, F in ((1, 0.9), (10, 0.6), (100, 0.5)):
+        add("ssca", F, **sched(b), **{"lambda": 1e-5}, sq=100.0)
+    add("ssca", 0.8, **sched(100), **{"lambda": 1e-3}, sq=10.0)
+    for b in alg2_batches:
+        add("ssca_constrained", 0.605, **sched(b), cost_limit=0.6, sq=5.0, slack=0.0)
+    add("ssca_constrained", 0.75, **sched(100), cost_limit=0.7, sq=4.0, slack=0.0)
     for b, e, F in ((1, 1, 1.0), (10, 1, 0.7), (100, 1, 0.4), (5, 2, 0.65), (50, 2, 0.45)):
         add("fedavg", F, batch_size=b, local_steps=e, stepsize=0.1, stepsize_decay=0.0)
         add("fedavg", F + 0.5, batch_size=b, local_steps=e, stepsize=1.0, stepsize_decay=0.0)
-    res = analyse(pd.DataFrame(rows))
-    verdicts = {claim: verdict for claim, _, verdict in res["claims"]}
-    assert verdicts["Algorithm 1: larger B converges faster"] == "holds"
-    assert verdicts["Algorithm 1 faster than SGD at equal B = 10 (E = 1)"] == "holds"
-    assert verdicts["Algorithm 1 faster than SGD at equal B = 100 (E = 1)"] == "does not hold"
+    return pd.DataFrame(rows)
+
+
+def test_report_section_checks_the_papers_claims():
+    """The claims from hand-made final rows: orderings, SGD's best step per (B, E),
+    Algorithm 2's settling, U's control of F and the trade-off comparison, as Claim rows."""
+    from fedsparse.report.claims import AGREES, DISAGREES, NOT_MEASURED, Claim
+    from fedsparse.report.ssca_section import PAPER, analyse
+
+    res = analyse(report_rows(seeds=(0, 1, 2)), where="toy data", slug="toy")
+    assert all(isinstance(c, Claim) for c in res["claims"])
+    assert {c.paper for c in res["claims"]} == {PAPER}
+    assert {c.where for c in res["claims"]} == {"toy data"}
+    verdicts = {c.claim: c.verdict for c in res["claims"]}
+    by = {c.claim: c for c in res["claims"]}
+    larger = "Algorithm 1: a larger minibatch converges faster (lower training cost after T rounds)"
+    assert verdicts[larger] == AGREES
+    assert by[larger].anchor == "ssca-toy-alg1" and "Fig. 1(a)" in by[larger].paper_value
+    # the mean, its spread over the seeds and their number
+    assert "B = 1: F = 0.9100 ± 0.0100 over 3 seeds" in by[larger].ours
+    assert verdicts["Algorithm 1 converges faster than SGD at equal B = 10 (E = 1)"] == AGREES
+    assert verdicts["Algorithm 1 converges faster than SGD at equal B = 100 (E = 1)"] == DISAGREES
+    assert "best SGD (step 0.1, decay 0)" in by[
+        "Algorithm 1 converges faster than SGD at equal B = 100 (E = 1)"].ours  # fmt: skip
     assert (
-        verdicts["Algorithm 1 at B = 10 faster than SGD at (B, E) = (5, 2) (equal per-client "
-                 "computation)"] == "holds"
+        verdicts["Algorithm 1 at B = 10 converges faster than SGD at (B, E) = (5, 2), the same "
+                 "per-client computation"] == AGREES
     )  # fmt: skip
-    assert verdicts["Algorithm 2 (B = 100, U = 0.6): F(w_T) settles at U"] == "holds"
-    tradeoff = [v for c, _, v in res["claims"] if c.startswith("Algorithm 2's trade-off")]
-    assert tradeoff == ["holds"]  # at F = 0.61, Algorithm 1's curve is at ||w||^2 ~ 70 > 5
+    settle = [c for c in res["claims"] if c.claim.startswith("Algorithm 2: the training cost")]
+    # U = 0.6: F = 0.615 on average, within 0.02; U = 0.7: F = 0.76, not settled
+    assert [c.verdict for c in settle] == [AGREES, DISAGREES]
+    assert settle[0].anchor == "ssca-toy-alg2" and "U = 0.6" in settle[0].ours
+    assert verdicts["Algorithm 2: the cost limit U directly controls the training cost"] == AGREES
+    tradeoff = [c for c in res["claims"] if c.claim.startswith("Algorithm 2's trade-off")]
+    # at F ~ 0.62 and 0.76, Algorithm 1's curve (F 0.51..0.81) is at ||w||^2 ~ 60, 30 > 5, 4
+    assert [c.verdict for c in tradeoff] == [AGREES]
+    # one batch size for Algorithm 2: its ordering in B cannot be measured, with the reason
+    alg2_b = "Algorithm 2: a larger minibatch converges faster (F reaches U sooner)"
+    assert verdicts[alg2_b] == NOT_MEASURED and "one batch size" in by[alg2_b].ours
     # SGD at each (B, E) is its best step size
     assert (res["sgd_final"]["stepsize"] == 0.1).all() and len(res["sgd_final"]) == 5
+
+    # Algorithm 2 at two batch sizes: both settle by round 10, at the same round -> no ordering
+    res = analyse(report_rows(alg2_batches=(10, 100)), where="toy data", slug="toy")
+    by = {c.claim: c for c in res["claims"]}
+    assert by[alg2_b].verdict == DISAGREES and "B = 10: 10; B = 100: 10" in by[alg2_b].ours
+
+
+def test_report_claims_not_measured_without_runs():
+    """Without Algorithm 2 (or SGD) runs, their claims come back NOT_MEASURED with the reason."""
+    from fedsparse.report.claims import NOT_MEASURED
+    from fedsparse.report.ssca_section import analyse
+
+    df = report_rows()
+    res = analyse(df[df["algorithm"] == "ssca"], where="toy data", slug="toy")
+    claims = res["claims"]
+    alg2 = [c for c in claims if "Algorithm 2" in c.claim]
+    assert len(alg2) == 4 and all(c.verdict == NOT_MEASURED for c in alg2)
+    assert all("no Algorithm 2 (ssca_constrained) runs" in c.ours for c in alg2)
+    sgd = [c for c in claims if "than SGD" in c.claim]
+    assert len(sgd) == 5 and all(c.verdict == NOT_MEASURED for c in sgd)
+    assert all(c.ours.startswith("no SGD (fedavg) run") for c in sgd)
+    assert claims[0].verdict != NOT_MEASURED  # Algorithm 1's ordering over B is measured
+
+
+def test_report_family_page_has_the_claims_anchors(tmp_path, monkeypatch):
+    """build() writes the family's page from <h2> down, with an element for every claim's
+    anchor, returns the claims and writes tables/ssca_claims.csv."""
+    from fedsparse.report import FAMILIES, ssca_section
+    from fedsparse.report.page import Page
+
+    df = report_rows(seeds=(0, 1))
+    monkeypatch.setattr(ssca_section, "ssca_traces", lambda results_dir: df)
+    fam = ssca_section.FAMILY
+    assert fam.key == "ssca" and fam.algorithms == frozenset({"ssca", "ssca_constrained"})
+    assert fam.title == "Mini-batch SSCA (seed 004)" and fam.paper == ssca_section.PAPER
+    page = Page(tmp_path)
+    (tmp_path / "tables").mkdir()
+    claims = fam.build(page, tmp_path, tmp_path / "tables")
+    doc = page.write(fam.page_name(), fam.title).read_text()
+    assert "<h1" not in doc and '<h2 id="ssca-toy_data">toy data</h2>' in doc
+    for c in claims:
+        assert c.anchor and f'id="{c.anchor}"' in doc
+    saved = pd.read_csv(tmp_path / "tables" / "ssca_claims.csv")
+    assert list(saved["verdict"]) == [c.verdict for c in claims]
+    assert "ssca" in {f.key for f in FAMILIES}  # the report builds this page

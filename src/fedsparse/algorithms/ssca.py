@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels as K
-from ..kernels.ssca import client_batch_grads, weighted_rows
+from ..kernels.ssca import client_batch_grads, ssca_server_step, weighted_rows
 from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes
 
 PROX_WEIGHT = Hyperparameter(
@@ -104,9 +104,10 @@ class _SSCA(Algorithm):
         self.work = K.mlp_thread_work(pb.sizes, most if self.batch == 0 else min(self.batch, most))
         self.slack: float | None = None  # s of the last server problem (Algorithm 2)
 
-    def client_round(self) -> float:
-        """Every client's minibatch mean gradient and loss at w; sets ``self.g``, returns
-        the combined loss sum_i p_i f_i (the paper's f-hat, l2 term included)."""
+    def client_round(self, combine: bool = True) -> float:
+        """Every client's minibatch mean gradient and loss at w (into ``self.G``); with
+        ``combine``, also ``self.g = sum_i p_i G[i]``. Returns the combined loss
+        sum_i p_i f_i (the paper's f-hat, l2 term included)."""
         pb = self.problem
         d = pb.data
         client_batch_grads(
@@ -114,7 +115,8 @@ class _SSCA(Algorithm):
             pb.sizes, pb.network.bias, pb.activation_code, pb.loss_code, pb.l2,
             self.G, self.losses, self.work,
         )  # fmt: skip
-        weighted_rows(self.G, pb.p, self.g)
+        if combine:
+            weighted_rows(self.G, pb.p, self.g)
         return float(K.weighted_sum(self.losses, pb.p))
 
     def cost(self, extra_up: int) -> RoundCost:
@@ -142,15 +144,12 @@ class SSCA(_SSCA):
         prm = self.params
         tau, lam = prm["prox_weight"], prm["lambda"]
         rho, gamma = schedules(prm, t + 1)
-        self.client_round()
-        w = self.w
-        self.beta *= 1.0 - rho
-        self.beta += rho * w
-        self.acc *= 1.0 - rho
-        self.acc += rho * (self.g - 2.0 * tau * w)
-        w_bar = (self.acc + 2.0 * lam * self.beta) / (-2.0 * tau)  # (16)-(17)
-        w *= 1.0 - gamma
-        w += gamma * w_bar
+        self.client_round(combine=False)
+        # g = sum_i p_i G_i; beta = (1 - rho) beta + rho w; acc = (1 - rho) acc +
+        # rho (g - 2 tau w); w_bar = -(acc + 2 lambda beta) / (2 tau) (16)-(17);
+        # w = (1 - gamma) w + gamma w_bar: one fused pass over the d coordinates
+        pb = self.problem
+        ssca_server_step(self.G, pb.p, self.w, self.beta, self.acc, self.g, rho, gamma, tau, lam)
         return self.cost(0)
 
     def finish_metrics(self, row: dict[str, Any]) -> dict[str, Any]:

@@ -55,12 +55,63 @@ def client_batch_grads(
         )
 
 
-@njit(cache=True)
+_CHUNK = 4096  # coordinates per task of the server's passes: 32 KB per row, in L1/L2
+
+
+@njit(parallel=True, cache=True)
 def weighted_rows(G, p, out):
-    """``out = sum_i p_i G[i]`` in client order (a fixed summation order)."""
-    out[:] = 0.0
+    """``out = sum_i p_i G[i]`` in client order (a fixed summation order), in parallel
+    chunks of coordinates: the same bits for any number of threads."""
+    P = out.shape[0]
+    for c in prange((P + _CHUNK - 1) // _CHUNK):
+        lo = c * _CHUNK
+        hi = min(lo + _CHUNK, P)
+        _weighted_chunk(G, p, lo, hi, out)
+
+
+@njit(cache=True)
+def _weighted_chunk(G, p, lo, hi, out):
+    o = out[lo:hi]
+    o[:] = 0.0
     for i in range(G.shape[0]):
         pi = p[i]
-        g = G[i]
-        for j in range(out.shape[0]):
-            out[j] += pi * g[j]
+        g = G[i, lo:hi]
+        for j in range(hi - lo):
+            o[j] += pi * g[j]
+
+
+@njit(parallel=True, cache=True)
+def ssca_server_step(G, p, w, beta, acc, g, rho, gamma, tau, lam):
+    """Algorithm 1's server (spec §3.2 steps 3-7) in one parallel pass over the coordinates.
+
+    ``g = sum_i p_i G[i]`` (client order), then per coordinate, exactly as the NumPy
+    expressions ``beta = (1 - rho) beta + rho w``, ``acc = (1 - rho) acc + rho (g - 2 tau w)``,
+    ``w_bar = (acc + 2 lambda beta) / (-2 tau)``, ``w = (1 - gamma) w + gamma w_bar``
+    evaluate them (the same roundings, so the same bits), updating ``beta``, ``acc`` and
+    ``w`` in place: one read of G and of the state instead of a dozen passes over d.
+    """
+    P = w.shape[0]
+    keep_rho = 1.0 - rho
+    keep_gamma = 1.0 - gamma
+    two_tau = 2.0 * tau
+    two_lam = 2.0 * lam
+    denom = -2.0 * tau
+    for c in prange((P + _CHUNK - 1) // _CHUNK):
+        lo = c * _CHUNK
+        hi = min(lo + _CHUNK, P)
+        _weighted_chunk(G, p, lo, hi, g)
+        _server_chunk(
+            g[lo:hi], w[lo:hi], beta[lo:hi], acc[lo:hi], rho, keep_rho, gamma, keep_gamma,
+            two_tau, two_lam, denom,
+        )  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy")
+def _server_chunk(g, w, beta, acc, rho, keep_rho, gamma, keep_gamma, two_tau, two_lam, denom):
+    for j in range(w.shape[0]):
+        wj = w[j]
+        b = beta[j] * keep_rho + rho * wj
+        a = acc[j] * keep_rho + rho * (g[j] - two_tau * wj)
+        beta[j] = b
+        acc[j] = a
+        w[j] = wj * keep_gamma + gamma * ((a + two_lam * b) / denom)
