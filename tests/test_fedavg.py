@@ -180,3 +180,48 @@ def test_config_errors_name_the_key():
         "sampled_clients": 0,
         "stepsize_decay": 0.0,
     }
+
+
+@pytest.mark.parametrize("model", [{}, SWISH], ids=["linear", "mlp"])
+def test_bits_and_density_count_remark_1_per_client(model):
+    """Cumulative Remark 1 bits of one client (64 a non-zero + a d-bit map, at most 64 d; the
+    zero initial model goes down as the map alone) and the density of W, as the flat
+    baselines of the personalised family count them."""
+    data = make_data("softmax", sizes=(10, 17, 25, 13, 8), d=9, seed=27)
+    pb = Problem(data, "softmax", 1e-3, "samples", model)
+    params = {"stepsize": 0.2, "local_steps": 2, "batch_size": 4}
+    algo = FedAvg(pb, FedAvg.validate_params(params), 0)
+    algo.setup()
+    d, n = algo.model.size, pb.n_clients
+    zero_start = not np.any(algo.model)
+    assert algo.extra_metrics() == {"bits": 0.0, "density": np.count_nonzero(algo.model) / d}
+    for t in range(3):
+        algo.round(t)
+    first_down = d if zero_start else 64 * d
+    assert algo.extra_metrics()["bits"] == pytest.approx(3 * 64 * d + 2 * 64 * d + first_down)
+    assert algo.extra_metrics()["density"] == 1.0
+    # sampled clients: 2 of 5 send and receive each round; the mean over all 5 clients
+    sampled = FedAvg(pb, FedAvg.validate_params({**params, "sampled_clients": 2}), 0)
+    sampled.setup()
+    sampled.W[:] = 1.0  # a dense start: every message costs 64 d
+    for t in range(4):
+        sampled.round(t)
+    assert sampled.extra_metrics()["bits"] == pytest.approx(4 * 2 * 2 * 64 * d / n)
+
+
+def test_bits_and_density_reach_the_trace():
+    from fedsparse.config import normalize_run_config
+    from fedsparse.experiment import run_trace
+
+    data = make_data("softmax", sizes=(7, 9, 6, 8), d=8, seed=3)
+    cfg = normalize_run_config({
+        "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
+        "model": {"loss": "softmax", "l2": 1e-3},
+        "algorithm": "fedavg",
+        "params": {"stepsize": 0.1, "local_steps": 2, "batch_size": 3},
+        "rounds": 3,
+    })  # fmt: skip
+    tr = run_trace(cfg, data).to_pandas()
+    assert tr["bits"].notna().all() and tr["bits"].is_monotonic_increasing
+    assert tr["bits"].iloc[-1] > tr["bits"].iloc[0]
+    assert tr["density"].iloc[-1] == 1.0

@@ -24,8 +24,8 @@ from fedsparse.algorithms import (
     PFedMe,
     SFedHP,
 )
+from fedsparse.algorithms.base import vector_bits, vector_bytes
 from fedsparse.algorithms.fedavg import server_stream
-from fedsparse.algorithms.personalized import vector_bits, vector_bytes
 from fedsparse.data import FederatedData
 from fedsparse.errors import ConfigError
 from fedsparse.kernels.personalized import smooth_l1

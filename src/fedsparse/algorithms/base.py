@@ -39,6 +39,25 @@ def sparse_bytes(nnz: int) -> int:
     return SPARSE_ENTRY_BYTES * int(nnz)
 
 
+BITS_PER_VALUE = 64  # the sFedHP paper's Remark 1: a value is 64 bits
+
+
+def vector_bytes(nnz: int, d: int) -> int:
+    """Bytes of a vector of length ``d`` with ``nnz`` non-zeros, sent dense or sparse."""
+    return min(dense_bytes(d), sparse_bytes(nnz))
+
+
+def vector_bits(nnz: int, d: int) -> int:
+    """Remark 1: 64 bits per non-zero plus a d-bit location map, or 64 d sent dense."""
+    return min(BITS_PER_VALUE * int(nnz) + int(d), BITS_PER_VALUE * int(d))
+
+
+def count_nonzero(models: np.ndarray, tol: float) -> np.ndarray:
+    """Non-zeros (|x| > tol) of each model of a stack (n, ...)."""
+    flat = models.reshape(models.shape[0], -1)
+    return np.count_nonzero(np.abs(flat) > tol, axis=1)
+
+
 _REQUIRED = object()
 
 

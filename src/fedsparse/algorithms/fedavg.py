@@ -7,6 +7,10 @@ from 1) and uploads its model; the server sets W_{t+1} to the p-weighted average
 the participants, p renormalised over them. Linear models use the hard-thresholding
 family's local-SGD kernel without thresholding, networks the MLP kernel: FedAvg is
 Fed-HT with sparsity = every parameter, bit for bit.
+
+Besides the bytes, the trace gets the personalised family's ``bits`` (the sFedHP paper's Remark 1
+count for one client, up and down, cumulative) and ``density`` (non-zeros of W / d): FedAvg is
+that family's flat baseline, and its bits are what sFedHP's are compared with.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import numpy as np
 
 from .. import kernels as K
 from ..errors import ConfigError
-from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes
+from .base import Algorithm, Hyperparameter, RoundCost, count_nonzero, dense_bytes, vector_bits
 from .hardthreshold import BATCH_SIZE
 
 HYPERPARAMETERS = (
@@ -68,6 +72,7 @@ class FedAvg(Algorithm):
         self.scratch = K.threshold_scratch(pb.shape[1])
         self.work_rows = 0
         self.work = K.thread_buffers(*pb.shape) if pb.fast_linear else None
+        self.bits = 0.0
 
     def participants(self) -> np.ndarray | None:
         """This round's clients in increasing order, drawn from the server stream; None: all."""
@@ -101,6 +106,7 @@ class FedAvg(Algorithm):
         lr = prm["stepsize"] / float(t + 1) ** prm["stepsize_decay"]
         who = self.participants()
         ptr = pb.data.client_ptr
+        nnz_down = int(np.count_nonzero(self.W))  # W_t, before the average replaces it
         if who is None:
             self._local(ptr, self.W_local, self.rng, batch, lr)
             K.aggregate(self.W_local, pb.p, self.W.shape[1], self.W, self.scratch)
@@ -114,8 +120,22 @@ class FedAvg(Algorithm):
             p = pb.p[who] / pb.p[who].sum()
             K.aggregate(self.W_local[who], p, self.W.shape[1], self.W, self.scratch)
             n = who.size
+        up = self.W_local if who is None else self.W_local[who]
+        self.add_bits(up, nnz_down)
         size = dense_bytes(self.W.size)
         return RoundCost(n * size, n * size, prm["local_steps"])
+
+    def add_bits(self, up: np.ndarray, nnz_down: int) -> None:
+        """Remark 1 bits of this round for one client on average: each participant's model
+        up and W_t down (to the participants only), exact zeros free, as the flat baselines of
+        the personalised family count them."""
+        d, n = self.W.size, self.problem.n_clients
+        sent = sum(vector_bits(k, d) for k in count_nonzero(up, 0.0))
+        self.bits += (sent + up.shape[0] * vector_bits(nnz_down, d)) / n
+
+    def extra_metrics(self) -> dict:
+        d = self.W.size
+        return {"bits": self.bits, "density": float(np.count_nonzero(self.W)) / d}
 
     @property
     def model(self) -> np.ndarray:

@@ -36,26 +36,16 @@ from ..kernels.personalized import (
     prox_steps,
     sfedhp_round,
 )
-from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
+from .base import (
+    Algorithm,
+    Hyperparameter,
+    RoundCost,
+    count_nonzero,
+    dense_bytes,
+    vector_bits,
+    vector_bytes,
+)
 from .fedavg import server_stream
-
-BITS_PER_VALUE = 64
-
-
-def vector_bytes(nnz: int, d: int) -> int:
-    """Bytes of a vector of length ``d`` with ``nnz`` non-zeros, sent dense or sparse."""
-    return min(dense_bytes(d), sparse_bytes(nnz))
-
-
-def vector_bits(nnz: int, d: int) -> int:
-    """Remark 1: 64 bits per non-zero plus a d-bit location map, or 64 d sent dense."""
-    return min(BITS_PER_VALUE * int(nnz) + int(d), BITS_PER_VALUE * int(d))
-
-
-def count_nonzero(models: np.ndarray, tol: float) -> np.ndarray:
-    """Non-zeros (|x| > tol) of each model of a stack (n, ...)."""
-    flat = models.reshape(models.shape[0], -1)
-    return np.count_nonzero(np.abs(flat) > tol, axis=1)
 
 
 def edge_of(n_clients: int, edges: int, where: str = "params.edges") -> np.ndarray:

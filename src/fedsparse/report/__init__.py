@@ -36,7 +36,7 @@ from ..errors import FedsparseError
 from ..query import merge_results
 from ..results import check_results_folder
 from . import analysis as an
-from . import gs_section, ht_section, optuna_section, ssca_section
+from . import gs_section, ht_section, optuna_section, sfedhp_section, ssca_section
 from .claims import VERDICTS, Family, claims_frame
 from .data_section import add_data_section
 from .figures import objective_figure
@@ -45,7 +45,12 @@ from .page import Page
 __all__ = ["FAMILIES", "build_report"]
 
 # Each family's page, in the order of the index (the seeds' order).
-FAMILIES: tuple[Family, ...] = (ht_section.FAMILY, gs_section.FAMILY, ssca_section.FAMILY)
+FAMILIES: tuple[Family, ...] = (
+    ht_section.FAMILY,
+    sfedhp_section.FAMILY,
+    gs_section.FAMILY,
+    ssca_section.FAMILY,
+)
 
 
 def build_report(
