@@ -75,8 +75,9 @@ def claims(a: an.Analysis, r2t: pd.DataFrame, sens: pd.DataFrame) -> list[Claim]
             ours = f"not reached within the run (target: round {row.R})"
         ours += f"; mean of {seeds} seed{'s' if seeds != 1 else ''}"
         ours += _seed_spread(a, row) + f", best config {row.best_config}"
-        if an.edge_note(a, row.section, row.algorithm):
-            ours += " (at the edge of the grid searched)"
+        edge = an.edge_note(a, row.section, row.algorithm)
+        if edge:
+            ours += f" ({edge})"
         center = centers.get(row.section, "none")
         if center != "none":
             ours += f"; data read with center = {center}, a deviation from the papers' text"
