@@ -372,7 +372,10 @@ def _stamp(src: Path, where: str) -> tuple[int, int]:
     try:
         st = probe.stat()
     except OSError:
-        raise ConfigError(f"{where}: no trace file or results folder at {src}") from None
+        raise ConfigError(
+            f"{where}: no trace file or results folder at {src} (run the sweep that records "
+            "the sequence first)"
+        ) from None
     return st.st_mtime_ns, st.st_size
 
 
