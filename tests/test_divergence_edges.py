@@ -270,3 +270,20 @@ def test_report_gives_the_verdicts_at_the_papers_grid_and_at_ours(results, tmp_p
     assert "γ=0.001" in dist.loc[papers, "best_config"]
     assert "γ=0.003" in dist.loc[ours, "best_config"]
     assert "reference" in dist.loc[papers, "verdict"] and "reference" in dist.loc[ours, "verdict"]
+
+
+def test_an_algorithm_that_diverged_everywhere_on_the_papers_grid_says_so(monkeypatch):
+    """Its best configuration exists only on the finer grid: the papers' row says every
+    configuration diverged there (instead of silently missing)."""
+    runs = pd.DataFrame({"stepsize": [0.001, 0.0003]})  # 0.001 is the papers', 0.0003 ours
+    a = an.Analysis(runs, *[pd.DataFrame()] * 4, pd.Series(dtype=float))
+    r2t = pd.DataFrame({"section": ["s", "s"], "algorithm": ["distiht", "fedht"],
+                        "best_config": ["γ=0.001", "γ=0.0003"], "rounds_to_target": [100, None],
+                        "agreement": ["", "does not agree"], "verdict": ["ref", "no"]})  # fmt: skip
+    monkeypatch.setattr(an, "analyse", lambda results_dir, stepsizes=None: a)
+    monkeypatch.setattr(an, "rounds_to_target", lambda _: (r2t[r2t["algorithm"] == "distiht"], {}))
+    sens = an.grid_sensitivity("unused", a, r2t)
+    fedht = sens[sens["algorithm"] == "fedht"].reset_index(drop=True)
+    assert len(fedht) == 2 and fedht.loc[0, "grid"].startswith("papers'")
+    assert fedht.loc[0, "best_config"] == "all configurations diverged"
+    assert "diverged" in fedht.loc[0, "verdict"] and fedht.loc[1, "best_config"] == "γ=0.0003"

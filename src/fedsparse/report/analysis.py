@@ -468,6 +468,17 @@ def grid_sensitivity(results_dir: str | Path, a: Analysis, r2t: pd.DataFrame) ->
     if r2t.empty or not papers or papers == searched:
         return pd.DataFrame(columns=cols)
     theirs, _ = rounds_to_target(analyse(results_dir, papers))
+    # an algorithm with no valid configuration at the papers' step sizes: every one diverged
+    keys = ["section", "algorithm"]
+    missing = r2t[keys].merge(theirs[keys], how="left", indicator=True)
+    missing = missing[missing["_merge"] == "left_only"][keys]
+    if len(missing):
+        lost = missing.assign(
+            best_config="all configurations diverged",
+            agreement="",
+            verdict="every configuration at these step sizes diverged: no verdict",
+        )
+        theirs = pd.concat([theirs, lost], ignore_index=True)
     label_ours = f"ours ({len(searched)} step sizes, {min(searched):g} to {max(searched):g})"
     label_theirs = f"papers' ({len(papers)} step sizes, {min(papers):g} to {max(papers):g})"
     both = pd.concat(

@@ -84,12 +84,15 @@ def claims(a: an.Analysis, r2t: pd.DataFrame, sens: pd.DataFrame) -> list[Claim]
         theirs = sens[(sens["section"] == row.section) & (sens["algorithm"] == row.algorithm)]
         if len(theirs) == 2:  # the same verdict at the papers' grid
             papers = theirs.iloc[0]
-            at = (
-                f"round {papers['rounds_to_target']}"
-                if pd.notna(papers["rounds_to_target"])
-                else "not reached"
-            )
-            ours += f"; at the papers' step-size grid: {at} ({papers['agreement'] or 'n/a'})"
+            if papers["best_config"] == "all configurations diverged":
+                ours += "; at the papers' step-size grid every configuration diverged"
+            else:
+                at = (
+                    f"round {papers['rounds_to_target']}"
+                    if pd.notna(papers["rounds_to_target"])
+                    else "not reached"
+                )
+                ours += f"; at the papers' step-size grid: {at} ({papers['agreement'] or 'n/a'})"
         out.append(
             Claim(
                 paper=PAPER,
