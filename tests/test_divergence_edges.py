@@ -274,16 +274,31 @@ def test_report_gives_the_verdicts_at_the_papers_grid_and_at_ours(results, tmp_p
 
 def test_an_algorithm_that_diverged_everywhere_on_the_papers_grid_says_so(monkeypatch):
     """Its best configuration exists only on the finer grid: the papers' row says every
-    configuration diverged there (instead of silently missing)."""
+    configuration diverged there (instead of silently missing); a section without a target
+    at the papers' grid gives its note instead, not a false "diverged"."""
     runs = pd.DataFrame({"stepsize": [0.001, 0.0003]})  # 0.001 is the papers', 0.0003 ours
-    a = an.Analysis(runs, *[pd.DataFrame()] * 4, pd.Series(dtype=float))
-    r2t = pd.DataFrame({"section": ["s", "s"], "algorithm": ["distiht", "fedht"],
-                        "best_config": ["γ=0.001", "γ=0.0003"], "rounds_to_target": [100, None],
-                        "agreement": ["", "does not agree"], "verdict": ["ref", "no"]})  # fmt: skip
-    monkeypatch.setattr(an, "analyse", lambda results_dir, stepsizes=None: a)
-    monkeypatch.setattr(an, "rounds_to_target", lambda _: (r2t[r2t["algorithm"] == "distiht"], {}))
-    sens = an.grid_sensitivity("unused", a, r2t)
-    fedht = sens[sens["algorithm"] == "fedht"].reset_index(drop=True)
+    configs = pd.DataFrame({"section": ["s", "s", "t"], "algorithm": ["distiht", "fedht", "fedht"],
+                            "valid": [True, False, True]})  # fmt: skip
+    best = pd.DataFrame({"section": ["s", "t"], "algorithm": ["distiht", "fedht"],
+                         "config": ["γ=0.001", "γ=0.001"]})  # fmt: skip
+    small = an.Analysis(runs, pd.DataFrame(), configs, best, pd.DataFrame(), pd.Series())
+    r2t = pd.DataFrame({"section": ["s", "s", "t", "t"],
+                        "algorithm": ["distiht", "fedht", "distiht", "fedht"],
+                        "best_config": ["γ=0.001", "γ=0.0003", "γ=0.0003", "γ=0.0003"],
+                        "rounds_to_target": [100, None, 100, None],
+                        "agreement": ["", "does not agree", "", "does not agree"],
+                        "verdict": ["ref", "no", "ref", "no"]})  # fmt: skip
+    note = "No rounds-to-target table: every Distributed-IHT configuration diverged."
+    monkeypatch.setattr(an, "analyse", lambda results_dir, stepsizes=None: small)
+    monkeypatch.setattr(
+        an, "rounds_to_target", lambda _: (r2t[r2t["section"] == "s"].head(1), {"t": note})
+    )
+    sens = an.grid_sensitivity("unused", small, r2t)
+    fedht = sens[(sens["section"] == "s") & (sens["algorithm"] == "fedht")]
+    fedht = fedht.reset_index(drop=True)
     assert len(fedht) == 2 and fedht.loc[0, "grid"].startswith("papers'")
     assert fedht.loc[0, "best_config"] == "all configurations diverged"
     assert "diverged" in fedht.loc[0, "verdict"] and fedht.loc[1, "best_config"] == "γ=0.0003"
+    t = sens[(sens["section"] == "t") & sens["grid"].str.startswith("papers'")]
+    t = t.set_index("algorithm")
+    assert t.loc["fedht", "verdict"] == note and t.loc["fedht", "best_config"] == "γ=0.001"

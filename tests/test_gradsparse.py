@@ -829,6 +829,10 @@ def test_online_trace_replays_the_controller(control):
         ),
         ({"k": 5, "k_control": "sequence"}, "params.k_sequence: required by k_control sequence"),
         (
+            {"k": 5, "k_control": "sequence", "k_sequence": 5},
+            "params.k_sequence: must be a string, got 5",
+        ),
+        (
             {"k": 5, "k_control": "sequence", "k_sequence": "/nonexistent/x.parquet"},
             "params.k_sequence: no trace file or results folder at /nonexistent/x.parquet",
         ),

@@ -102,6 +102,8 @@ def test_build_writes_the_page_and_states_each_claim(results, tmp_path):
     assert fab_fair.verdict == "agrees"
     saved = pd.read_csv(tables / "gs_claims.csv")
     assert len(saved) == len(claims)
+    for c in claims:  # every claim links to an element of the page
+        assert f'id="{c.anchor}"' in html, c.claim
     per_client = pd.read_csv(tables / "gs_clients_toy_10.csv").set_index("client")
     assert list(per_client.index) == list(range(6)) and "Per-client contributions" in html
     assert (per_client["fabtopk: idle rounds"] == 0).all()  # k = 8 >= N = 6: nobody left out
@@ -164,3 +166,44 @@ def test_an_empty_folder_gives_no_claims(tmp_path):
     write_folder(folder, [config("fedavg", {"stepsize": 0.5, "local_steps": 2}, 1.0, rounds=2)])
     page = Page(tmp_path)
     assert gs_section.build(page, folder, tmp_path) == []
+
+
+def test_a_run_that_diverges_keeps_totals_as_of_its_last_row():
+    """Rounds trained past the last kept row (scored together, then discarded) are not in the
+    per-client totals."""
+    from fedsparse.experiment import CLIENT_SUMMARY_KEY
+
+    cfg = config("fabtopk", base(stepsize=1e6), 10.0, rounds=30)
+    table = run_trace(cfg)
+    assert table["status"][-1].as_py() == "diverged"
+    last = table["round"][-1].as_py()
+    assert last < 30
+    totals = pd.DataFrame(json.loads(table.schema.metadata[CLIENT_SUMMARY_KEY]))
+    assert np.allclose(totals["applied_per_round"] * last, totals["applied"])
+    assert totals["applied"].sum() >= 8 * last and (totals["idle_rounds"] <= last).all()
+
+
+def test_without_replays_every_claim_anchor_exists(results, tmp_path):
+    page = Page(tmp_path)
+    claims = gs_section.build(page, results / "stage1", tmp_path)
+    html = "\n".join(page.parts)
+    assert all(f'id="{c.anchor}"' in html for c in claims)
+
+
+def test_fairness_claims_per_k_and_missing_values_are_not_measured(tmp_path):
+    """A sweep over k gives FAB's fairness claim once per k (it crashed); a comparison with a
+    missing accuracy is not measured (it said 'does not agree')."""
+    rows = [
+        {"method": "fabtopk", "algorithm": "fabtopk", "k": k, "min_shared": 10, "idle_clients": 0,
+         "exchange_time": 1.0,
+         "round": r, "run_id": f"r{k}"}
+        for k in (100, 1000) for r in (1, 2)
+    ]  # fmt: skip
+    claims = gs_section._Claims()
+    gs_section._fairness(Page(tmp_path), pd.DataFrame(rows), "toy", "toy", 1.0, 10, claims,
+                         tmp_path, "toy")  # fmt: skip
+    fab = [c for c in claims.rows if c.claim.startswith("FAB-top-k: every client")]
+    assert [c.where for c in fab] == ["toy (k = 100)", "toy (k = 1000)"]
+    best = pd.DataFrame({"method": ["fabtopk", "sendall"], "accuracy": [0.8, float("nan")]})
+    ok, text = gs_section._compare(best, "fabtopk", ["sendall"], "accuracy")
+    assert ok is None and "no accuracy" in text

@@ -170,21 +170,23 @@ def run_trace(
     # to on_round, come out as if each round were scored at once; a run that ends
     # (diverged, or stopped by on_round) has trained at most eval_batch - 1 rounds
     # past its end, which are discarded.
-    pending: list[tuple[int, dict[str, Any], np.ndarray, np.ndarray | None]] = []
+    pending: list[tuple[int, dict[str, Any], np.ndarray, np.ndarray | None, Any]] = []
     f0, factor = [math.nan], divergence_factor(cfg)  # f0[0]: round-0 objective, once scored
+    clients = [None]  # per-client totals as of the last kept row (rounds past it discarded)
 
     def snapshot(t: int) -> np.ndarray:
         personal = algorithm.personal_models
         W = algorithm.model
         spent = {**totals, **algorithm.extra_metrics()}
-        pending.append((t, spent, W.copy(), None if personal is None else personal.copy()))
+        copy = None if personal is None else personal.copy()
+        pending.append((t, spent, W.copy(), copy, algorithm.client_summary()))
         return W
 
     def score_pending() -> bool:
         """Score the pending rounds into `rows`; False when the run ends at one of them."""
-        Ws = np.stack([W for _, _, W, _ in pending])
+        Ws = np.stack([W for _, _, W, _, _ in pending])
         scored = problem.metrics_many(Ws)
-        for (t, spent, _, personal), metrics in zip(pending, scored, strict=True):
+        for (t, spent, _, personal, summary), metrics in zip(pending, scored, strict=True):
             if t == 0:
                 f0[0] = metrics["objective"]
             ok = not is_diverged(metrics["objective"], f0[0], factor)
@@ -194,6 +196,7 @@ def run_trace(
             rows.append(
                 {**identity, "round": t, **spent, **metrics, "status": "ok" if ok else "diverged"}
             )
+            clients[0] = summary
             if t > 0 and (not ok or (on_round is not None and on_round(t, metrics["objective"]))):
                 pending.clear()
                 return False
@@ -226,7 +229,7 @@ def run_trace(
         for key, value in row.items():
             if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
                 row[key] = None
-    return with_client_summary(trace_table(rows), algorithm.client_summary())
+    return with_client_summary(trace_table(rows), clients[0])
 
 
 CLIENT_SUMMARY_KEY = b"fedsparse.client_summary"

@@ -92,9 +92,8 @@ class Hyperparameter:
             return None
         if self.kind is str:
             if not isinstance(value, str) or (self.choices and value not in self.choices):
-                raise ConfigError(
-                    f"{where}: must be one of {', '.join(self.choices or ())}, got {value!r}"
-                )
+                what = f"one of {', '.join(self.choices)}" if self.choices else "a string"
+                raise ConfigError(f"{where}: must be {what}, got {value!r}")
             return value
         if isinstance(value, bool) or not isinstance(value, int | float):
             extra = " or 'full'" if self.full_ok else ""

@@ -467,18 +467,17 @@ def grid_sensitivity(results_dir: str | Path, a: Analysis, r2t: pd.DataFrame) ->
     papers = searched & set(PAPER_STEPSIZES)
     if r2t.empty or not papers or papers == searched:
         return pd.DataFrame(columns=cols)
-    theirs, _ = rounds_to_target(analyse(results_dir, papers))
-    # an algorithm with no valid configuration at the papers' step sizes: every one diverged
+    small = analyse(results_dir, papers)
+    theirs, notes = rounds_to_target(small)
     keys = ["section", "algorithm"]
     missing = r2t[keys].merge(theirs[keys], how="left", indicator=True)
-    missing = missing[missing["_merge"] == "left_only"][keys]
-    if len(missing):
-        lost = missing.assign(
-            best_config="all configurations diverged",
-            agreement="",
-            verdict="every configuration at these step sizes diverged: no verdict",
-        )
-        theirs = pd.concat([theirs, lost], ignore_index=True)
+    lost = [
+        _missing_verdict(small, notes, row.section, row.algorithm)
+        for row in missing[missing["_merge"] == "left_only"].itertuples()
+    ]
+    lost = [row for row in lost if row is not None]
+    if lost:  # say why a verdict at the papers' grid is missing rather than drop the row
+        theirs = pd.concat([theirs, pd.DataFrame(lost)], ignore_index=True)
     label_ours = f"ours ({len(searched)} step sizes, {min(searched):g} to {max(searched):g})"
     label_theirs = f"papers' ({len(papers)} step sizes, {min(papers):g} to {max(papers):g})"
     both = pd.concat(
@@ -492,6 +491,21 @@ def grid_sensitivity(results_dir: str | Path, a: Analysis, r2t: pd.DataFrame) ->
         kind="stable",
     )
     return both[cols].reset_index(drop=True)
+
+
+def _missing_verdict(a: Analysis, notes: dict, section: str, algorithm: str) -> dict | None:
+    """The row of an algorithm that has no rounds-to-target verdict in analysis ``a``: every
+    configuration diverged, or the section has no target (its note), or None."""
+    mine = a.configs[(a.configs["section"] == section) & (a.configs["algorithm"] == algorithm)]
+    row = {"section": section, "algorithm": algorithm, "agreement": ""}
+    if len(mine) and not mine["valid"].any():
+        verdict = "every configuration at these step sizes diverged: no verdict"
+        return {**row, "best_config": "all configurations diverged", "verdict": verdict}
+    if section in notes:
+        best = a.best[(a.best["section"] == section) & (a.best["algorithm"] == algorithm)]
+        config = best["config"].iloc[0] if len(best) else ""
+        return {**row, "best_config": config, "verdict": notes[section]}
+    return None
 
 
 def heatmap_table(a: Analysis) -> pd.DataFrame:

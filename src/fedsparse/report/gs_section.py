@@ -296,11 +296,14 @@ class _Claims:
         self.rows.append(Claim(PAPER, claim, value, ours, verdict, where, anchor))
 
 
-def _compare(best: pd.DataFrame, a: str, others: list[str], column: str) -> tuple[bool, str]:
-    """Whether method ``a`` beats every one of ``others`` on ``column`` (loss: lower)."""
+def _compare(best: pd.DataFrame, a: str, others: list[str], column: str) -> tuple[bool | None, str]:
+    """Whether method ``a`` beats every one of ``others`` on ``column`` (loss: lower); None
+    (not measured) when a value is missing, e.g. no accuracy for this data set."""
     v = dict(zip(best["method"], best[column], strict=True))
     better = (lambda x, y: x < y) if column == "loss" else (lambda x, y: x > y)
     text = ", ".join(f"{m} {v[m]:.4g}" for m in [a, *others])
+    if any(pd.isna(v[m]) for m in [a, *others]):
+        return None, text + f" (no {column} for some of them)"
     return all(better(v[a], v[m]) for m in others), text
 
 
@@ -322,7 +325,7 @@ def _fixed_section(page, df, ds, slug, n_clients, claims, tables, headline, cont
         page.figure(_curves_figure(at, best, budget, f"{ds}, beta = {beta:g}: fixed k"),
                     f"gs-{slug}-fixed-{beta:g}", "loss and accuracy against time")  # fmt: skip
         methods = set(best["method"])
-        ks = ", ".join(str(int(k)) for k in sorted(set(best["k"].dropna())))
+        ks = ", ".join(str(int(k)) for k in sorted(set(best.get("k", pd.Series()).dropna())))
         where = f"{ds}, beta = {beta:g}, k = {ks}"
         baselines = [m for m in best["method"] if m.split(" ")[0] in
                      ("utopk", "periodick", "fedavg", "sendall")]  # fmt: skip
@@ -372,29 +375,32 @@ def _fairness(page, at, ds, slug, beta, n_clients, claims, tables, where):
                                                 index=False)  # fmt: skip
     page.figure(_fairness_figure(at, f"{ds}, beta = {beta:g}: fairness"),
                 f"gs-{slug}-fair-{beta:g}", "fairness view")  # fmt: skip
-    rows = table.set_index("method")
-    if "fabtopk" in rows.index:
-        fab = rows.loc["fabtopk"]
+    several = table.groupby("method")["k"].nunique().max() > 1  # a claim per k when swept
+    for _, fab in table[table["method"] == "fabtopk"].iterrows():
+        at_k = f"{where} (k = {fab['k']:g})" if several else where
         floor = fab["floor k/N"] if pd.notna(fab["floor k/N"]) else 0
         ok = fab["max idle clients"] == 0 and fab["min |J ∩ J_i|"] >= floor
         claims.add("FAB-top-k: every client contributes elements every round (|J ∩ J_i| >= "
                    "floor(k/N)) (Fig. 4)", f"min |J ∩ J_i| = {fab['min |J ∩ J_i|']} (floor "
                    f"{floor}), max idle clients {fab['max idle clients']}", verdict_of(ok),
-                   where, anchor)  # fmt: skip
-    if "fubtopk" in rows.index:
-        fub = rows.loc["fubtopk"]
+                   at_k, anchor)  # fmt: skip
+    for _, fub in table[table["method"] == "fubtopk"].iterrows():
+        at_k = f"{where} (k = {fub['k']:g})" if several else where
         idle = fub["max idle clients"] > 0
         claims.add("FUB-top-k can ignore some clients entirely (Fig. 4)",
                    f"up to {fub['max idle clients']} idle clients; rounds with one: "
                    f"{fub['rounds with an idle client']}" if idle else
-                   "no client was left out at the evaluated rounds", verdict_of(idle), where,
+                   "no client was left out at the evaluated rounds", verdict_of(idle), at_k,
                    anchor)  # fmt: skip
 
 
 def _controller_section(page, df, ds, slug, claims, tables, headline):
     """Figs. 5-7: the k controllers, per beta, and the replayed sequences."""
     online = df[df["k_control"].isin(CONTROLLERS)]
-    page.figure(_k_figure(df, f"{ds}: k_m trajectories"), f"gs-{slug}-k", "k_m trajectories")
+    fig = _k_figure(df, f"{ds}: k_m trajectories")
+    if fig is not None:
+        page.heading("h3", "k_m trajectories", f"gs-{slug}-k")  # claims link here
+    page.figure(fig, f"gs-{slug}-k", "k_m trajectories")
     lates = {}
     for beta, at in online.groupby("exchange_time"):
         anchor = f"gs-{slug}-online-{beta:g}"
@@ -463,7 +469,7 @@ def _cross_section(page, df, ds, slug, sources, claims, tables, headline):
     if matrix.empty:
         claims.add("The k sequence learned at beta is the best sequence at beta (Fig. 7)",
                    "no replayed sequences (k_control: sequence) in these results",
-                   NOT_MEASURED, ds, f"gs-{slug}-k")  # fmt: skip
+                   NOT_MEASURED, ds, f"gs-{slug}")  # fmt: skip
         return
     page.heading("h3", "Cross-application of the learned k sequences", anchor)
     page.text("p", "Rows: the beta a k sequence was learned at (Algorithm 3's run); columns: "
