@@ -228,7 +228,8 @@ def test_html_is_self_contained(report):
 def test_claims_table_feeds_the_index_from_the_family(report):
     """One claim per (data set, algorithm) the papers claim a speed-up for; its verdict is the
     rounds-to-target table's, and each row links to the section that measured it."""
-    claims = _tables(report, "claims")
+    every = _tables(report, "claims")
+    claims = every[every["claim"].str.contains("needs fewer rounds")].reset_index(drop=True)
     r2t = _tables(report, "rounds_to_target")
     claimed = r2t[r2t["claimed_ratio"].notna()]
     assert len(claims) == len(claimed) == 5  # 2 algorithms x 2 Sim I levels, FedIter-HT Sim II
@@ -239,7 +240,7 @@ def test_claims_table_feeds_the_index_from_the_family(report):
     for row, ratio in zip(claims.itertuples(), claimed["claimed_ratio"], strict=True):
         assert f"≈{ratio:g}x fewer rounds" in row.paper_value and "2 seeds" in row.ours
     index = (report / "index.html").read_text()
-    for row in claims.itertuples():
+    for row in every.itertuples():
         assert f'href="{row.link}"' in index
         assert re.search(f'<td class="[a-z]+">{row.verdict}</td>', index)
 
@@ -262,6 +263,31 @@ def test_tables_parse_and_cover_everything(report, sweep):
     lin = noniid[noniid["task"] == "linear"].sort_values("alpha")
     assert lin[["alpha", "beta"]].to_numpy().tolist() == [[0.1, 0.1], [1.0, 1.0]]
     assert {"fedht", "fediterht", "distiht"} <= set(noniid.columns)
+
+
+def test_wallclock_model_times_the_rounds_to_target(report):
+    """The papers' wall-clock model (150 ms per round, 20 µs per local step) applied to the
+    rounds-to-target table, and its "at least 1.6x faster" claim for each claimed speed-up."""
+    clock = _tables(report, "wallclock")
+    r2t = _tables(report, "rounds_to_target")
+    assert len(clock) == len(r2t)
+    reached = clock[clock["seconds"].notna()]
+    assert len(reached) == int(r2t["reached"].sum()) > 0
+    want = reached["rounds"] * 0.15 + reached["local_steps_per_client"] * 2e-5
+    np.testing.assert_allclose(reached["seconds"], want)
+    for _, t in reached.groupby("section"):
+        base = t.loc[t["algorithm"] == "distiht", "seconds"]
+        if len(base):
+            np.testing.assert_allclose(t["speedup"], base.iloc[0] / t["seconds"])
+    claims = _tables(report, "claims")
+    wall = claims[claims["claim"].str.contains("wall-clock")]
+    assert len(wall) == int(r2t["claimed_ratio"].notna().sum())
+    for row in wall.itertuples():
+        mine = clock[clock["section"] == row.where].set_index("algorithm")
+        name = "fedht" if row.claim.startswith("Fed-HT") else "fediterht"
+        speedup = mine.loc[name, "speedup"]
+        assert row.verdict == ("agrees" if speedup >= 1.6 else "does not agree")
+        assert row.link.startswith("ht.html#clock-") and "at least 1.6x" in row.paper_value
 
 
 def _best(runs: pd.DataFrame, dataset: str, algorithm: str) -> pd.DataFrame:
