@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -40,6 +41,7 @@ from fedsparse.tune import (  # noqa: E402
     run_worker,
     study_spec,
 )
+from fedsparse.tune.storage import study_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LIN = dict(SMALL_LINEAR)
@@ -335,12 +337,14 @@ def test_kill_and_resume_keeps_finished_trials_and_reruns_abandoned_ones(tmp_pat
     ran = finish([spawn_worker(sweep, tmp_path, env), spawn_worker(sweep, tmp_path, env)])
     after = trials_of(cfg, tmp_path)
     finished = [t for t in after if t.state.name in FINISHED]
-    assert len(finished) == 10 and sum(ran) == 10 - len(kept)
+    parts = study_dir(tmp_path, STUDY) / "trials"
+    saved = {n for n in abandoned if (parts / f"{n:06d}.parquet").exists()}  # killed in between
+    assert len(finished) == 10 and sum(ran) == 10 - len(kept) - len(saved)
     assert {t.number: t.value for t in after if t.number in kept} == kept
     failed = {t.number for t in after if t.state.name == "FAIL"}
-    assert failed == abandoned  # abandoned trials were failed ...
+    assert failed == abandoned - saved  # abandoned trials were failed ...
     retries = {t.user_attrs.get("fedsparse_retry_of"): t for t in after}
-    for n in abandoned:  # ... and re-run with the same parameters
+    for n in abandoned - saved:  # ... and re-run with the same parameters
         assert retries[n].state.name in FINISHED
         # (a trial killed while its parameters were being drawn keeps those it had)
         old = next(t.params for t in before if t.number == n)
@@ -348,6 +352,35 @@ def test_kill_and_resume_keeps_finished_trials_and_reruns_abandoned_ones(tmp_pat
     assert states(after).get("RUNNING", 0) == 0 and states(after).get("WAITING", 0) == 0
     if "url_env" in settings["storage"]:
         assert time.monotonic() - t0 >= 3  # waited for the grace period of the heartbeats
+
+
+def test_a_trial_saved_but_not_told_is_finished_from_its_part(tmp_path):
+    """A worker killed between saving a trial's runs and telling the study leaves the trial
+    running with its part on disk: the next reservation records the saved outcome (same
+    number, same value) instead of failing the trial and running it again."""
+    from fedsparse.tune.worker import _reserve, recorded_outcome
+
+    cfg = tune_cfg(n_trials=3)
+    prepare(tmp_path, cfg)
+    spec = study_spec(cfg, STUDY)
+    storage = open_storage(spec, tmp_path)
+    study = load_study(spec, storage)
+    parts = study_dir(tmp_path, STUDY) / "trials"
+    parts.mkdir(parents=True, exist_ok=True)
+    dead = {"host": socket.gethostname(), "pid": 2**22 + 17}  # no such process
+    for number, (state, value) in enumerate([("COMPLETE", 1.5), ("PRUNED", 9.0), (None, 0)]):
+        trial = study.ask(spec.distributions())
+        storage.set_trial_user_attr(trial._trial_id, "fedsparse_worker", dead)
+        if state is not None:
+            meta = {b"fedsparse_trial": json.dumps({"value": value, "state": state}).encode()}
+            table = pa.table({"x": [1]}).replace_schema_metadata(meta)
+            pq.write_table(table, parts / f"{number:06d}.parquet")
+    assert recorded_outcome(parts, 0) == ("COMPLETE", 1.5) and recorded_outcome(parts, 2) is None
+    _reserve(study, spec, storage, parts)
+    by_number = {t.number: t for t in study.get_trials(deepcopy=False)}
+    assert by_number[0].state.name == "COMPLETE" and by_number[0].value == 1.5
+    assert by_number[1].state.name == "PRUNED"
+    assert by_number[2].state.name == "FAIL"  # nothing saved: failed and re-queued
 
 
 def test_pruning_stops_trials_whose_step_size_diverges(tmp_path):

@@ -50,8 +50,21 @@ def _is_stale(t, now: float, grace: int) -> bool:
     return now - float(beat) > grace
 
 
-def _reserve(study, spec: StudySpec, storage):
-    """Under the study lock: fail stale trials, re-queue failed ones, then ask or decline.
+def recorded_outcome(parts: Path, number: int) -> tuple[str, float] | None:
+    """The (state, value) a trial's saved part records, or None when it has no part. A part is
+    written just before the study is told, so a worker killed in between leaves one behind."""
+    import pyarrow.parquet as pq
+
+    path = parts / f"{number:06d}.parquet"
+    if not path.exists():
+        return None
+    meta = json.loads(pq.read_schema(path).metadata[b"fedsparse_trial"])
+    return meta["state"], float(meta["value"])
+
+
+def _reserve(study, spec: StudySpec, storage, parts: Path):
+    """Under the study lock: finish stale trials whose results were saved, fail the other
+    stale ones, re-queue failed ones, then ask or decline.
 
     Returns a new trial, ``"wait"`` (the budget is held by running trials) or ``"done"``.
     """
@@ -65,9 +78,17 @@ def _reserve(study, spec: StudySpec, storage):
     now = time.time()
     for t in trials:
         if t.state == TrialState.RUNNING and _is_stale(t, now, spec.settings.grace_period):
+            saved = recorded_outcome(parts, t.number)
             with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
-                storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-                log.info("study %s: trial %d was abandoned; failed", spec.name, t.number)
+                if saved is not None:  # its worker stopped between saving and telling
+                    state, value = saved
+                    values = None if state == "PRUNED" else [value]
+                    storage.set_trial_state_values(t._trial_id, TrialState[state], values)
+                    log.info("study %s: trial %d was saved, not told; %s", spec.name, t.number,
+                             state.lower())  # fmt: skip
+                else:
+                    storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+                    log.info("study %s: trial %d was abandoned; failed", spec.name, t.number)
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("fedsparse_retry_of") for t in trials}
     for t in trials:
@@ -271,7 +292,7 @@ def run_worker(
     try:
         while True:
             with study_lock(storage, spec, results_dir):
-                trial = _reserve(s, spec, storage)
+                trial = _reserve(s, spec, storage, parts)
             if trial == "done":
                 break
             if trial == "wait":
@@ -287,7 +308,9 @@ def run_worker(
                     log.exception("study %s: trial %d failed", spec.name, trial.number)
                     with contextlib.suppress(Exception):  # (unless already failed as stale)
                         storage.set_trial_user_attr(trial._trial_id, "fedsparse_error", repr(exc))
-                _tell_failed(s, trial)
+                if recorded_outcome(parts, trial.number) is None:
+                    _tell_failed(s, trial)
+                # else: saved but not told; left running, the next reservation finishes it
                 if not isinstance(exc, Exception):
                     raise
                 continue
