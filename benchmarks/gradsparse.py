@@ -15,29 +15,23 @@ depend on them. Prints a table; ``bench(seconds)`` returns its rows for benchmar
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
-from fedsparse.algorithms import ALGORITHMS
-from fedsparse.data import FederatedData
-from fedsparse.problem import Problem
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or from run.py
+
+from mlp import best_time  # noqa: E402
+
+from fedsparse.algorithms import ALGORITHMS  # noqa: E402
+from fedsparse.data import FederatedData  # noqa: E402
+from fedsparse.problem import Problem  # noqa: E402
 
 CLIENTS, ROWS, FEATURES, CLASSES, BATCH, K_ELEMENTS = 156, 220, 784, 62, 32, 1000
 METHODS = ("fabtopk", "fubtopk", "utopk", "periodick", "sendall")
-
-
-def best_time(fn, seconds: float, min_reps: int = 3) -> float:
-    """The fastest of repeated calls over ``seconds`` (the machine is shared)."""
-    best, start, reps = float("inf"), time.perf_counter(), 0
-    while reps < min_reps or time.perf_counter() - start < seconds:
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-        reps += 1
-    return best
 
 
 def problem() -> Problem:

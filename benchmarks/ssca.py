@@ -51,18 +51,6 @@ CLIENTS, B, HIDDEN, CLASSES = 10, 100, 128, 10
 DGEMM_N = 2000
 
 
-def best_time(fn, seconds: float, min_reps: int = 3) -> float:
-    """Best wall time of ``fn()`` over about ``seconds`` (at least ``min_reps`` calls)."""
-    fn()  # warm up (compilation, caches, thread pools)
-    best, start, reps = float("inf"), time.perf_counter(), 0
-    while reps < min_reps or time.perf_counter() - start < seconds:
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-        reps += 1
-    return best
-
-
 def data() -> tuple[FederatedData, str]:
     try:
         from fedsparse.config import normalize_run_config

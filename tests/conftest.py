@@ -128,6 +128,26 @@ def sparse(request) -> bool:
     return request.param
 
 
+def run_sweep(root, cfg: dict):
+    """The results folder the workflow would write for sweep ``cfg`` under ``root``: data,
+    every shard, the aggregate (the workflow's steps, as Snakemake runs them)."""
+    from fedsparse import pipeline
+    from fedsparse.aggregate import aggregate
+    from fedsparse.shard import run_shard
+    from fedsparse.sweep import plan_sweep
+
+    plan = plan_sweep(cfg)
+    for name in plan.datasets:
+        pipeline.make_data(cfg, name, root / "data" / name)
+    traces, runs = [], []
+    for shard in plan.shards:
+        traces.append(root / "shards" / f"{shard}.parquet")
+        runs.append(root / "shards" / f"{shard}.runs.parquet")
+        run_shard(cfg, shard, root / "data", traces[-1], runs[-1])
+    aggregate(traces, runs, root / "traces", root / "runs.parquet")
+    return root
+
+
 def kill_tree(root: int) -> None:
     """SIGKILL ``root`` and all its descendants, as a crash or a lost node would.
 

@@ -21,20 +21,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_sweep
 
 import fedsparse
-from fedsparse.aggregate import aggregate
 from fedsparse.cli import main
 from fedsparse.config import normalize_run_config, run_id
 from fedsparse.edges import edge_warning, grid_edges
 from fedsparse.errors import ConfigError
 from fedsparse.experiment import is_diverged
-from fedsparse.pipeline import make_data
 from fedsparse.query import best_configurations, open_results
 from fedsparse.report import analysis as an
 from fedsparse.report import build_report
 from fedsparse.report.figures import objective_figure, plt
-from fedsparse.shard import run_shard
 from fedsparse.sweep import plan_sweep
 
 DATA = {
@@ -150,18 +148,9 @@ def test_grid_edges():
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("trust")
-    plan = plan_sweep(SWEEP)
-    make_data(SWEEP, "lin", root / "data" / "lin")
-    traces, runs = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for shard in plan.shards:
-            traces.append(root / "shards" / f"{shard}.parquet")
-            runs.append(root / "shards" / f"{shard}.runs.parquet")
-            run_shard(SWEEP, shard, root / "data", traces[-1], runs[-1])
-    aggregate(traces, runs, root / "traces", root / "runs.parquet")
-    return root
+        return run_sweep(tmp_path_factory.mktemp("trust"), SWEEP)
 
 
 def test_the_sweep_blows_up_finitely_where_expected(results):

@@ -20,10 +20,10 @@ import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from conftest import run_sweep
 
-from fedsparse.aggregate import aggregate, read_traces
+from fedsparse.aggregate import read_traces
 from fedsparse.cli import main
-from fedsparse.pipeline import make_data
 from fedsparse.query import (
     BEST_CONFIG_COLUMNS,
     ResultsConflictWarning,
@@ -33,8 +33,6 @@ from fedsparse.query import (
     run_query,
 )
 from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
-from fedsparse.shard import run_shard
-from fedsparse.sweep import plan_sweep
 
 DATASETS = {
     "lin": {
@@ -78,20 +76,6 @@ def sweep(name: str, seeds: list[int], stepsizes: list[float]) -> dict:
         "algorithms": {"fedht": {}, "distiht": {"local_steps": [1]}},
         "grid": {"stepsize": stepsizes, "local_steps": [2, 3], "sparsity": [5], "batch_size": [5]},
     }
-
-
-def run_sweep(root: Path, cfg: dict) -> Path:
-    """The results folder the workflow would write for ``cfg``."""
-    plan = plan_sweep(cfg)
-    for name in plan.datasets:
-        make_data(cfg, name, root / "data" / name)
-    traces, runs = [], []
-    for shard in plan.shards:
-        traces.append(root / "shards" / f"{shard}.parquet")
-        runs.append(root / "shards" / f"{shard}.runs.parquet")
-        run_shard(cfg, shard, root / "data", traces[-1], runs[-1])
-    aggregate(traces, runs, root / "traces", root / "runs.parquet")
-    return root
 
 
 @pytest.fixture(scope="module")

@@ -15,16 +15,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_sweep
 
-from fedsparse.aggregate import aggregate
 from fedsparse.cli import main
 from fedsparse.config import normalize_dataset, normalize_run_config, run_id
 from fedsparse.data.synthetic import simulation
 from fedsparse.errors import ConfigError
-from fedsparse.pipeline import make_data
 from fedsparse.report import build_report
-from fedsparse.shard import run_shard
-from fedsparse.sweep import plan_sweep
 
 SMALL = {"clients": 5, "samples_per_client": 12, "dim": 30, "support": 6, "alpha": 1.0}
 
@@ -104,19 +101,9 @@ SWEEP = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("readings")
-    plan = plan_sweep(SWEEP)
-    for name in SWEEP["datasets"]:
-        make_data(SWEEP, name, root / "data" / name)
-    traces, runs = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for shard in plan.shards:
-            traces.append(root / "shards" / f"{shard}.parquet")
-            runs.append(root / "shards" / f"{shard}.runs.parquet")
-            run_shard(SWEEP, shard, root / "data", traces[-1], runs[-1])
-    aggregate(traces, runs, root / "traces", root / "runs.parquet")
-    return root
+        return run_sweep(tmp_path_factory.mktemp("readings"), SWEEP)
 
 
 def test_report_shows_each_reading_with_its_level_and_verdict(results, tmp_path):
