@@ -1179,3 +1179,20 @@ def test_replay_configs_name_their_source_configs_algorithm_3_runs():
         replay = (root / f"{source}-replay.yaml").read_text()
         named = set(re.findall(rf"results/{source}#([0-9a-f]{{16}})", replay))
         assert named and named <= learned, (source, named - learned)
+
+
+def test_k_init_is_the_initial_k_of_an_online_controller():
+    """The issue names the starting k ``k_init``; it is ``k`` in the canonical config, so the
+    two spellings are one run."""
+    base = {"stepsize": 0.1, "k_control": "online_extended", "k_min": 2, "k_max": 30}
+    a = normalize_run_config(run_cfg("fabtopk", params={**base, "k": 12}))
+    b = normalize_run_config(run_cfg("fabtopk", params={**base, "k_init": 12}))
+    assert a == b and run_id(a) == run_id(b) and "k_init" not in b["params"]
+    for params, message in [
+        ({**base, "k": 5, "k_init": 12}, "params.k_init: 12 differs from k 5"),
+        ({"stepsize": 0.1, "k_init": 12}, "params.k_init: only with k_control online"),
+        ({**base, "k_init": 40}, "params.k: the initial k 40 is outside"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            normalize_run_config(run_cfg("fabtopk", params=params))
+        assert str(err.value).startswith(message) and "\n" not in str(err.value)

@@ -441,6 +441,8 @@ class _GradientSparsification(Algorithm):
 
     @classmethod
     def validate_params(cls, params: dict[str, Any], where: str = "params") -> dict[str, Any]:
+        if isinstance(params, dict) and "k_init" in params:
+            params = cls._k_init_as_k(params, where)
         source = params.get("k_sequence") if isinstance(params, dict) else None
         if isinstance(source, dict):  # canonical (already read): checked by load_k_sequence
             params = {key: v for key, v in params.items() if key != "k_sequence"}
@@ -467,6 +469,22 @@ class _GradientSparsification(Algorithm):
                 f"[{k_min}, {k_max or 'D'}]"
             )
         return out
+
+    @staticmethod
+    def _k_init_as_k(params: dict[str, Any], where: str) -> dict[str, Any]:
+        """``k_init`` (the issue's name for an online controller's starting k) is ``k``: the
+        canonical config, and so the run id and the trace, carry it as ``k``."""
+        params = dict(params)
+        k_init = params.pop("k_init")
+        if params.get("k_control", "fixed") not in SEARCH:
+            raise ConfigError(f"{where}.k_init: only with k_control {' or '.join(SEARCH)}")
+        if "k" in params and params["k"] != k_init:
+            raise ConfigError(
+                f"{where}.k_init: {k_init!r} differs from k {params['k']!r} (k is the initial k "
+                "of an online controller: give one of them)"
+            )
+        params["k"] = k_init
+        return params
 
     @staticmethod
     def _validate_sequence(out: dict[str, Any], where: str) -> dict[str, Any]:
