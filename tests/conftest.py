@@ -148,14 +148,8 @@ def run_sweep(root, cfg: dict):
     return root
 
 
-def kill_tree(root: int) -> None:
-    """SIGKILL ``root`` and all its descendants, as a crash or a lost node would.
-
-    Snakemake starts jobs in process groups of their own, so killing its group
-    is not enough to stop the jobs.
-    """
-    import os
-    import signal
+def process_tree(root: int) -> list[int]:
+    """``root`` and all its descendants (pids), from /proc."""
     from pathlib import Path
 
     children: dict[int, list[int]] = {}
@@ -170,7 +164,19 @@ def kill_tree(root: int) -> None:
         pid = todo.pop()
         tree.append(pid)
         todo.extend(children.get(pid, []))
-    for pid in tree:
+    return tree
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL ``root`` and all its descendants, as a crash or a lost node would.
+
+    Snakemake starts jobs in process groups of their own, so killing its group
+    is not enough to stop the jobs.
+    """
+    import os
+    import signal
+
+    for pid in process_tree(root):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

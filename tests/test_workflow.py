@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -12,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import SMALL_LINEAR, kill_tree
+from conftest import SMALL_LINEAR, kill_tree, process_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -107,23 +109,71 @@ def test_dry_run_of_the_default_config(tmp_path):
     assert counts["run_shard"] == 6 * 8  # 210 runs per data set, 27 per shard
 
 
+def mistake_lines(proc: subprocess.CompletedProcess) -> list[str]:
+    """What Snakemake printed, but for the line saying it uses the project's profile."""
+    out = (proc.stdout + proc.stderr).splitlines()
+    return [line for line in out if line and not line.startswith("Using workflow specific")]
+
+
+def _libsvm_missing(c: dict) -> None:
+    c["datasets"]["lin"]["data"] = {"kind": "libsvm", "path": "no/such/file.svm"}
+
+
 @pytest.mark.parametrize(
-    "edit, needle",
+    "edit, line",
     [
-        (lambda c: c.update(rounds="many"), "rounds"),
-        (lambda c: c.update(colour="red"), "colour"),
-        (lambda c: c["grid"].update(stepsize=[-1.0]), "grid.stepsize[0]"),
-        (lambda c: c["datasets"]["lin"]["data"].update(kind="csv"), "kind"),
+        (lambda c: c.update(rounds="many"), "rounds: must be an integer, got 'many'"),
+        (lambda c: c.update(roundz=c.pop("rounds")), "roundz: unknown key; did you mean rounds?"),
+        (lambda c: c.update(colour="red"), "colour: unknown key (allowed: sweep, rounds,"),
+        (
+            lambda c: c["algorithms"].update(fediterhtt={}),
+            "algorithms.fediterhtt: unknown algorithm; did you mean fediterht?",
+        ),
+        (lambda c: c["grid"].update(stepsize=[-1.0]), "grid.stepsize[0]: must be > 0"),
+        (lambda c: c["grid"].update(stepsize=[]), "grid.stepsize: empty list"),
+        (
+            lambda c: c["algorithms"].update(distiht={"local_steps": []}),
+            "algorithms.distiht.local_steps: empty list",
+        ),
+        (lambda c: c["datasets"]["lin"]["data"].update(kind="csv"), "datasets.lin.data.kind:"),
+        (
+            lambda c: c["grid"].update(sparsity=[400]),  # the data have 40 and 60 features
+            "grid.sparsity: 400 is larger than the dimension 40 of dataset lin (",
+        ),
+        (
+            lambda c: c["algorithms"].update(fedht={"sparsity": [50]}),
+            "algorithms.fedht.sparsity: 50 is larger than the dimension 40 of dataset lin",
+        ),
+        (_libsvm_missing, "datasets.lin.data.path: no such file: no/such/file.svm"),
     ],
 )
-def test_bad_sweep_is_refused_before_anything_runs(tmp_path, edit, needle):
+def test_a_mistake_is_one_line_before_anything_runs(tmp_path, edit, line):
     cfg = yaml.safe_load(yaml.safe_dump(TINY))
     edit(cfg)
     path = write_config(tmp_path, cfg)
+    # (a dry run: a real run plans the same way, see the next test)
     proc = snakemake(tmp_path, "-n", "--configfile", str(path), check=False)
     assert proc.returncode != 0
-    assert needle in proc.stderr + proc.stdout
+    assert mistake_lines(proc) == [mistake_lines(proc)[0]], "more than one line"
+    message = mistake_lines(proc)[0]
+    assert message.startswith(f"fedsparse: invalid sweep config ({path}): "), message
+    assert line in message, message
     assert not (tmp_path / "results").exists()
+
+
+def test_malformed_yaml_fails_before_anything_runs(tmp_path):
+    path = tmp_path / "sweep.yaml"
+    path.write_text("sweep: x\nrounds: [1\n")
+    proc = snakemake(tmp_path, "--configfile", str(path), check=False)
+    assert proc.returncode != 0 and "not valid JSON or YAML" in proc.stderr
+    assert not (tmp_path / "results").exists()
+    # Snakemake reads --configfile itself, before the workflow can speak: fedsparse check
+    # names the line
+    check = subprocess.run(
+        [sys.executable, "-m", "fedsparse.cli", "check", str(path)], capture_output=True, text=True
+    )
+    assert check.returncode == 2 and check.stdout == ""
+    assert check.stderr.count("\n") == 1 and f"{path}, line 3" in check.stderr, check.stderr
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +182,26 @@ def finished(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("uninterrupted")
     snakemake(workdir, "--configfile", str(write_config(workdir, TINY)))
     return workdir
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_failing_config_leaves_another_sweeps_results_byte_identical(finished, tmp_path):
+    shutil.copytree(finished, tmp_path, dirs_exist_ok=True)
+    before = file_digests(tmp_path / "results")
+    cfg = yaml.safe_load(yaml.safe_dump(TINY))
+    cfg["grid"]["sparsity"] = [400]  # more than the data's 40 and 60 features
+    proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)), check=False)
+    assert proc.returncode != 0 and "grid.sparsity: 400" in proc.stderr
+    assert file_digests(tmp_path / "results") == before
 
 
 def test_end_to_end_sweep_writes_traces_runs_and_report(finished):
@@ -159,7 +229,10 @@ def test_end_to_end_sweep_writes_traces_runs_and_report(finished):
     assert "dataset=lin/algorithm=fedht" in parts and len(parts) == 6
     report = finished / "results/report/index.html"
     assert report.is_file() and "<img" in report.with_name("runs.html").read_text()
-    # shards leave no work-in-progress behind
+    # every finished run stays in the run store, and no run's lock is left behind
+    store = finished / "results/store"
+    assert {p.stem for p in store.glob("*/*.parquet")} == set(runs.run_id)
+    assert not list(store.glob("*/*.lock"))
     assert not list((finished / "results/shards").glob("*.parts"))
     log = (finished / "results/logs/shards/lin--0000.log").read_text()
     assert re.search(r"12/12 runs done .* about 0s left", log)
@@ -174,37 +247,87 @@ def test_rerun_of_a_finished_sweep_does_nothing(finished):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
-def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished, tmp_path):
-    cfg = yaml.safe_load(yaml.safe_dump(TINY))
-    path = write_config(tmp_path, cfg)
-    cmd = snakemake_command(tmp_path, "--cores", "1", "--configfile", str(path))
-    proc = subprocess.Popen(
+def stored_runs(workdir: Path) -> dict[str, tuple[int, int]]:
+    """run id -> (inode, mtime) of each run in the run store: a rewritten run changes both."""
+    store = workdir / "results/store"
+    return {p.stem: (p.stat().st_ino, p.stat().st_mtime_ns) for p in store.glob("*/*.parquet")}
+
+
+def start_sweep(workdir: Path, path: Path, *args: str) -> subprocess.Popen:
+    cmd = snakemake_command(workdir, "--cores", "1", "--configfile", str(path), *args)
+    return subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    parts = tmp_path / "results/shards"
-    deadline = time.monotonic() + 300
+
+
+def wait_for_stored_runs(workdir: Path, n: int, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while len(stored_runs(workdir)) < n:
+        if time.monotonic() > deadline:
+            pytest.fail(f"fewer than {n} runs finished within {timeout} s")
+        time.sleep(0.02)
+
+
+def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished, tmp_path):
+    path = write_config(tmp_path, yaml.safe_load(yaml.safe_dump(TINY)))
+    proc = start_sweep(tmp_path, path)
     try:
-        while time.monotonic() < deadline:
-            done = list(parts.glob("*.parts/*.parquet")) if parts.exists() else []
-            if len(done) >= 3:
-                break
-            time.sleep(0.02)
-        else:
-            pytest.fail("no shard progress within 300 s")
+        wait_for_stored_runs(tmp_path, 3)
     finally:
         kill_tree(proc.pid)  # snakemake and every job it started, as a crash would
         proc.wait()
-    finished_before = {p.stem for p in parts.glob("*.parts/*.parquet")}
-    assert finished_before
-    # the kill landed inside a shard: runs saved, the shard's output not written
-    interrupted = [d for d in parts.glob("*.parts") if any(d.iterdir())]
-    assert any(not d.with_suffix("").exists() for d in interrupted)
+    before = stored_runs(tmp_path)
+    shards = tmp_path / "results/shards"
+    # the kill landed inside a shard: runs stored, some shard's output not written
+    assert before and len(list(shards.glob("*.runs.parquet"))) < 4
     # a hard kill leaves Snakemake's lock behind (SIGINT/SIGTERM would remove it)
     snakemake(tmp_path, "--configfile", str(path), "--unlock")
     snakemake(tmp_path, "--configfile", str(path))
+    after = stored_runs(tmp_path)
+    assert {k: after[k] for k in before} == before, "a finished run was computed again"
+    a_traces, a_runs = results_of(finished)
+    b_traces, b_runs = results_of(tmp_path)
+    pd.testing.assert_frame_equal(a_traces, b_traces)
+    pd.testing.assert_frame_equal(a_runs.drop(columns="sweep"), b_runs.drop(columns="sweep"))
+
+
+def test_kill_minus_nine_of_snakemake_alone_redoes_no_finished_run(finished, tmp_path):
+    """The cluster's common interruption: the main Snakemake dies, its jobs run on as
+    orphans and finish; the rerun treats their outputs as incomplete and reruns them."""
+    path = write_config(tmp_path, yaml.safe_load(yaml.safe_dump(TINY)))
+    proc = start_sweep(tmp_path, path)
+    try:
+        wait_for_stored_runs(tmp_path, 3)
+        jobs = process_tree(proc.pid)[1:]
+        os.kill(proc.pid, signal.SIGKILL)  # Snakemake alone: its job runs on
+        proc.wait()
+        deadline = time.monotonic() + 300
+        while any(Path(f"/proc/{pid}").exists() for pid in jobs):  # the orphans finish
+            assert time.monotonic() < deadline, "the orphaned job did not finish"
+            time.sleep(0.05)
+    finally:
+        kill_tree(proc.pid)
+    before = stored_runs(tmp_path)
+    assert len(before) > 3  # the orphan went on storing runs after Snakemake died
+    snakemake(tmp_path, "--configfile", str(path), "--unlock")
+    proc = snakemake(tmp_path, "--configfile", str(path))
+    assert "Forced execution" in proc.stdout + proc.stderr  # Snakemake reran the orphan's job
+    after = stored_runs(tmp_path)
+    assert {k: after[k] for k in before} == before, "a finished run was computed again"
+    a_traces, a_runs = results_of(finished)
+    b_traces, b_runs = results_of(tmp_path)
+    pd.testing.assert_frame_equal(a_traces, b_traces)
+    pd.testing.assert_frame_equal(a_runs.drop(columns="sweep"), b_runs.drop(columns="sweep"))
+
+
+def test_a_sweep_edit_that_moves_runs_between_shards_recomputes_none(finished, tmp_path):
+    shutil.copytree(finished, tmp_path, dirs_exist_ok=True)  # results and Snakemake's records
+    before = stored_runs(tmp_path)
+    cfg = {**yaml.safe_load(yaml.safe_dump(TINY)), "shard_size": 5}  # 12 per shard before
+    snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)))
+    assert stored_runs(tmp_path) == before
     logs = "".join(p.read_text() for p in (tmp_path / "results/logs/shards").glob("*.log"))
-    resumed = [int(n) for n in re.findall(r"\((\d+) already done\)", logs)]
-    assert max(resumed) >= 1, "the restarted shard recomputed runs it had finished"
+    assert "computed" not in logs and "(5 already done)" in logs
     a_traces, a_runs = results_of(finished)
     b_traces, b_runs = results_of(tmp_path)
     pd.testing.assert_frame_equal(a_traces, b_traces)

@@ -22,3 +22,14 @@ class MissingResultsError(FedsparseError, FileNotFoundError):
 class FedsparseWarning(UserWarning):
     """Something a user should know that does not stop the command; the CLI prints it as
     one ``fedsparse: warning: ...`` line."""
+
+
+def did_you_mean(value: object, known) -> str:
+    """``"; did you mean X?"`` for the closest of ``known`` to a mistyped ``value``, else ``""``
+    (appended to an "unknown ..." message right after the key)."""
+    import difflib
+
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [str(k) for k in known], n=2, cutoff=0.75)
+    return f"; did you mean {' or '.join(close)}?" if close else ""

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 
 KINDS = ("linear", "mlp")
 ACTIVATIONS = ("relu", "swish", "tanh", "sigmoid")
@@ -54,7 +54,10 @@ def normalize(model: dict[str, Any], where: str = "model") -> dict[str, Any]:
     validated, with the ones equal to their default left out (``kind: linear`` too)."""
     kind = model.get("kind", "linear")
     if kind not in KINDS:
-        raise ConfigError(f"{where}.kind: unknown model kind {kind!r} (known: {', '.join(KINDS)})")
+        raise ConfigError(
+            f"{where}.kind: unknown model kind {kind!r}{did_you_mean(kind, KINDS)} "
+            f"(known: {', '.join(KINDS)})"
+        )
     defaults = DEFAULTS[kind]
     if kind == "linear":
         for key in ("hidden", "activation"):
@@ -66,7 +69,8 @@ def normalize(model: dict[str, Any], where: str = "model") -> dict[str, Any]:
         act = model.get("activation", defaults["activation"])
         if act not in ACTIVATIONS:
             raise ConfigError(
-                f"{where}.activation: unknown activation {act!r} (known: {', '.join(ACTIVATIONS)})"
+                f"{where}.activation: unknown activation {act!r}{did_you_mean(act, ACTIVATIONS)} "
+                f"(known: {', '.join(ACTIVATIONS)})"
             )
         out["activation"] = act
     bias = model.get("bias", defaults["bias"])
@@ -103,11 +107,17 @@ def _init(value: Any, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: must be a mapping with a 'kind' ({', '.join(INIT_KINDS)})")
     kind = value["kind"]
     if kind not in INIT_KINDS:
-        raise ConfigError(f"{where}.kind: unknown init {kind!r} (known: {', '.join(INIT_KINDS)})")
+        raise ConfigError(
+            f"{where}.kind: unknown init {kind!r}{did_you_mean(kind, INIT_KINDS)} "
+            f"(known: {', '.join(INIT_KINDS)})"
+        )
     allowed = ("kind", *INIT_DEFAULTS[kind], *(("sha256",) if kind == "file" else ()))
     for key in value:
         if key not in allowed:
-            raise ConfigError(f"{where}.{key}: unknown key (allowed: {', '.join(allowed)})")
+            raise ConfigError(
+                f"{where}.{key}: unknown key{did_you_mean(key, allowed)} "
+                f"(allowed: {', '.join(allowed)})"
+            )
     out = {"kind": kind, **INIT_DEFAULTS[kind], **{k: v for k, v in value.items() if k != "kind"}}
     if "seed" in out:
         seed = out["seed"]

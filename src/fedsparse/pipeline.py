@@ -2,30 +2,72 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numba
 
 from .data import save_dataset
+from .errors import FedsparseError
 from .experiment import prepare_dataset
 from .sweep import plan_sweep
 
 
 def setup_logging(log_file: str | Path | None) -> None:
-    """Log INFO lines with timestamps to ``log_file`` (and stderr)."""
+    """Log INFO lines with timestamps to ``log_file`` (and stderr).
+
+    Snakemake deletes a job's log before each attempt; every attempt's lines are also
+    appended to a hidden ``.<log name>.attempts`` beside it and copied back to the head of
+    the new log, so the log Snakemake names tells the whole story of a resumed job.
+    """
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    attempt = 1
     if log_file:
-        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_file, mode="a"))
+        log_file = Path(log_file)
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        history = log_file.with_name(f".{log_file.name}.attempts")
+        earlier = history.read_text() if history.is_file() else ""
+        attempt += earlier.count(ATTEMPT_MARK)
+        if earlier and not log_file.exists():
+            log_file.write_text(earlier)
+        handlers += [logging.FileHandler(log_file, mode="a"), logging.FileHandler(history)]
     logging.basicConfig(
         level=logging.INFO,
         handlers=handlers,
         force=True,
         format="%(asctime)s %(levelname)s %(message)s",
     )
+    if log_file:
+        logging.getLogger("fedsparse").info(
+            "%s %d on %s, pid %d", ATTEMPT_MARK, attempt, socket.gethostname(), os.getpid()
+        )
+
+
+ATTEMPT_MARK = "---- attempt"
+
+
+@contextlib.contextmanager
+def job(log_file: str | Path | None, threads: int | None = None) -> Iterator[None]:
+    """A workflow job's frame: its log (see :func:`setup_logging`), its numba threads, and a
+    FedsparseError (bad input found only now) as one line in that log and exit status 1
+    instead of a traceback; any other error is logged with its traceback, in the log too."""
+    setup_logging(log_file)
+    if threads is not None:
+        set_threads(threads)
+    try:
+        yield
+    except FedsparseError as exc:
+        logging.getLogger("fedsparse").error("%s", exc)
+        raise SystemExit(1) from None
+    except Exception:
+        logging.getLogger("fedsparse").exception("the job failed")
+        raise SystemExit(1) from None
 
 
 def set_threads(threads: int) -> None:

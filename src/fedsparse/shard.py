@@ -1,13 +1,20 @@
 """Execute one shard of a sweep: its runs in one process, resumable run by run.
 
-Each finished run is written at once to ``<output>.parts/<run_id>.parquet``
-(atomically, with its summary in the file metadata); a restarted shard skips
-those runs. The shard's own outputs are written atomically at the end and the
-parts directory is removed.
+Each finished run is written at once to the results folder's run store,
+``store/<run_id[:2]>/<run_id>.parquet`` (atomically, with its summary in the file
+metadata), and stays there: a shard job computes only the runs of its list that the
+store does not hold, whichever attempt, shard or sweep config computed them. So nothing
+that happens to a job's outputs loses a finished run: Snakemake deletes a job's outputs
+before it reruns it (after its own process was killed, its orphaned jobs' outputs count
+as incomplete), a sweep edit moves runs between shards, another config run on the same
+folder replaces the shard files. The shard's own outputs are assembled from the store
+and written atomically at the end.
 
-One process at a time works on a shard (a lock file beside its outputs): after
-the Snakemake process on a cluster's login node dies, its jobs run on, and the
-rerun may start the same shard again while the orphan is still writing.
+One process at a time computes a run (a lock file beside its store entry, taken
+without waiting: a run another process holds is left for last, then waited for) and
+one process at a time works on a shard (a lock beside its outputs): after the Snakemake
+process on a cluster's login node dies, its jobs run on, and the rerun may start the
+same shard, or another shard holding the same runs, while the orphan is still writing.
 
 A shard finds its runs in the sweep's plan file (``shards/plan.parquet`` next to its
 outputs, written once by the Snakemake process; see :func:`fedsparse.sweep.write_plan_file`),
@@ -25,6 +32,7 @@ import fcntl
 import json
 import logging
 import math
+import os
 import shutil
 import time
 from pathlib import Path
@@ -79,6 +87,15 @@ def run_summary(run: Run, trace: pa.Table, wall_time: float, shard: str) -> dict
     }
 
 
+STORE = "store"  # the run store's folder in a results folder, beside shards/
+
+
+def store_path(store: str | Path, run_id: str) -> Path:
+    """Where the run store keeps a finished run (two-character fan-out: a million runs
+    make 256 folders of ~4,000 files, not one folder of a million)."""
+    return Path(store) / run_id[:2] / f"{run_id}.parquet"
+
+
 def run_shard(
     sweep: dict[str, Any],
     shard: str,
@@ -86,15 +103,23 @@ def run_shard(
     traces_out: str | Path,
     runs_out: str | Path,
     plan_file: str | Path | None = None,
+    store: str | Path | None = None,
 ) -> None:
-    """Run every run of ``shard`` not yet finished, then write its two Parquet outputs.
+    """Run every run of ``shard`` the run store does not hold, then write its two Parquet
+    outputs.
 
     The runs come from ``plan_file`` (default: the plan file next to ``runs_out``, where the
-    workflow writes it), else from planning ``sweep`` (see the module docstring).
+    workflow writes it), else from planning ``sweep`` (see the module docstring). ``store``
+    defaults to ``store/`` beside the folder of ``runs_out`` (``RESULTS/store`` in the
+    workflow).
     """
-    runs = shard_runs(sweep, shard, plan_file or plan_file_path(Path(runs_out).parent))
-    with _exclusive(Path(runs_out).with_name(f".{shard}.lock"), shard):
-        _run_shard(runs, shard, data_root, traces_out, runs_out)
+    runs_out = Path(runs_out)
+    runs = shard_runs(sweep, shard, plan_file or plan_file_path(runs_out.parent))
+    store = Path(store) if store is not None else runs_out.parent.parent / STORE
+    with _exclusive(runs_out.with_name(f".{shard}.lock"), shard):
+        _adopt_parts(Path(f"{traces_out}.parts"), store)
+        _run_shard(runs, shard, data_root, store)
+        _write_outputs(runs, shard, store, traces_out, runs_out)
 
 
 def shard_runs(sweep: dict[str, Any], shard: str, plan_file: str | Path) -> list[Run]:
@@ -119,59 +144,120 @@ def _exclusive(lock_path: Path, shard: str):
         yield
 
 
-def _run_shard(
-    runs: list[Run],
-    shard: str,
-    data_root: str | Path,
-    traces_out: str | Path,
-    runs_out: str | Path,
-) -> None:
-    parts = Path(f"{traces_out}.parts")
-    parts.mkdir(parents=True, exist_ok=True)
+@contextlib.contextmanager
+def _run_lock(store: Path, run_id: str, wait: bool):
+    """Yield True holding ``run_id``'s lock (False, without it, if another process holds it
+    and ``wait`` is false). Whoever holds it checks the store before computing the run, and
+    the writer deletes the lock file only after the run is in the store, so a process that
+    locked a deleted lock file finds the run stored and never computes it a second time."""
+    path = store_path(store, run_id).with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            if store_path(store, run_id).exists():
+                path.unlink(missing_ok=True)
+
+
+def _adopt_parts(parts: Path, store: Path) -> None:
+    """Move the finished runs of an interrupted shard of an older fedsparse (which kept them
+    in ``<traces output>.parts/``) into the store."""
+    if not parts.is_dir():
+        return
+    for part in parts.glob("*.parquet"):
+        target = store_path(store, part.stem)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(part, target)
+    shutil.rmtree(parts, ignore_errors=True)
+
+
+def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) -> None:
+    """Compute the runs the store does not hold; those another process is computing last,
+    once it has finished or died."""
+    todo = [r for r in runs if not store_path(store, r.run_id).exists()]
+    reused = len(runs) - len(todo)
+    log.info("shard %s: %d runs (%d already done)", shard, len(runs), reused)
+    if not todo:
+        return
     data = load_dataset_dir(Path(data_root) / runs[0].dataset)  # a shard: one data set
-    todo = [r for r in runs if not (parts / f"{r.run_id}.parquet").exists()]
-    resumed = len(runs) - len(todo)
-    log.info("shard %s: %d runs on %s (%d already done)", shard, len(runs), data.name, resumed)
-    start = time.perf_counter()
-    for k, run in enumerate(todo, 1):
-        t0 = time.perf_counter()
-        trace = run_trace(run.config, data)
-        summary = run_summary(run, trace, time.perf_counter() - t0, shard)
-        meta = {b"fedsparse_run_summary": json.dumps(summary).encode()}
-        write_parquet_atomic(
-            trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),
-            parts / f"{run.run_id}.parquet",
-        )
-        elapsed = time.perf_counter() - start
-        eta = elapsed / k * (len(todo) - k)
-        p = run.config["params"]
-        log.info(
-            "shard %s: %d/%d runs done | %s %s seed %d: %s, objective %.6g | "
-            "elapsed %s, about %s left",
-            shard,
-            resumed + k,
-            len(runs),
-            run.config["algorithm"],
-            " ".join(f"{key}={v}" for key, v in p.items()),
-            run.config["seed"],
-            summary["status"],
-            summary["final_objective"],
-            _duration(elapsed),
-            _duration(eta),
-        )
+    start, done, busy = time.perf_counter(), 0, []
+    for wait, batch in ((False, todo), (True, busy)):
+        for run in batch:
+            with _run_lock(store, run.run_id, wait) as held:
+                if not held:
+                    log.info(
+                        "shard %s: run %s is being computed elsewhere; left for last",
+                        shard,
+                        run.run_id,
+                    )
+                    busy.append(run)
+                    continue
+                done += 1
+                if store_path(store, run.run_id).exists():  # finished elsewhere meanwhile
+                    continue
+                summary = _compute(run, data, store, shard)
+            elapsed = time.perf_counter() - start
+            p = run.config["params"]
+            log.info(
+                "shard %s: %d/%d runs done | %s %s seed %d: %s, objective %.6g | "
+                "elapsed %s, about %s left",
+                shard,
+                reused + done,
+                len(runs),
+                run.config["algorithm"],
+                " ".join(f"{key}={v}" for key, v in p.items()),
+                run.config["seed"],
+                summary["status"],
+                summary["final_objective"],
+                _duration(elapsed),
+                _duration(elapsed / done * (len(todo) - done)),
+            )
+    elapsed = _duration(time.perf_counter() - start)
+    log.info("shard %s: computed %d runs in %s", shard, done, elapsed)
+
+
+def _compute(run: Run, data, store: Path, shard: str) -> dict[str, Any]:
+    """Run ``run`` and put its trace, with its summary in the file metadata, in the store."""
+    t0 = time.perf_counter()
+    trace = run_trace(run.config, data)
+    summary = run_summary(run, trace, time.perf_counter() - t0, shard)
+    meta = {b"fedsparse_run_summary": json.dumps(summary).encode()}
+    write_parquet_atomic(
+        trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),
+        store_path(store, run.run_id),
+    )
+    return summary
+
+
+def _write_outputs(
+    runs: list[Run], shard: str, store: Path, traces_out: str | Path, runs_out: str | Path
+) -> None:
+    """The shard's trace and runs files, from the store's entries of its runs."""
     traces, summaries = [], []
     for run in runs:
-        table = pq.read_table(parts / f"{run.run_id}.parquet")
+        table = pq.read_table(store_path(store, run.run_id))
         summary = json.loads(table.schema.metadata[b"fedsparse_run_summary"])
-        # a part written by an older version (a shard resumed across an upgrade)
-        summaries.append({RENAMED_RUNS_COLUMNS.get(k, k): v for k, v in summary.items()})
-        traces.append(upgrade(table, TRACE_SCHEMA))
+        # a run stored by an older version (a shard resumed across an upgrade)
+        summary = {RENAMED_RUNS_COLUMNS.get(k, k): v for k, v in summary.items()}
+        # The run id leaves out the sweep's label: a run stored by another sweep (or shard)
+        # is this sweep's run under this sweep's label.
+        label = run.config["sweep"]
+        summary.update(sweep=label, shard=shard, config_json=json.dumps(run.config, sort_keys=True))
+        summaries.append(summary)
+        trace = upgrade(table, TRACE_SCHEMA)
+        if trace.num_rows and trace.column("sweep")[0].as_py() != label:
+            column = pa.array([label] * trace.num_rows, pa.string())
+            trace = trace.set_column(trace.schema.get_field_index("sweep"), "sweep", column)
+        traces.append(trace)
     write_parquet_atomic(rows_table(summaries, RUNS_SCHEMA), runs_out)
     write_parquet_atomic(pa.concat_tables(traces), traces_out)
-    shutil.rmtree(parts)
-    log.info(
-        "shard %s: finished %d runs in %s", shard, len(runs), _duration(time.perf_counter() - start)
-    )
+    log.info("shard %s: wrote %d runs to %s", shard, len(runs), runs_out)
 
 
 def _duration(seconds: float) -> str:

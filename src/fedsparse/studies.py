@@ -23,7 +23,7 @@ from .config import (
     normalize_run_config,
     partition_label,
 )
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 
 OPTUNA_KEYS = (
     "n_trials",
@@ -348,7 +348,10 @@ def parse_space(value: Any) -> dict[str, SearchParam]:
     for key, spec in value.items():
         where = f"space.{key}"
         if key not in known:
-            raise ConfigError(f"{where}: unknown parameter (known: {', '.join(sorted(known))})")
+            raise ConfigError(
+                f"{where}: unknown parameter{did_you_mean(key, known)} "
+                f"(known: {', '.join(sorted(known))})"
+            )
         if not isinstance(spec, dict) or spec.get("type") not in SPACE_TYPES:
             raise ConfigError(f"{where}.type: must be one of {', '.join(SPACE_TYPES)}")
         kind = spec["type"]
@@ -399,7 +402,8 @@ def _algorithm_space(
         where = f"algorithms.{algo}.{key}"
         if key not in declared:
             raise ConfigError(
-                f"{where}: {algo} has no such hyperparameter (known: {', '.join(declared)})"
+                f"{where}: {algo} has no such hyperparameter{did_you_mean(key, declared)} "
+                f"(known: {', '.join(declared)})"
             )
         if isinstance(value, list):
             if len(value) != 1:

@@ -52,7 +52,7 @@ from .config import (
     time_model,
 )
 from .cost import job_resources, known_shape, shard_seconds
-from .errors import ConfigError, FedsparseError
+from .errors import ConfigError, FedsparseError, did_you_mean
 from .studies import plan_studies
 
 SWEEP_KEYS = (
@@ -216,6 +216,28 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
     return plan
 
 
+def plan_checked(sweep: dict[str, Any]) -> Plan:
+    """:func:`plan_sweep`, then every check of the runs against their data that the config
+    allows before the data is built (:mod:`fedsparse.checks`): the workflow's planning."""
+    from .checks import check_plan
+
+    plan = plan_sweep(sweep)
+    check_plan(plan, sweep)
+    return plan
+
+
+def plan_or_exit(sweep: dict[str, Any], config_files: list[str]) -> Plan:
+    """:func:`plan_checked` for the Snakefile: a mistake ends Snakemake with one line naming
+    the config file and the key, exit status 1, before anything is written."""
+    import sys
+
+    try:
+        return plan_checked(sweep)
+    except FedsparseError as exc:
+        where = ", ".join(str(f) for f in config_files) or "--config"
+        sys.exit(f"fedsparse: invalid sweep config ({where}): {exc}")
+
+
 def _datasets(value: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(value, dict) or not value:
         raise ConfigError("datasets: must map data set names to {data: ..., model: ...}")
@@ -283,7 +305,8 @@ def _algorithms(value: Any) -> dict[str, dict[str, Any] | list[dict[str, Any]]]:
     for name, overrides in value.items():
         if name not in ALGORITHMS:
             raise ConfigError(
-                f"algorithms.{name}: unknown algorithm (known: {', '.join(ALGORITHMS)})"
+                f"algorithms.{name}: unknown algorithm{did_you_mean(name, ALGORITHMS)} "
+                f"(known: {', '.join(ALGORITHMS)})"
             )
         sets = overrides if isinstance(overrides, list) else [overrides]
         if not sets or not all(s is None or isinstance(s, dict) for s in sets):
@@ -311,12 +334,16 @@ def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[st
     for key in overrides:
         if key not in declared:
             raise ConfigError(
-                f"algorithms.{algo}.{key}: {algo} has no such hyperparameter "
+                f"algorithms.{algo}.{key}: {algo} has no such hyperparameter"
+                f"{did_you_mean(key, declared)} "
                 f"(known: {', '.join(declared)})"
             )
     for key in grid:
         if not any(key in {h.name for h in cls.hyperparameters} for cls in ALGORITHMS.values()):
-            raise ConfigError(f"grid.{key}: no algorithm has this hyperparameter")
+            known = sorted({h.name for cls in ALGORITHMS.values() for h in cls.hyperparameters})
+            raise ConfigError(
+                f"grid.{key}: no algorithm has this hyperparameter{did_you_mean(key, known)}"
+            )
     axes = {}
     for key, h in declared.items():
         where = f"algorithms.{algo}.{key}" if key in overrides else f"grid.{key}"

@@ -1,20 +1,15 @@
 import os
 
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
-from fedsparse.errors import ConfigError
-from fedsparse.sweep import plan_file_path, plan_sweep, write_plan_file
+from fedsparse.sweep import plan_file_path, plan_or_exit, write_plan_file
 
 min_version("8.10")
 
-validate(config, schema="../schemas/sweep.schema.yaml")
-
+# The package checks every value (one line naming the key, exit 1, nothing written); the
+# schema in ../schemas documents the shape for editors.
+PLAN = plan_or_exit(config, workflow.overwrite_configfiles or workflow.configfiles)
 RESULTS = config.get("results", "results")
-try:
-    PLAN = plan_sweep(config)
-except ConfigError as exc:
-    raise WorkflowError(f"invalid sweep config: {exc}")
 
 SHARDS = list(PLAN.shards)
 # Each shard job reads its runs from this file instead of planning the sweep again.

@@ -1,10 +1,10 @@
 from fedsparse.aggregate import aggregate
-from fedsparse.pipeline import setup_logging
+from fedsparse.pipeline import job
 
-setup_logging(snakemake.log[0])  # noqa: F821 (injected by Snakemake)
-aggregate(
-    snakemake.input.traces,  # noqa: F821
-    snakemake.input.runs,  # noqa: F821
-    traces_dir=snakemake.output.traces,  # noqa: F821
-    runs_path=snakemake.output.runs,  # noqa: F821
-)
+with job(snakemake.log[0]):  # noqa: F821 (snakemake is injected by Snakemake)
+    aggregate(
+        snakemake.input.traces,  # noqa: F821
+        snakemake.input.runs,  # noqa: F821
+        traces_dir=snakemake.output.traces,  # noqa: F821
+        runs_path=snakemake.output.runs,  # noqa: F821
+    )

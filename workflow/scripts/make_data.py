@@ -1,4 +1,4 @@
-from fedsparse.pipeline import make_data, setup_logging
+from fedsparse.pipeline import job, make_data
 
-setup_logging(snakemake.log[0])  # noqa: F821 (injected by Snakemake)
-make_data(snakemake.config, snakemake.wildcards.dataset, snakemake.output[0])  # noqa: F821
+with job(snakemake.log[0]):  # noqa: F821 (snakemake is injected by Snakemake)
+    make_data(snakemake.config, snakemake.wildcards.dataset, snakemake.output[0])  # noqa: F821

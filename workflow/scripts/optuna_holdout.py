@@ -1,13 +1,12 @@
-from fedsparse.pipeline import set_threads, setup_logging
+from fedsparse.pipeline import job
 from fedsparse.tune import run_holdout
 
-setup_logging(snakemake.log[0])  # noqa: F821 (injected by Snakemake)
-set_threads(snakemake.threads)  # noqa: F821
-run_holdout(
-    snakemake.config,  # noqa: F821
-    snakemake.wildcards.study,  # noqa: F821
-    data_root=snakemake.params.data_root,  # noqa: F821
-    results_dir=snakemake.params.results,  # noqa: F821
-    traces_out=snakemake.output.traces,  # noqa: F821
-    runs_out=snakemake.output.runs,  # noqa: F821
-)
+with job(snakemake.log[0], snakemake.threads):  # noqa: F821 (snakemake is injected by Snakemake)
+    run_holdout(
+        snakemake.config,  # noqa: F821
+        snakemake.wildcards.study,  # noqa: F821
+        data_root=snakemake.params.data_root,  # noqa: F821
+        results_dir=snakemake.params.results,  # noqa: F821
+        traces_out=snakemake.output.traces,  # noqa: F821
+        runs_out=snakemake.output.runs,  # noqa: F821
+    )

@@ -1,12 +1,11 @@
-from fedsparse.pipeline import set_threads, setup_logging
+from fedsparse.pipeline import job
 from fedsparse.tune import run_worker
 
-setup_logging(snakemake.log[0])  # noqa: F821 (injected by Snakemake)
-set_threads(snakemake.threads)  # noqa: F821
-run_worker(
-    snakemake.config,  # noqa: F821
-    snakemake.wildcards.study,  # noqa: F821
-    data_root=snakemake.params.data_root,  # noqa: F821
-    results_dir=snakemake.params.results,  # noqa: F821
-    done=snakemake.output[0],  # noqa: F821
-)
+with job(snakemake.log[0], snakemake.threads):  # noqa: F821 (snakemake is injected by Snakemake)
+    run_worker(
+        snakemake.config,  # noqa: F821
+        snakemake.wildcards.study,  # noqa: F821
+        data_root=snakemake.params.data_root,  # noqa: F821
+        results_dir=snakemake.params.results,  # noqa: F821
+        done=snakemake.output[0],  # noqa: F821
+    )

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from ..problem import Problem
 
 DENSE_VALUE_BYTES = 8  # float64
@@ -168,7 +168,8 @@ class Algorithm(ABC):
         for key in params:
             if key not in declared:
                 raise ConfigError(
-                    f"{where}.{key}: unknown hyperparameter for {cls.name} "
+                    f"{where}.{key}: unknown hyperparameter for {cls.name}"
+                    f"{did_you_mean(key, declared)} "
                     f"(known: {', '.join(declared)})"
                 )
         out = {}
