@@ -186,7 +186,7 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
     if not todo:
         return
     data = load_dataset_dir(Path(data_root) / runs[0].dataset)  # a shard: one data set
-    start, done, busy = time.perf_counter(), 0, []
+    start, done, computed, busy = time.perf_counter(), 0, 0, []
     for wait, batch in ((False, todo), (True, busy)):
         for run in batch:
             with _run_lock(store, run.run_id, wait) as held:
@@ -200,26 +200,28 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
                     continue
                 done += 1
                 if store_path(store, run.run_id).exists():  # finished elsewhere meanwhile
-                    continue
-                summary = _compute(run, data, store, shard)
+                    outcome = "finished by another process"
+                else:
+                    summary = _compute(run, data, store, shard)
+                    computed += 1
+                    f = summary["final_objective"]
+                    outcome = f"{summary['status']}, objective {'-' if f is None else f'{f:.6g}'}"
             elapsed = time.perf_counter() - start
             p = run.config["params"]
             log.info(
-                "shard %s: %d/%d runs done | %s %s seed %d: %s, objective %.6g | "
-                "elapsed %s, about %s left",
+                "shard %s: %d/%d runs done | %s %s seed %d: %s | elapsed %s, about %s left",
                 shard,
                 reused + done,
                 len(runs),
                 run.config["algorithm"],
                 " ".join(f"{key}={v}" for key, v in p.items()),
                 run.config["seed"],
-                summary["status"],
-                summary["final_objective"],
+                outcome,
                 _duration(elapsed),
                 _duration(elapsed / done * (len(todo) - done)),
             )
     elapsed = _duration(time.perf_counter() - start)
-    log.info("shard %s: computed %d runs in %s", shard, done, elapsed)
+    log.info("shard %s: computed %d runs in %s", shard, computed, elapsed)
 
 
 def _compute(run: Run, data, store: Path, shard: str) -> dict[str, Any]:
