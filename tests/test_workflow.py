@@ -236,6 +236,9 @@ def test_end_to_end_sweep_writes_traces_runs_and_report(finished):
     assert not list((finished / "results/shards").glob("*.parts"))
     log = (finished / "results/logs/shards/lin--0000.log").read_text()
     assert re.search(r"12/12 runs done .* about 0s left", log)
+    # the sweep's own progress line, in runs, is in Snakemake's log
+    (snakemake_log,) = (finished / ".snakemake/log").glob("*.snakemake.log")
+    assert "sweep tiny: 40/40 runs done (100 %)" in snakemake_log.read_text()
     # the sweep was planned once: every shard read its runs from the plan file
     assert (finished / "results/shards/plan.parquet").is_file()
     logs = "".join(p.read_text() for p in (finished / "results/logs/shards").glob("*.log"))
@@ -285,6 +288,11 @@ def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished,
     snakemake(tmp_path, "--configfile", str(path))
     after = stored_runs(tmp_path)
     assert {k: after[k] for k in before} == before, "a finished run was computed again"
+    # the resumed shard's log holds the interrupted attempt, then the rerun
+    logs = [p.read_text() for p in (tmp_path / "results/logs/shards").glob("*.log")]
+    resumed = [t for t in logs if "---- attempt 2 on " in t]
+    assert resumed
+    assert any(re.search(r"---- attempt 1 .*runs done.*---- attempt 2", t, re.S) for t in resumed)
     a_traces, a_runs = results_of(finished)
     b_traces, b_runs = results_of(tmp_path)
     pd.testing.assert_frame_equal(a_traces, b_traces)

@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from .data import load_dataset_dir
 from .experiment import client_summary_json, run_identity, run_trace
+from .progress import duration
 from .provenance import provenance
 from .results import (
     RENAMED_RUNS_COLUMNS,
@@ -217,10 +218,10 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
                 " ".join(f"{key}={v}" for key, v in p.items()),
                 run.config["seed"],
                 outcome,
-                _duration(elapsed),
-                _duration(elapsed / done * (len(todo) - done)),
+                duration(elapsed),
+                duration(elapsed / done * (len(todo) - done)),
             )
-    elapsed = _duration(time.perf_counter() - start)
+    elapsed = duration(time.perf_counter() - start)
     log.info("shard %s: computed %d runs in %s", shard, computed, elapsed)
 
 
@@ -260,14 +261,3 @@ def _write_outputs(
     write_parquet_atomic(rows_table(summaries, RUNS_SCHEMA), runs_out)
     write_parquet_atomic(pa.concat_tables(traces), traces_out)
     log.info("shard %s: wrote %d runs to %s", shard, len(runs), runs_out)
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"

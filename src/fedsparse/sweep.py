@@ -41,6 +41,7 @@ from typing import Any
 from .algorithms import ALGORITHMS
 from .config import (
     as_integer,
+    as_number,
     check_keys,
     default_loss,
     divergence_factor,
@@ -73,6 +74,7 @@ SWEEP_KEYS = (
     "time_model",  # every run's simulated time; a key given a list is swept (fedsparse.config)
     "optuna",
     "space",
+    "progress_every",  # seconds between the sweep's progress lines (fedsparse.progress)
 )  # results: the workflow's output folder, not part of any run
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_SHARD_SIZE = 25
@@ -152,6 +154,7 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
     max_shards = as_integer(sweep.get("max_shards", DEFAULT_MAX_SHARDS), "max_shards", low=1)
     as_integer(sweep.get("embedding_sample", 1000), "embedding_sample", low=0)
     divergence_factor(sweep)  # checked once, before any run is planned
+    as_number(sweep.get("progress_every", 30), "progress_every", low=0.0)
     if not isinstance(sweep.get("data_cache", ""), str):
         raise ConfigError("data_cache: must be a folder path")
     datasets = _datasets(sweep["datasets"])

@@ -1,7 +1,9 @@
 import os
 
+from snakemake.logging import logger
 from snakemake.utils import min_version
 
+from fedsparse.progress import sweep_progress
 from fedsparse.sweep import plan_file_path, plan_or_exit, write_plan_file
 
 min_version("8.10")
@@ -15,6 +17,7 @@ SHARDS = list(PLAN.shards)
 # Each shard job reads its runs from this file instead of planning the sweep again.
 PLAN_FILE = plan_file_path(f"{RESULTS}/shards")
 # method optuna: one study per data set x algorithm (rules in optuna.smk); none for grids
+PROGRESS = sweep_progress(PLAN, config, RESULTS, logger.info)
 STUDIES = list(PLAN.studies)
 OPTUNA_TRACES = [
     f"{RESULTS}/optuna/{s}/{part}.parquet" for s in STUDIES for part in ("trials", "holdout")
@@ -30,6 +33,16 @@ onstart:
     # no valid plan file plans the sweep itself (fedsparse.shard).
     if SHARDS and not workflow.remote_exec:
         write_plan_file(PLAN, config, PLAN_FILE)
+        # runs done of the plan's, with a rate and the time left, every progress_every s
+        PROGRESS.start_thread()
+
+
+onsuccess:
+    PROGRESS.stop()
+
+
+onerror:
+    PROGRESS.stop()
 
 
 wildcard_constraints:
