@@ -646,6 +646,118 @@ def test_real_fashion_mnist_from_the_debian_package(tmp_path):
         prepare(per_client["dataset"], per_client["partition"])
 
 
+@pytest.mark.skipif(
+    find_files(DEBIAN_FMNIST) is None,
+    reason="Debian's dataset-fashion-mnist is not installed (/usr/share/datasets/fashion-mnist)",
+)
+def test_real_fashion_mnist_pooled_in_pfedmes_reading(tmp_path):
+    # pFedMe's generator: client u holds labels u, u+1; train and test files pooled; here
+    # 600 training and 200 test images of each label per client (the issue's sizes)
+    ds = {"kind": "idx", "source": "fashion-mnist"}
+    part = {
+        "kind": "label_cycle",
+        "clients": 20,
+        "labels_per_client": 2,
+        "train_per_label": 600,
+        "test_per_label": 200,
+        "scope": "per_client",
+        "test_pool": "pooled",
+    }
+    cfg = norm(ds, part)
+    assert partition_label(cfg["partition"]) == "label_cycle-l2-tr600-te200-per_client+pooled"
+    images, _ = obtain(cfg["dataset"], tmp_path / "cache")
+    out = prepare(cfg["dataset"], cfg["partition"], cache=tmp_path / "cache")
+    d, res = out.data, out.partition
+    assert np.diff(d.client_ptr).tolist() == [1200] * 20
+    assert np.diff(d.test_ptr).tolist() == [400] * 20
+    pool_X = np.concatenate([images.X, images.X_test])
+    pool_y = np.concatenate([images.y, images.y_test])
+    for u in range(20):
+        mine = [u % 10, (u + 1) % 10]
+        for rows, n in ((res.clients[u], 600), (res.test[u], 200)):
+            assert np.bincount(pool_y[rows].astype(int), minlength=10)[mine].tolist() == [n, n]
+            assert np.unique(pool_y[rows]).size == 2
+    rows = np.concatenate([*res.clients, *res.test])
+    assert len(np.unique(rows)) == len(rows) == 32_000
+    test = res.test_order
+    assert (test >= 60_000).any() and (test < 60_000).any()  # test rows from both files
+    # the prepared rows are the pooled images they index, scaled to [0, 1]
+    assert np.array_equal(d.X_test, pool_X[test] / 255.0)
+    assert np.array_equal(d.y_test, pool_y[test])
+    # a label has 7,000 images in the pool; 4 clients x (1,500 + 300) would need 7,200
+    big = norm(ds, {**part, "train_per_label": 1500, "test_per_label": 300})
+    with pytest.raises(DataError) as err:
+        prepare(big["dataset"], big["partition"], cache=tmp_path / "cache")
+    assert str(err.value).startswith(
+        "partition: label 0 needs 6000 training + 1200 test rows (train_per_label, "
+        "test_per_label), the pooled train and test data has 7000 (short by 200)"
+    )
+
+
+def test_the_default_test_pool_leaves_run_ids_unchanged():
+    # fmnist-s1's pFedMe run of config/sfedhp-quick.yaml, its id computed before test_pool
+    raw = {
+        "dataset": {"kind": "idx", "source": "fashion-mnist"},
+        "partition": {
+            "kind": "label_cycle",
+            "clients": 20,
+            "labels_per_client": 5,
+            "train_per_label": 200,
+            "test_per_label": 800,
+            "scope": "total",
+        },
+        "model": {
+            "kind": "mlp",
+            "loss": "softmax",
+            "l2": 1.0e-4,
+            "hidden": [100],
+            "activation": "relu",
+            "init": {"kind": "glorot", "seed": 0},
+        },
+        "algorithm": "pfedme",
+        "params": {
+            "lambda": 20,
+            "local_steps": 20,
+            "inner_steps": 5,
+            "stepsize": 0.05,
+            "inner_stepsize": 0.05,
+            "batch_size": 20,
+        },
+        "rounds": 100,
+        "eval_every": 5,
+        "seed": 0,
+    }
+    assert run_id(normalize_run_config(raw)) == "c470c473546ea4ce"
+    split = {**raw, "partition": {**raw["partition"], "test_pool": "split"}}
+    assert run_id(normalize_run_config(split)) == "c470c473546ea4ce"
+    pooled = {**raw, "partition": {**raw["partition"], "test_pool": "pooled"}}
+    assert run_id(normalize_run_config(pooled)) != "c470c473546ea4ce"
+
+
+def test_cli_pooled_partition_errors_are_one_line(tmp_path, capsys):
+    good = write_idx_dir(tmp_path / "good", image_set(100, 40))  # 14 images of a label
+    part = {
+        "kind": "label_cycle",
+        "clients": 10,
+        "labels_per_client": 2,
+        "train_per_label": 5,
+        "test_per_label": 3,
+        "test_pool": "pooled",
+    }
+    line = _cli(tmp_path, capsys, run_cfg({"kind": "idx", "path": str(good)}, part))
+    assert line.endswith(
+        "partition: label 0 needs 10 training + 6 test rows (train_per_label, "
+        "test_per_label), the pooled train and test data has 14 (short by 2); "
+        "and 9 more shortfalls"
+    )
+    line = _cli(
+        tmp_path,
+        capsys,
+        run_cfg({"kind": "idx", "path": str(good)}, {**part, "test_pool": "mixed"}),
+    )
+    assert line.endswith("partition.test_pool: must be split or pooled, got 'mixed'")
+
+
 def test_per_client_test_rows_survive_the_data_store(tmp_path):
     from fedsparse.data import load_dataset_dir, save_dataset
 
@@ -665,3 +777,43 @@ def test_per_client_test_rows_survive_the_data_store(tmp_path):
     back = load_dataset_dir(tmp_path / "store")
     assert back.test_ptr.tolist() == d.test_ptr.tolist() == [0, 6, 12, 18]
     assert np.array_equal(back.X_test, d.X_test) and np.array_equal(back.X, d.X)
+
+
+# ---------------------------------------------------------------------------- sFedHP's readings
+
+
+@pytest.mark.parametrize("name", ["quick", "paper"])
+def test_sfedhp_configs_hold_both_readings_told_apart_by_their_partitions(name):
+    # the report names a run's reading from these facts alone: 5 labels with the test file
+    # kept apart is the paper's text, 2 labels from the pooled files is pFedMe's generator
+    root = Path(__file__).resolve().parents[1]
+    sweep = yaml.safe_load((root / "config" / f"sfedhp-{name}.yaml").read_text())
+    runs = plan_sweep(sweep).runs
+    readings: dict[str, set] = {"paper_text": set(), "authors_code": set()}
+    for r in runs:
+        p = r.config["partition"]
+        assert p["kind"] == "label_cycle" and p["clients"] == 20
+        if p["labels_per_client"] == 5 and "test_pool" not in p:
+            readings["paper_text"].add(r.config["dataset"]["name"])
+        else:
+            assert (p["labels_per_client"], p.get("test_pool")) == (2, "pooled")
+            assert (p["train_per_label"], p["test_per_label"], p["scope"]) == (
+                600,
+                200,
+                "per_client",
+            )
+            readings["authors_code"].add(r.config["dataset"]["name"])
+    sources = {"quick": {"fmnist"}, "paper": {"mnist", "fmnist"}}[name]
+    assert readings["authors_code"] == {f"{s}-ac" for s in sources}
+    assert readings["paper_text"] == {f"{s}-s{k}" for s in sources for k in (1, 2)}
+    anchors = {
+        (r.config["dataset"]["name"], r.config["params"]["anchor"])
+        for r in runs
+        if r.config["algorithm"] == "sfedhp"
+    }
+    for ds in readings["authors_code"]:
+        assert {a for d, a in anchors if d == ds} == {"per_client", "edge_avg"}
+    for ds in readings["paper_text"]:  # unchanged runs: Algorithm 1's anchor only
+        assert {a for d, a in anchors if d == ds} == {"edge_avg"}
+    text = (root / "config" / f"sfedhp-{name}.yaml").read_text()
+    assert "reading paper_text" in text and "reading authors_code" in text

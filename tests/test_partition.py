@@ -333,6 +333,175 @@ def test_label_cycle_says_by_how_much_a_label_is_short():
         )
 
 
+# ---------------------------------------------------------------------------- test_pool: pooled
+
+IDX = {"kind": "idx", "path": "/nowhere"}  # normalize_partition reads only the kind
+
+
+def pooled_cycle(**kw) -> dict:
+    """A normalised label_cycle spec on image data (which has a test file to pool)."""
+    return normalize_partition({"kind": "label_cycle", "test_pool": "pooled", **kw}, IDX)
+
+
+def two_files(n_train: int, n_test: int, classes: int = 10):
+    """A train and a test file whose one feature is the row's place in the pool (train rows
+    first), so the prepared rows can be traced back to the rows they came from."""
+    y, y_test = balanced(n_train, classes), balanced(n_test, classes, seed=1)
+    X = np.arange(y.size, dtype=np.float64)[:, None]
+    X_test = (y.size + np.arange(y_test.size, dtype=np.float64))[:, None]
+    return X, y, X_test, y_test
+
+
+def pooled_prepare(X, y, X_test, y_test, s: dict):
+    return apply_partition(X, y, "multiclass", "t", s, X_test=X_test, y_test=y_test)
+
+
+def test_pooled_label_cycle_gives_each_client_its_labels_from_both_files_no_row_twice():
+    # 100 training and 30 test images per label: 4 clients x 8 test rows of a label is more
+    # than the test file has (split fails), but fits the pooled 130 (pFedMe's generator)
+    X, y, X_test, y_test = two_files(100, 30)
+    s = pooled_cycle(clients=20, labels_per_client=2, train_per_label=24, test_per_label=8)
+    with pytest.raises(DataError, match=r"label 0 needs 32 test rows, the test data has 30 "):
+        pooled_prepare(X, y, X_test, y_test, {**s, "test_pool": "split"})
+    out = pooled_prepare(X, y, X_test, y_test, s)
+    d, res = out.data, out.partition
+    y_pool = np.concatenate([y, y_test])
+    assert np.diff(d.client_ptr).tolist() == [48] * 20 and np.diff(d.test_ptr).tolist() == [16] * 20
+    for u in range(20):
+        mine = sorted({u % 10, (u + 1) % 10})
+        tr = d.X[d.client_ptr[u] : d.client_ptr[u + 1], 0].astype(int)
+        te = d.X_test[d.test_ptr[u] : d.test_ptr[u + 1], 0].astype(int)
+        assert np.array_equal(tr, res.clients[u]) and np.array_equal(te, res.test[u])
+        # the labels each row carries are the labels of the rows it came from
+        assert np.array_equal(d.y[d.client_ptr[u] : d.client_ptr[u + 1]], y_pool[tr])
+        assert np.array_equal(d.y_test[d.test_ptr[u] : d.test_ptr[u + 1]], y_pool[te])
+        assert np.bincount(y_pool[tr].astype(int), minlength=10)[mine].tolist() == [24, 24]
+        assert np.bincount(y_pool[te].astype(int), minlength=10)[mine].tolist() == [8, 8]
+    rows = np.concatenate([*res.clients, *res.test])
+    assert len(np.unique(rows)) == len(rows) == 20 * 64  # no row trains or tests twice
+    # both files feed both sides: the pool is one pool
+    train, test = np.concatenate(res.clients), np.concatenate(res.test)
+    assert (train >= y.size).any() and (train < y.size).any()
+    assert (test >= y.size).any() and (test < y.size).any()
+    assert res.stats["test_rows"].tolist() == [16] * 20
+    again = pooled_prepare(X, y, X_test, y_test, s).partition  # seeded
+    assert all(np.array_equal(a, b) for a, b in zip(res.test, again.test, strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(res.clients, again.clients, strict=True))
+    other = pooled_prepare(X, y, X_test, y_test, {**s, "seed": 1}).partition
+    assert not np.array_equal(res.test[0], other.test[0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(5, 40),
+    n_test=st.integers(0, 20),
+    classes=st.integers(2, 5),
+    clients=st.integers(1, 8),
+    labels=st.integers(1, 5),
+    tr=st.integers(1, 6),
+    te=st.integers(0, 6),
+    scope=st.sampled_from(["per_client", "total"]),
+)
+def test_pooled_label_cycle_either_meets_the_counts_exactly_or_says_which_label_is_short(
+    n, n_test, classes, clients, labels, tr, te, scope
+):
+    assume(labels <= classes)
+    X, y, X_test, y_test = two_files(n, n_test, classes)
+    s = pooled_cycle(
+        clients=clients,
+        labels_per_client=labels,
+        train_per_label=tr,
+        test_per_label=te,
+        scope=scope,
+    )
+    holders = np.bincount(
+        [(u + j) % classes for u in range(clients) for j in range(labels)], minlength=classes
+    )
+    need = holders * (tr + te) if scope == "per_client" else (holders > 0) * (tr + te)
+    if (need > n + n_test).any():
+        with pytest.raises(DataError, match=r"pooled train and test data has"):
+            pooled_prepare(X, y, X_test, y_test, s)
+        return
+    try:
+        res = pooled_prepare(X, y, X_test, y_test, s).partition
+    except DataError as err:  # scope total: a label spread too thin leaves a client nothing
+        assert scope == "total" and "without training rows" in str(err)
+        return
+    y_pool = np.concatenate([y, y_test])
+    rows = np.concatenate([*res.clients, *res.test])
+    assert len(np.unique(rows)) == len(rows)
+    for c in range(classes):
+        assert (y_pool[np.concatenate(res.clients)] == c).sum() == (
+            holders[c] * tr if scope == "per_client" else tr * (holders[c] > 0)
+        )
+        assert (y_pool[np.concatenate(res.test)] == c).sum() == (
+            holders[c] * te if scope == "per_client" else te * (holders[c] > 0)
+        )
+    for u, (a, b) in enumerate(zip(res.clients, res.test, strict=True)):
+        mine = {(u + j) % classes for j in range(labels)}
+        assert set(y_pool[a].astype(int).tolist()) <= mine
+        assert set(y_pool[b].astype(int).tolist()) <= mine
+
+
+def test_a_pooled_shortfall_is_one_line_naming_the_keys():
+    X, y, X_test, y_test = two_files(100, 30)
+    s = pooled_cycle(clients=20, labels_per_client=2, train_per_label=30, test_per_label=10)
+    with pytest.raises(DataError) as err:
+        pooled_prepare(X, y, X_test, y_test, s)
+    assert str(err.value) == (
+        "partition: label 0 needs 120 training + 40 test rows (train_per_label, "
+        "test_per_label), the pooled train and test data has 130 (short by 30); "
+        "and 9 more shortfalls"
+    )
+
+
+def test_pooled_other_partitions_hold_their_test_rows_out_of_the_pool():
+    X, y, X_test, y_test = two_files(40, 10)
+    s = normalize_partition(
+        {"kind": "iid", "clients": 5, "test_fraction": 0.25, "test_pool": "pooled"}, IDX
+    )
+    out = pooled_prepare(X, y, X_test, y_test, s)
+    check_exactly_once(out.partition, 500)  # every row of both files, once
+    assert np.diff(out.data.test_ptr).tolist() == [25] * 5
+    assert np.array_equal(out.data.X_test[:, 0].astype(int), out.partition.test_order)
+    # split: the partition's own test rows come from the training file only
+    split = pooled_prepare(X, y, X_test, y_test, {**s, "test_pool": "split"})
+    check_exactly_once(split.partition, 400)
+
+
+def test_test_pool_is_validated_and_its_default_stays_out_of_the_config():
+    base = {"kind": "label_cycle", "labels_per_client": 2}
+    assert normalize_partition({**base, "test_pool": "split"}, IDX) == normalize_partition(
+        base, IDX
+    )
+    assert "test_pool" not in normalize_partition(base, IDX)
+    assert normalize_partition({**base, "test_pool": "pooled"}, IDX)["test_pool"] == "pooled"
+    leaf = {"kind": "leaf", "path": "/nowhere"}
+    assert normalize_partition({**base, "test_pool": "pooled"}, leaf)["test_pool"] == "pooled"
+    for value, dataset, line in [
+        (
+            {**base, "test_pool": "both"},
+            IDX,
+            "partition.test_pool: must be split or pooled, got 'both'",
+        ),
+        (
+            {**base, "test_pool": "pooled"},
+            SVM,
+            "partition.test_pool: pooled pools a data set's train and test files; "
+            "svmlight data has no test file (use split)",
+        ),
+        (
+            {"kind": "dirichlet", "test_pool": "pooled"},
+            IDX,
+            "partition.test_pool: pooled with kind dirichlet needs test_fraction > 0 "
+            "(the test rows are then held out of the pooled rows)",
+        ),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            normalize_partition(value, dataset)
+        assert str(err.value) == line
+
+
 def test_one_class_gives_every_client_one_label_split_evenly():
     y = balanced(31, 5)
     X = np.zeros((y.size, 1))

@@ -19,7 +19,7 @@ import yaml
 from . import model as model_layer
 from .algorithms import ALGORITHMS
 from .algorithms.base import DEFAULT_TIME_MODEL
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 from .problem import DEFAULT_L2, LOSS_TASKS
 
 RUN_KEYS = (
@@ -128,6 +128,11 @@ PARTITION_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 OWN_TEST_SPLIT = ("label_cycle",)  # partitioners that draw test rows themselves
 SCOPES = ("per_client", "total")
+# partition.test_pool: split (the data set's test file stays the test pool) or pooled (its
+# train and test files are pooled before the partition, as pFedMe's generator does). The
+# default is left out of the canonical config, so run ids from before it existed still hold.
+TEST_POOLS = ("split", "pooled")
+HAS_TEST_FILE = ("idx", "leaf")  # data kinds whose prepare step reads a separate test file
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -157,7 +162,8 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
     algorithm = raw["algorithm"]
     if algorithm not in ALGORITHMS:
         raise ConfigError(
-            f"algorithm: unknown algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})"
+            f"algorithm: unknown algorithm {algorithm!r}{did_you_mean(algorithm, ALGORITHMS)} "
+            f"(known: {', '.join(ALGORITHMS)})"
         )
     model = normalize_model(raw.get("model", {}))
     cfg = {
@@ -290,7 +296,12 @@ def partition_label(partition: str | dict[str, Any]) -> str:
     }.get(kind, kind)
     if partition.get("test_fraction"):
         label += f"+test{partition['test_fraction']:g}"
+    if partition.get("test_pool") == "pooled":
+        label += "+pooled"
     return label
+
+
+DATASET_KINDS = ("synthetic", "libsvm", "svmlight", "idx", "leaf")
 
 
 def normalize_dataset(ds: Any) -> dict[str, Any]:
@@ -343,7 +354,8 @@ def normalize_dataset(ds: Any) -> dict[str, Any]:
         out = _images(ds)
     else:
         raise ConfigError(
-            f"dataset.kind: unknown kind {kind!r} (known: synthetic, libsvm, svmlight, idx, leaf)"
+            f"dataset.kind: unknown kind {kind!r}{did_you_mean(kind, DATASET_KINDS)} "
+            f"(known: {', '.join(DATASET_KINDS)})"
         )
     if out["name"] is not None:
         _string(out["name"], "dataset.name")
@@ -465,8 +477,9 @@ def normalize_partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, 
         defaults = {**PARTITION_DEFAULTS[kind], "seed": PARTITION_COMMON["seed"]}
     else:
         defaults = {**PARTITION_DEFAULTS[kind], **PARTITION_COMMON}
-    check_keys(value, ("kind", *defaults), "partition")
+    check_keys(value, ("kind", *defaults, "test_pool"), "partition")
     out = {"kind": kind, **defaults, **{k: v for k, v in value.items() if k != "kind"}}
+    _test_pool(out, dataset)
     for key in (
         "clients",
         "clusters",
@@ -501,6 +514,28 @@ def normalize_partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, 
     return out
 
 
+def _test_pool(out: dict[str, Any], dataset: dict[str, Any]) -> None:
+    """Check ``partition.test_pool`` in place; drop it at its default ``split``."""
+    pool = out.pop("test_pool", "split")
+    if pool not in TEST_POOLS:
+        raise ConfigError(f"partition.test_pool: must be split or pooled, got {pool!r}")
+    if pool == "split":
+        return
+    if dataset["kind"] not in HAS_TEST_FILE:
+        raise ConfigError(
+            f"partition.test_pool: pooled pools a data set's train and test files; "
+            f"{dataset['kind']} data has no test file (use split)"
+        )
+    # outside label_cycle only a held-out fraction of the pool can test: without one,
+    # pooling would leave no test rows at all
+    if out["kind"] not in OWN_TEST_SPLIT and not out.get("test_fraction"):
+        raise ConfigError(
+            f"partition.test_pool: pooled with kind {out['kind']} needs test_fraction > 0 "
+            "(the test rows are then held out of the pooled rows)"
+        )
+    out["test_pool"] = pool
+
+
 def normalize_model(model: Any) -> dict[str, Any]:
     if not isinstance(model, dict):
         raise ConfigError("model: must be a mapping such as {loss: least_squares}")
@@ -509,7 +544,10 @@ def normalize_model(model: Any) -> dict[str, Any]:
     )
     loss = model.get("loss", "least_squares")
     if loss not in LOSS_TASKS:
-        raise ConfigError(f"model.loss: unknown loss {loss!r} (known: {', '.join(LOSS_TASKS)})")
+        raise ConfigError(
+            f"model.loss: unknown loss {loss!r}{did_you_mean(loss, LOSS_TASKS)} "
+            f"(known: {', '.join(LOSS_TASKS)})"
+        )
     weights = model.get("weights", "uniform")
     if weights not in ("uniform", "samples"):
         raise ConfigError(f"model.weights: must be uniform or samples, got {weights!r}")
@@ -522,7 +560,10 @@ def check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) ->
     for key in section:
         if key not in allowed:
             prefix = "" if where == "config" else f"{where}."
-            raise ConfigError(f"{prefix}{key}: unknown key (allowed: {', '.join(allowed)})")
+            raise ConfigError(
+                f"{prefix}{key}: unknown key{did_you_mean(key, allowed)} "
+                f"(allowed: {', '.join(allowed)})"
+            )
 
 
 def as_integer(value: Any, where: str, low: int | None = None) -> int:

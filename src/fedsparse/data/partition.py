@@ -31,10 +31,13 @@ a statistics table (rows, labels and clusters per client). Partitioners:
     clients holding it (``scope: total``), drawn at random, no row given twice. Its
     test rows come from the test pool (a data set's test file; else the rows left
     over), so every client has test rows of its own labels. Unlike the others it
-    need not use every row.
+    need not use every row. ``test_pool: pooled`` (the caller has appended the test
+    file to the rows): train and test rows are both drawn from the one pool, as in
+    pFedMe's generator, which the test file alone cannot supply at its sizes.
 
 Test split: ``test_fraction`` of the rows held out, either ``global`` (drawn
-before partitioning) or ``per_client`` (drawn from each client's rows).
+before partitioning) or ``per_client`` (drawn from each client's rows); with
+``test_pool: pooled`` those rows include the data set's test file.
 """
 
 from __future__ import annotations
@@ -373,6 +376,8 @@ def _label_cycle(y, y_test, task, spec, part_seq, split_seq) -> PartitionResult:
     train: list[list[np.ndarray]] = [[] for _ in range(N)]
     test: list[list[np.ndarray]] = [[] for _ in range(N)]
     short: list[tuple[int, int, str, int, str]] = []  # label, needed, what, available, pool
+    # a pooled shortfall says so and names both keys: train and test rows share the pool
+    pooled = "pooled train and test " if spec.get("test_pool") == "pooled" else ""
     for c, hs in enumerate(holders):
         if not hs:
             continue
@@ -384,7 +389,7 @@ def _label_cycle(y, y_test, task, spec, part_seq, split_seq) -> PartitionResult:
             test_pool = pool[tr.sum() :]
             if tr.sum() + te.sum() > len(pool):
                 what = f"{tr.sum()} training + {te.sum()} test"
-                short.append((c, tr.sum() + te.sum(), what, len(pool), ""))
+                short.append((c, tr.sum() + te.sum(), what, len(pool), pooled))
         else:
             test_pool = np.flatnonzero(g_test == c)
             test_pool = test_pool[test_rng.permutation(len(test_pool))]
@@ -399,8 +404,9 @@ def _label_cycle(y, y_test, task, spec, part_seq, split_seq) -> PartitionResult:
     if short:
         c, need, what, have, which = short[0]
         more = f"; and {len(short) - 1} more shortfalls" if len(short) > 1 else ""
+        keys = " (train_per_label, test_per_label)" if pooled else ""
         raise DataError(
-            f"partition: label {ids[c]:g} needs {what} rows, the {which}data has {have} "
+            f"partition: label {ids[c]:g} needs {what} rows{keys}, the {which}data has {have} "
             f"(short by {need - have}){more}"
         )
     clients = [np.sort(np.concatenate(t)) if t else np.empty(0, np.int64) for t in train]

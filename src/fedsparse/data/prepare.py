@@ -16,7 +16,9 @@ and :mod:`fedsparse.data.leaf` (``kind: leaf``, each writer a client). ``prepare
 adds the partition and the preprocessing and returns the :class:`FederatedData` a run
 uses. A data set with a test file keeps it as the held-out test set (one global group)
 unless the partition draws per-client test rows from it (``label_cycle``) or holds out
-its own (``test_fraction > 0``: then the test file is not used).
+its own (``test_fraction > 0``: then the test file is not used). With
+``partition.test_pool: pooled`` the train and test files are pooled first and the
+partition draws both train and test rows from the pool (pFedMe's generator's reading).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from ..errors import DataError
 from . import registry
@@ -103,8 +106,13 @@ def apply_partition(
     each client's test rows from it; any other partition keeps it whole as the global
     test set, unless it holds out its own rows (``test_fraction > 0``). ``preprocessing``
     (``{scale, standardize}``) is applied to the selected rows, its statistics taken from
-    the training rows.
+    the training rows. ``test_pool: pooled`` in ``spec``: the test file is appended to the
+    training rows first, and the partition's row indices count in that pool.
     """
+    if spec.get("test_pool") == "pooled" and X_test is not None:
+        X = sp.vstack([X, X_test], format="csr") if sp.issparse(X) else np.concatenate([X, X_test])
+        y = np.concatenate([y, y_test])
+        X_test = y_test = None
     separate = X_test is not None
     top = max(y.max(), y_test.max()) if separate and y_test.size else y.max()
     n_classes = int(top) + 1 if task == "multiclass" else 0
