@@ -161,6 +161,23 @@ def test_a_mistake_is_one_line_before_anything_runs(tmp_path, edit, line):
     assert not (tmp_path / "results").exists()
 
 
+def test_bad_data_found_in_the_data_job_is_one_line_in_the_log_snakemake_names(tmp_path):
+    (tmp_path / "rows.svm").write_text("1 qid:1 1:0.5\n-1 2:0.25\n")  # a row without a client
+    cfg = yaml.safe_load(yaml.safe_dump(TINY))
+    cfg["datasets"] = {"svm": {"data": {"kind": "libsvm", "path": "rows.svm"}}}
+    cfg["grid"]["sparsity"] = [1]
+    proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)), check=False)
+    assert proc.returncode != 0
+    log = tmp_path / "results/logs/data/svm.log"
+    assert str(log.relative_to(tmp_path)) in proc.stdout + proc.stderr  # the log it names
+    errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
+    assert len(errors) == 1, log.read_text()
+    assert "rows.svm: 1 of 2 rows have no qid:<client> field" in errors[0]
+    assert "Traceback" not in log.read_text()
+    assert not (tmp_path / "results/data/svm").exists()
+    assert not (tmp_path / "results/store").exists()
+
+
 def test_malformed_yaml_fails_before_anything_runs(tmp_path):
     path = tmp_path / "sweep.yaml"
     path.write_text("sweep: x\nrounds: [1\n")
