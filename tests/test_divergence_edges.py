@@ -175,7 +175,7 @@ def test_best_ranks_finite_blow_ups_last_and_flags_edges(results, capsys):
     assert got.loc["distiht", "stepsize"] == 0.003
     assert got.loc["distiht", "grid_edges"] == "stepsize at the upper edge of the grid"
 
-    assert main(["best", str(results), "--limit", "0"]) == 0
+    assert main(["best", str(results), "--limit", "0", "--all-columns"]) == 0  # full phrases
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-1] == "grid_edges"
     (row,) = [ln for ln in lines if ln.split()[1:2] == ["distiht"]]

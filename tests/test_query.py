@@ -309,12 +309,93 @@ def test_best_matches_pandas(folders):
     )
 
 
-def test_best_command_prints_a_table(folders, capsys):
+def test_best_command_prints_the_columns_that_differ(folders, capsys, tmp_path):
+    """The table: groups, the configuration columns with two or more values, the metric,
+    seeds and flags, in lines a terminal shows; the columns with one value are named under
+    it. --all-columns prints every column; files hold every column either way."""
     a, _ = folders
     assert main(["best", str(a), "--by", "partition"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    shown = ["partition", "dataset", "algorithm", "loss", "stepsize", "local_steps"]
+    flags = ["mean_final_objective", "seeds", "diverged", "grid_edges"]
+    assert lines[0].split() == shown + flags
+    assert "(4 rows)" in lines
+    notes = " ".join(lines[lines.index("(4 rows)") + 1 :])
+    assert "the same in every configuration: model linear, rounds 8," in notes
+    assert "sparsity 5, batch_size 5" in notes and "--all-columns shows every column" in notes
+    assert max(map(len, lines)) <= 130, max(lines, key=len)  # --all-columns: over 600
+
+    # the same rows as the full table; grid_edges shortened
+    full = best([a], "final_objective", ["partition"])
+    rows = [line.split(None, len(shown) + 3) for line in lines[2:6]]
+    assert [r[:3] for r in rows] == full[["partition", "dataset", "algorithm"]].values.tolist()
+    assert [float(r[4]) for r in rows] == full["stepsize"].tolist()
+    assert [r[7] for r in rows] == full["seeds"].astype(str).tolist()
+    short = [
+        ", ".join(
+            f.replace(" at the ", " ").removesuffix(" edge of the grid") for f in e.split("; ")
+        )
+        if e
+        else ""
+        for e in full["grid_edges"]
+    ]
+    assert [r[9] if len(r) > 9 else "" for r in rows] == short
+    assert any(short)  # the data have a flag to shorten
+
+    assert main(["best", str(a), "--by", "partition", "--all-columns"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:3] == ["partition", "dataset", "algorithm"]
-    assert "mean_final_objective" in lines[0] and lines[-1] == "(4 rows)"
+    everything = ["partition", *[c for c in BEST_CONFIG_COLUMNS if c != "partition"], *flags]
+    assert lines[0].split() == everything and lines[-1] == "(4 rows)"
+    assert max(map(len, lines)) > 600
+
+    for extra in ([], ["--all-columns"]):  # a script gets the same columns from any results
+        assert main(["best", str(a), "-o", str(tmp_path / "b.csv"), *extra]) == 0
+        csv = pd.read_csv(tmp_path / "b.csv", keep_default_na=False)
+        assert csv.columns.tolist() == everything[1:3] + ["partition"] + everything[3:]
+        assert "local_steps at the upper edge of the grid" in csv.grid_edges.tolist()
+
+
+def test_best_shows_a_hyperparameter_set_for_one_algorithm_only(tmp_path, capsys):
+    """k set for fabtopk and null for fedht takes two values: shown; sparsity the same
+    everywhere: named under the table; local_steps set by no run: left out."""
+    from fedsparse.aggregate import write_traces_dataset
+    from fedsparse.results import rows_table, trace_table, write_parquet_atomic
+
+    runs = [
+        {
+            "run_id": f"{alg}-{lr}",
+            "dataset": "d",
+            "algorithm": alg,
+            "seed": 0,
+            "status": "ok",
+            "stepsize": lr,
+            "sparsity": 3,
+            "k": k,
+            "final_objective": obj,
+        }
+        for alg, k in (("fedht", None), ("fabtopk", 5))
+        for lr, obj in ((0.1, 2.0), (0.2, 1.0))
+    ]
+    write_parquet_atomic(rows_table(runs, RUNS_SCHEMA), tmp_path / "r" / "runs.parquet")
+    trace = [{**{c: r[c] for c in ("run_id", "dataset", "algorithm")}, "round": 0} for r in runs]
+    write_traces_dataset(trace_table(trace), tmp_path / "r" / "traces")
+    assert main(["best", str(tmp_path / "r")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "dataset",
+        "algorithm",
+        "stepsize",
+        "k",
+        "mean_final_objective",
+        "seeds",
+        "diverged",
+        "grid_edges",
+    ]
+    assert lines[2].split()[:4] == ["d", "fabtopk", "0.2", "5"]
+    assert lines[3].split() == ["d", "fedht", "0.2", "NULL", "1", "1", "0", "stepsize", "upper"]
+    assert "the same in every configuration: partition" not in " ".join(lines)  # null: unset
+    assert any(line.startswith("the same in every configuration: sparsity 3") for line in lines)
 
 
 # ---------------------------------------------------------------------------- merge
@@ -447,6 +528,12 @@ BAD = {  # argv, what the error line must say
     "no runs": (["best", "{tmp}/empty"], "empty: no runs.parquet here"),
     "parquet on stdout": (["query", "SELECT 1", "{a}", "--format", "parquet"], "needs -o FILE"),
     "unknown metric": (["best", "{a}", "--metric", "accuracy"], "unknown metric 'accuracy'"),
+    "metric not in the results": (
+        ["best", "{a}", "--metric", "final_pm_test_accuracy"],
+        "--metric final_pm_test_accuracy: no grid or held-out run in these results has one "
+        "(these results have: final_objective, best_objective, final_train_accuracy, "
+        "final_test_accuracy, final_dist_to_truth, final_train_loss)",
+    ),
     "merge onto results": (["merge", "{a}", "-o", "{b}"], "already holds results"),
 }
 

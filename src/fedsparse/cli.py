@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -49,11 +50,17 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_best(args: argparse.Namespace) -> int:
-    from .query import best_configurations, open_results, output_format, write_rows
+    from .query import best_configurations, best_view, open_results, output_format, write_rows
 
     fmt = output_format(args.format, args.output)
     by = [c for item in args.by for c in item.split(",") if c]
     with open_results(args.results) as results:
+        if fmt == "table" and not args.all_columns:
+            view = best_view(results, args.metric, by)
+            write_rows(view.table.to_reader(), fmt, None, args.limit)
+            for note in view.notes:  # wrapped: the table is narrow now, so are its notes
+                print(textwrap.fill(note, 100, subsequent_indent="  ", break_on_hyphens=False))
+            return 0
         rows = write_rows(
             best_configurations(results, args.metric, by), fmt, args.output, args.limit
         )
@@ -161,7 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
         "with the best mean metric over its seeds. A diverged run scores the worst value, so "
         "a configuration with a diverged seed ranks last. Optuna trials are skipped; their "
         "held-out re-runs count. The grid_edges column flags a hyperparameter whose best value is "
-        "the smallest or largest of those searched (extend the grid there).",
+        "the smallest or largest of those searched (extend the grid there). The table shows the "
+        "data set, algorithm and --by columns, the configuration columns that differ between "
+        "the configurations compared (the ones with a single value are listed under it), the "
+        "mean metric, seeds, diverged and grid_edges; --all-columns shows every column. CSV and "
+        "Parquet always hold every column, so a script reads the same columns from any results.",
     )
     _results_folders(p)
     p.add_argument(
@@ -173,6 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="COLUMN[,COLUMN]",
         help="also one best per value of these runs.parquet columns (e.g. partition, sweep)",
+    )
+    p.add_argument(
+        "--all-columns",
+        action="store_true",
+        help="the table shows every configuration column, also those with one value or none "
+        "(CSV and Parquet always do)",
     )
     _output_options(p)
     p.set_defaults(func=_cmd_best)

@@ -1,0 +1,229 @@
+"""Every ``fedsparse ...`` command in a README code block runs, on results shaped like the quick
+sweep's (``config/quick.yaml`` with toy sizes, built as the workflow builds them).
+
+Each block runs in a folder of its own holding ``results/`` and, where the block names them,
+``results_laptop/`` and ``results_cluster/`` (the same results split by data set, as from two
+machines) and ``run.yaml``. A block that needs other results is marked in the README by an HTML
+comment just before it, ``<!-- needs: config/gs-quick.yaml -->``, and is skipped with that reason.
+A command must exit 0 and show rows: a table of at least one row, or a file it names that exists.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+import shutil
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from conftest import run_sweep
+
+from fedsparse.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+NEEDS = re.compile(r"<!--\s*needs:\s*(.*?)\s*-->")
+FENCE = re.compile(r"^(\s*)```")
+SPLIT = ("results_laptop", "results_cluster")  # the merge example's folders from two machines
+
+
+@dataclass
+class Block:
+    line: int  # of the opening fence, 1-based
+    commands: list[list[str]]  # argv of each fedsparse command, without "fedsparse"
+    needs: str | None  # the reason from a <!-- needs: ... --> marker
+
+
+def readme_blocks(text: str) -> list[Block]:
+    """The code blocks of ``text`` that run ``fedsparse``, with their ``needs`` markers."""
+    blocks, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        if not FENCE.match(lines[i]):
+            i += 1
+            continue
+        start, body = i, []
+        i += 1
+        while i < len(lines) and not FENCE.match(lines[i]):
+            body.append(lines[i])
+            i += 1
+        i += 1  # past the closing fence
+        commands = fedsparse_commands(body)
+        if commands:
+            before = [x for x in lines[:start] if x.strip()]
+            marker = NEEDS.search(before[-1]) if before else None
+            blocks.append(Block(start + 1, commands, marker.group(1) if marker else None))
+    return blocks
+
+
+def fedsparse_commands(body: list[str]) -> list[list[str]]:
+    """Each command line starting with ``fedsparse``, joined with its continuation lines (an
+    open quote or a trailing backslash), split as the shell splits it, comments dropped."""
+    commands, i = [], 0
+    while i < len(body):
+        if not body[i].lstrip().startswith("fedsparse "):
+            i += 1
+            continue
+        text = body[i]
+        while True:
+            try:
+                argv = shlex.split(text, comments=True)
+                if not text.rstrip().endswith("\\"):
+                    break
+            except ValueError:  # an open quote: the command goes on
+                pass
+            i += 1
+            if i == len(body):
+                raise AssertionError(f"unterminated command: {text!r}")
+            text = text.rstrip().removesuffix("\\") + "\n" + body[i]
+        commands.append(argv[1:])
+        i += 1
+    return commands
+
+
+BLOCKS = readme_blocks(README.read_text())
+
+
+def quick_shaped() -> dict:
+    """config/quick.yaml at toy sizes: its data set names, algorithms and grid, in seconds."""
+    cfg = copy.deepcopy(yaml.safe_load((ROOT / "config" / "quick.yaml").read_text()))
+    cfg.update(rounds=8, embedding_sample=0)  # no t-SNE: slow, and not what is tested
+    cfg["grid"]["stepsize"] = cfg["grid"]["stepsize"][1:3]  # two values: grid edges still flagged
+    for spec in cfg["datasets"].values():
+        data = spec["data"]
+        data.update(clients=4, samples_per_client=20, dim=30, support=5)
+        if "positives" in data:
+            data["positives"] = 5
+    cfg["grid"]["sparsity"] = [8]
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory) -> Path:
+    """A folder holding ``results`` of the quick-shaped sweep, the same split by data set into
+    ``results_laptop`` (the first) and ``results_cluster`` (the others), and ``run.yaml``."""
+    from fedsparse.aggregate import read_traces, write_traces_dataset
+    from fedsparse.results import write_parquet_atomic
+
+    root = tmp_path_factory.mktemp("readme")
+    cfg = quick_shaped()
+    with warnings.catch_warnings():  # the largest step sizes may overflow, as on the real data
+        warnings.simplefilter("ignore", RuntimeWarning)
+        run_sweep(root / "results", cfg)
+    runs, traces = pq.read_table(root / "results" / "runs.parquet"), read_traces(root / "results")
+    names = list(cfg["datasets"])
+    for folder, part in zip(SPLIT, (names[:1], names[1:]), strict=True):
+        keep = pc.field("dataset").isin(part)
+        write_parquet_atomic(runs.filter(keep), root / folder / "runs.parquet")
+        write_traces_dataset(traces.filter(keep), root / folder / "traces")
+    name, spec = next(iter(cfg["datasets"].items()))
+    run = {"dataset": {**spec["data"], "name": name}, "model": spec["model"], "algorithm": "fedht"}
+    params = {k: v[0] for k, v in cfg["grid"].items()}
+    (root / "run.yaml").write_text(yaml.safe_dump({**run, "params": params, "rounds": 5}))
+    return root
+
+
+def workspace(toy: Path, block: Block, dest: Path) -> Path:
+    """A fresh folder for ``block``: the folders and files it names (``results`` unless it
+    writes it), copied so that what it writes stays its own."""
+    words = {w for argv in block.commands for w in argv}
+    written = {
+        argv[i + 1]
+        for argv in block.commands
+        for i, w in enumerate(argv[:-1])
+        if w in ("-o", "--output")
+    }
+    for name in ("results", *SPLIT):
+        if (name == "results" or name in words) and name not in written:
+            shutil.copytree(toy / name, dest / name)
+    if "run.yaml" in words:
+        shutil.copy(toy / "run.yaml", dest)
+    return dest
+
+
+def run_command(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse: unknown option or command
+        rc = exc.code
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def check_command(argv: list[str], rc: int, out: str, err: str, cwd: Path) -> None:
+    """Exit 0, nothing on stderr, and rows: a table with at least one, a file that exists."""
+    shown = f"fedsparse {shlex.join(argv)}"
+    assert rc == 0 and not err, f"{shown}: exit {rc}: {err.strip()}"
+    if "-o" in argv or "--output" in argv:
+        target = cwd / argv[argv.index("-o" if "-o" in argv else "--output") + 1]
+        assert target.exists(), f"{shown}: wrote no {target.name}"
+        rows = re.search(r"(\d+) (rows|runs)\b", out)
+        if argv[0] != "run":
+            assert rows and int(rows.group(1)) > 0, f"{shown}: no rows: {out}"
+        return
+    if argv[0] == "report":
+        html = Path(out.split("report -> ", 1)[1].strip())
+        assert html.exists(), f"{shown}: no {html}"
+        return
+    counts = re.search(r"^\((\d+) rows?\)$|\((\d+) in all;", out, re.MULTILINE)
+    assert counts, f"{shown}: not a table: {out[:300]}"
+    assert int(counts.group(1) or counts.group(2)) > 0, f"{shown}: no rows"
+
+
+def run_block(block: Block, toy: Path, dest: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(workspace(toy, block, dest))
+    for argv in block.commands:
+        rc, out, err = run_command(argv, capsys)
+        check_command(argv, rc, out, err, dest)
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[f"README.md:{b.line}" for b in BLOCKS])
+def test_readme_block_runs(block, toy, tmp_path, capsys, monkeypatch):
+    if block.needs:
+        pytest.skip(f"needs {block.needs}")
+    run_block(block, toy, tmp_path, capsys, monkeypatch)
+
+
+def test_the_readme_blocks_are_found():
+    """The parser sees the commands the README documents (a parser that finds none would
+    pass every block)."""
+    commands = {argv[0] for b in BLOCKS if not b.needs for argv in b.commands}
+    assert {"query", "best", "merge", "report", "run"} <= commands
+    sql = [a[1] for b in BLOCKS for a in b.commands if a[0] == "query"]
+    assert any("\n" in q and "GROUP BY ALL" in q for q in sql)  # multi-line SQL joined whole
+    assert all(b.needs for b in BLOCKS if any(a[0] == "tune" for a in b.commands))
+
+
+BROKEN = {  # a README block a user could write, and what the check must say
+    "metric the results lack": ("fedsparse best --metric final_test_accuracy", "exit 2"),
+    "unknown option": ("fedsparse best --metrics final_objective", "exit 2"),
+    "data set not in the results": (
+        "fedsparse query \"SELECT * FROM runs\n  WHERE dataset = 'sim-linear-a0.5-b0.5'\"",
+        "no rows",
+    ),
+    "bad sql": ('fedsparse query "SELECT nope FROM runs"', "exit 2"),
+    "file not written": ('fedsparse query "SELECT 1 WHERE false" -o empty.csv', "no rows"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN, ids=list(BROKEN))
+def test_a_broken_readme_command_fails(case, toy, tmp_path, capsys, monkeypatch):
+    command, message = BROKEN[case]
+    (block,) = readme_blocks(f"Try:\n\n```bash\n# a comment\n{command}\n```\n")
+    with pytest.raises(AssertionError, match=message):
+        run_block(block, toy, tmp_path, capsys, monkeypatch)
+
+
+def test_a_needs_marker_skips_only_its_block():
+    text = (
+        "<!-- needs: config/gs-quick.yaml -->\n```bash\nfedsparse best\n```\n\n"
+        "```bash\nsnakemake\nfedsparse query 'SELECT 1' \\\n  --limit 5\n```\n"
+    )
+    marked, plain = readme_blocks(text)
+    assert marked.needs == "config/gs-quick.yaml" and marked.commands == [["best"]]
+    assert plain.needs is None and plain.commands == [["query", "SELECT 1", "--limit", "5"]]
