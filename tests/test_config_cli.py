@@ -12,6 +12,7 @@ import copy
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -261,6 +262,42 @@ def test_malformed_config_file(tmp_path, capsys, name, text):
     output = tmp_path / "out.parquet"
     code, out, err = run_main(["run", str(path), "-o", str(output)], capsys)
     assert_one_line_error(code, out, err, str(path), output)
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("dataset: {kind: synthetic\nrounds: [1\n", ", line 2, column 7: malformed YAML (while"),
+        ("a: 1\n  b: 2\n", ", line 2, column 4: malformed YAML (mapping values"),
+    ],
+)
+def test_malformed_yaml_names_the_file_and_line(tmp_path, capsys, text, where):
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    for args in (["run", str(path), "-o", str(tmp_path / "out.parquet")], ["check", str(path)]):
+        code, out, err = run_main(args, capsys)
+        assert_one_line_error(code, out, err, f"{path}{where}", tmp_path / "out.parquet")
+
+
+def test_check_plans_a_sweep_as_the_workflow_does_without_running_it(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[1]
+    code, out, err = run_main(["check", str(root / "config/quick.yaml")], capsys)
+    assert code == 0 and err == ""
+    assert (
+        out
+        == f"{root / 'config/quick.yaml'}: a valid sweep: 120 runs in 3 shards over 3 data sets\n"
+    )
+    # a second file overrides the first, as `snakemake --configfile A B` merges them
+    (tmp_path / "more.yaml").write_text("grid: {sparsity: [400]}\n")
+    code, out, err = run_main(
+        ["check", str(root / "config/quick.yaml"), str(tmp_path / "more.yaml")], capsys
+    )
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert "more.yaml: grid.sparsity: 400 is larger than the dimension 200 of dataset" in err
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(synth()))
+    code, out, err = run_main(["check", str(path)], capsys)
+    assert code == 0 and out.startswith(f"{path}: a valid run config (")
 
 
 def test_missing_config_file(tmp_path, capsys):

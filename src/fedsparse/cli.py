@@ -30,6 +30,40 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .config import normalize_run_config, read_config_file
+    from .sweep import plan_checked
+
+    merged: dict = {}
+    for path in args.configs:  # later files override earlier ones, as snakemake merges them
+        _merge(merged, read_config_file(path))
+    names = ", ".join(str(p) for p in args.configs)
+    if "datasets" not in merged:  # a run config (fedsparse run)
+        cfg = normalize_run_config(merged)
+        print(f"{names}: a valid run config ({cfg['algorithm']}, {cfg['rounds']} rounds)")
+        return 0
+    try:
+        plan = plan_checked(merged)
+    except FedsparseError as exc:
+        raise type(exc)(f"{names}: {exc}") from None
+    if plan.studies:
+        print(f"{names}: a valid sweep: {len(plan.studies)} Optuna studies")
+    else:
+        print(
+            f"{names}: a valid sweep: {len(plan.runs)} runs in {len(plan.shards)} shards "
+            f"over {len(plan.datasets)} data sets"
+        )
+    return 0
+
+
+def _merge(into: dict, update: dict) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import build_report
 
@@ -140,6 +174,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="run config, YAML or JSON")
     p.add_argument("-o", "--output", type=Path, required=True, help="output .parquet file")
     p.set_defaults(func=_cmd_run)
+    p = sub.add_parser(
+        "check",
+        help="check sweep or run configs as `snakemake` would plan them, without running",
+        description=(
+            "Check sweep configs (or a run config) as the workflow plans them: every value, "
+            "and the runs against their data where the config fixes its shape. Several "
+            "files are merged as `snakemake --configfile A B` merges them. Unlike "
+            "snakemake, a YAML syntax error is reported with its file and line."
+        ),
+    )
+    p.add_argument("configs", type=Path, nargs="+", help="YAML or JSON config files")
+    p.set_defaults(func=_cmd_check)
     p = sub.add_parser("report", help="(re)build the comparison report of results folders")
     _results_folders(p)
     p.add_argument(

@@ -57,6 +57,19 @@ SYNTHETIC_DEFAULTS: dict[str, Any] = {
 # Readings of the simulation data that deviate from the papers' text (issue 20): subtract the
 # features' global mean or each client's own mean. "none" (the papers') stays out of the config.
 CENTERINGS = ("none", "global", "per_client")
+# Readings of the generator itself (issue 25; fedsparse.data.synthetic's docstring has the
+# sources). At these defaults -- the papers' text as we read it -- a key stays out of the
+# canonical config, so run ids from before the keys existed still hold.
+#   alpha_beta_as: variance | std -- how alpha and beta enter N(., alpha), N(0, beta); std is
+#       how FedProx's generator and the Flower baseline (PR #4398) pass them to numpy.
+#   u_mean: the mean of u_i (text 0.1; FedProx's code and Flower's 0).
+#   v_mean: client_scalar | shared_vector -- each client's scalar B_i (text) or one vector
+#       B ~ N(0, beta I_d) shared by all clients (Flower).
+SYNTHETIC_READINGS: dict[str, Any] = {
+    "alpha_beta_as": "variance",
+    "u_mean": 0.1,
+    "v_mean": "client_scalar",
+}
 LIBSVM_DEFAULTS: dict[str, Any] = {
     "path": None,
     "client_key": "qid",
@@ -144,8 +157,19 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
     try:
         loaded = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: malformed config ({' '.join(str(exc).split())})") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}, line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else f"{path}"
+        what = " ".join(
+            str(part)
+            for part in (getattr(exc, "context", None), getattr(exc, "problem", None))
+            if part
+        )
+        raise ConfigError(
+            f"{where}: malformed YAML ({what or ' '.join(str(exc).split())})"
+        ) from None
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: a config must be a mapping of keys to values")
     return loaded
@@ -255,8 +279,10 @@ def dataset_name(ds: dict[str, Any]) -> str:
     if ds.get("name"):
         return ds["name"]
     if ds["kind"] == "synthetic":
-        center = f"-center-{ds['center']}" if ds.get("center") else ""
-        return f"sim-{ds['task']}-a{ds['alpha']:g}-b{ds['beta']:g}{center}"
+        from .data.synthetic import reading_suffix  # data layer, imported lazily
+
+        readings = {k: ds[k] for k in ("center", *SYNTHETIC_READINGS) if k in ds}
+        return f"sim-{ds['task']}-a{ds['alpha']:g}-b{ds['beta']:g}" + reading_suffix(**readings)
     if ds["kind"] == "svmlight":
         if ds.get("source"):
             return ds["source"]
@@ -311,8 +337,8 @@ def normalize_dataset(ds: Any) -> dict[str, Any]:
         )
     kind = ds["kind"]
     if kind == "synthetic":
-        check_keys(ds, ("kind", "center", *SYNTHETIC_DEFAULTS), "dataset")
-        given = {k: v for k, v in ds.items() if k not in ("kind", "center")}
+        check_keys(ds, ("kind", "center", *SYNTHETIC_DEFAULTS, *SYNTHETIC_READINGS), "dataset")
+        given = {k: v for k, v in ds.items() if k not in ("kind", "center", *SYNTHETIC_READINGS)}
         out = {"kind": kind, **SYNTHETIC_DEFAULTS, **given}
         center = ds.get("center", "none")
         if center not in CENTERINGS:
@@ -321,6 +347,7 @@ def normalize_dataset(ds: Any) -> dict[str, Any]:
             )
         if center != "none":  # a deviation from the papers: in the run id and the name
             out["center"] = center
+        out.update(_synthetic_readings(ds))
         if out["task"] not in ("linear", "logistic"):
             raise ConfigError(f"dataset.task: must be linear or logistic, got {out['task']!r}")
         for key in ("clients", "dim", "support", "positives"):
@@ -360,6 +387,28 @@ def normalize_dataset(ds: Any) -> dict[str, Any]:
     if out["name"] is not None:
         _string(out["name"], "dataset.name")
     out["name"] = dataset_name(out)
+    return out
+
+
+def _synthetic_readings(ds: dict[str, Any]) -> dict[str, Any]:
+    """The generator readings a synthetic dataset config sets away from their defaults
+    (SYNTHETIC_READINGS), validated; a key at its default is left out (run ids unchanged)."""
+    out: dict[str, Any] = {}
+    for key, choices in (
+        ("alpha_beta_as", ("variance", "std")),
+        ("v_mean", ("client_scalar", "shared_vector")),
+    ):
+        value = ds.get(key, SYNTHETIC_READINGS[key])
+        if value not in choices:
+            raise ConfigError(
+                f"dataset.{key}: must be one of {', '.join(choices)}, got {value!r}"
+                f"{did_you_mean(str(value), choices)}"
+            )
+        if value != SYNTHETIC_READINGS[key]:
+            out[key] = value
+    u_mean = as_number(ds.get("u_mean", SYNTHETIC_READINGS["u_mean"]), "dataset.u_mean")
+    if u_mean != SYNTHETIC_READINGS["u_mean"]:
+        out["u_mean"] = u_mean
     return out
 
 
