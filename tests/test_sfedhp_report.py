@@ -141,6 +141,15 @@ def test_data_sets_are_matched_to_the_paper_settings():
     assert key is None and "neither setting" in why
     assert paper_setting("cifar", "cifar10", s1, "mlp-1")[0] is None
     assert paper_setting("fmnist-named", "cifar10", s1, "mlp-1")[0] is None  # the source decides
+    # pFedMe's generator (the authors' reading): its sizes are no setting; scored at setting 1
+    from fedsparse.report.sfedhp_section import READINGS
+
+    ac, authors = "label_cycle-l2-tr600-te200-per_client+pooled", READINGS[1].name
+    assert READINGS[1].kind == "authors_code"
+    assert paper_setting("x", "fashion-mnist", ac, "mlp-100-relu", authors)[0] == ("FMNIST", 1)
+    assert paper_setting("x", "fashion-mnist", ac, "mlp-100-relu")[0] is None  # 2 labels, split
+    s2_ac = "label_cycle-l2-tr900-te300-per_client+pooled"
+    assert paper_setting("x", "mnist", s2_ac, "mlp-100-relu", authors)[0] == ("MNIST", 2)
 
 
 def test_paper_rows_follow_the_hyperparameters():
@@ -282,9 +291,20 @@ def _values(runs, algo: str, *keys) -> set:
 
 def test_paper_config_is_tables_one_to_five():
     from fedsparse.config import partition_label
+    from fedsparse.report.claims import reading_of
+    from fedsparse.report.sfedhp_section import READINGS
 
-    runs = _plan("paper")
-    assert len(runs) == 4 * 21 * 3 and {r.config["rounds"] for r in runs} == {800}
+    every = _plan("paper")
+    kinds = {r.run_id: reading_of(READINGS, r.config).kind for r in every}
+    runs = [r for r in every if kinds[r.run_id] == "paper_text"]
+    authors = [r for r in every if kinds[r.run_id] == "authors_code"]
+    # the text's 4 settings, and pFedMe's generator on both data sets (sFedHP at two anchors)
+    assert len(runs) == 4 * 21 * 3 and len(authors) == 2 * (21 + 5) * 3
+    assert len(every) == len(runs) + len(authors) and {r.config["rounds"] for r in every} == {800}
+    for r in authors:  # scored against the setting-1 tables, the generator's sizes being no setting
+        label = partition_label(r.config["partition"])
+        key = paper_setting("", r.config["dataset"]["source"], label, "mlp", READINGS[1].name)[0]
+        assert key[1] == 1 and label.endswith("+pooled")
     assert {r.config["seed"] for r in runs} == {0, 1, 2}
     grid = {5.0, 15.0, 20.0, 25.0, 30.0}
     assert _values(runs, "sfedhp", "lambda1", "lambda2", "gamma1", "gamma2") == {

@@ -37,7 +37,19 @@ from ..query import merge_results
 from ..results import check_results_folder
 from . import analysis as an
 from . import gs_section, ht_section, optuna_section, sfedhp_section, ssca_section
-from .claims import VERDICTS, Family, claims_frame
+from .claims import (
+    AGREES,
+    DERIVED,
+    DISAGREES,
+    NO_CLAIM,
+    NOT_MEASURED,
+    PAPER_CLAIM,
+    VARIATION,
+    Claim,
+    Family,
+    claims_frame,
+    in_reading,
+)
 from .data_section import add_data_section
 from .figures import objective_figure
 from .page import Page
@@ -119,14 +131,15 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     present = set(a.runs["algorithm"])
     pages, claims = [], []
     for family in FAMILIES:
-        if not family.algorithms & present:
+        if not family.algorithms & present:  # its paper's claims, not measured here
+            claims.append(claims_frame(family.unmeasured()))
             continue
         page = _subpage(root, family.title)
-        found = family.build(page, results_dir, tables)
+        found = only_in_variations(family, family.build(page, results_dir, tables))
         page.write(family.page_name(), family.title)
         pages.append((family.page_name(), family.title, f"{len(found)} claims checked"))
         claims.append(claims_frame(found, family))
-    claim_table = pd.concat(claims, ignore_index=True) if claims else claims_frame([])
+    claim_table = pd.concat(claims, ignore_index=True)
     claim_table.to_csv(tables / "claims.csv", index=False)
 
     page = _subpage(root, "Every data set: best configurations and objective curves")
@@ -149,6 +162,30 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     _contents(index, pages, present)
     _footer(index)
     index.write("index.html", "fedsparse reproduction report: " + ", ".join(info["sweeps"]))
+
+
+def only_in_variations(family: Family, claims: list[Claim]) -> list[Claim]:
+    """The claims, plus a "not measured here" row in the paper's own reading for each paper
+    claim that was measured only in a variation, so that the verdict in the paper's setting
+    says so instead of being silent."""
+    own = next((r for r in family.readings if r.kind != VARIATION), None)
+    if own is None:
+        return claims
+    measured = (AGREES, DISAGREES)
+    in_own = {c.claim for c in claims if c.reading_kind not in ("", VARIATION)}
+    extra, seen = [], set()
+    for c in claims:
+        if c.reading_kind != VARIATION or c.claim in in_own or c.claim in seen:
+            continue
+        if c.claim_kind != PAPER_CLAIM or c.verdict not in measured:
+            continue
+        seen.add(c.claim)
+        why = (
+            f"measured only in a variation ({c.reading}); {family.configs} runs the paper's reading"
+        )
+        row = Claim(c.paper, c.claim, c.paper_value, why, NOT_MEASURED, anchor=c.anchor)
+        extra += in_reading([row], own)
+    return extra + claims
 
 
 def _subpage(root: Path, title: str) -> Page:
@@ -174,32 +211,90 @@ def _intro(page: Page, a: an.Analysis, info: dict) -> None:
     page.table(prov)
 
 
+def _counts(rows: pd.DataFrame) -> str:
+    """'3 agree, 1 does not agree, 2 not measured here' (verdicts that occur, in order)."""
+    counts = rows["verdict"].value_counts()
+    words = {
+        AGREES: "agree",
+        DISAGREES: "do not agree",
+        NOT_MEASURED: "not measured here",
+        NO_CLAIM: "where the paper makes no claim",
+    }
+    parts = [f"{counts[v]} {words[v]}" for v in words if counts.get(v, 0)]
+    return ", ".join(parts) or "none"
+
+
+def _names(rows: pd.DataFrame) -> str:
+    return ", ".join(dict.fromkeys(r for r in rows["reading"] if r)) or "unnamed"
+
+
+def paper_verdicts(claims: pd.DataFrame) -> list[str]:
+    """Per paper, one sentence: the verdict in the paper's own readings, then in our variations,
+    then our derived expectations (never counted as the paper's claims)."""
+    out = []
+    for paper, rows in claims.groupby("paper", sort=False):
+        paper_rows = rows[rows["claim_kind"] == PAPER_CLAIM]
+        own = paper_rows[paper_rows["reading_kind"] != VARIATION]
+        var = paper_rows[paper_rows["reading_kind"] == VARIATION]
+        groups = list(own.groupby("reading", sort=False))
+        if len(groups) > 1:  # its text and its authors' code: a verdict in each
+            text = f"{paper}: in the paper's readings, " + "; ".join(
+                f"{name} ({rows['reading_kind'].iloc[0]}): {_counts(rows)}" for name, rows in groups
+            )
+        else:
+            text = f"{paper}: in the paper's reading ({_names(own)}): {_counts(own)}"
+        if len(var):
+            text += f"; in our variations ({_names(var)}): {_counts(var)}"
+        derived = rows[rows["claim_kind"] == DERIVED]
+        if len(derived):
+            text += f"; derived expectations of ours (not the paper's claims): {_counts(derived)}"
+        only = own.loc[own["ours"].str.startswith("measured only in a variation"), "claim"]
+        if len(only):
+            text += (
+                f". Measured only in a variation: {len(only)} claim{'s' if len(only) > 1 else ''}"
+            )
+        out.append(text + ".")
+    return out
+
+
 def _claims(page: Page, claims: pd.DataFrame) -> None:
-    """The table of every paper claim these results speak to, each linked to its evidence."""
+    """The table of every paper claim, per paper: the verdict in the paper's own setting first,
+    each row linked to its evidence."""
     page.add('<h2 id="claims">Paper claims and our measurements</h2>')
     if claims.empty:
         page.text("p", "These results hold no runs any paper claim is about.", "note")
         return
-    counts = claims["verdict"].value_counts()
     page.text(
         "p",
-        "Every claim of the source papers that the data of this sweep can speak to, with our "
-        "number beside the paper's: "
-        + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-        + ". Each row links to the figures and tables that measured it.",
+        "Each paper's claims, first in the paper's own reading (its text, or its authors' code "
+        "where the text is silent or contradicts it), then in our variations, which are "
+        "sensitivity studies beside it. A claim the paper makes at one setting is scored there "
+        "only; elsewhere its row says the paper makes no claim there. Derived rows are "
+        "expectations of ours, not the paper's.",
     )
-    head = ["claim", "where", "paper's number", "ours", "verdict", ""]
-    rows, paper = [], None
-    for c in claims.itertuples():
-        if c.paper != paper:  # one group of rows per paper
-            paper = c.paper
-            rows.append(f'<tr><th colspan="{len(head)}">{html.escape(paper)}</th></tr>')
-        link = f'<a href="{html.escape(c.link)}">details</a>' if c.link else ""
-        cells = [c.claim, c.where, c.paper_value, c.ours]
-        tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
-        cls = {"agrees": "agree", "does not agree": "disagree"}.get(c.verdict, "unmeasured")
-        verdict = f'<td class="{cls}">{html.escape(c.verdict)}</td>'
-        rows.append(f"<tr>{tds}{verdict}<td>{link}</td></tr>")
+    items = "".join(f"<li>{html.escape(t)}</li>" for t in paper_verdicts(claims))
+    page.add(f'<ul class="verdicts">{items}</ul>')
+    head = ["claim", "kind", "reading", "where", "paper's number", "ours", "verdict", ""]
+    rows = []
+    for paper, group in claims.groupby("paper", sort=False):
+        rows.append(f'<tr><th colspan="{len(head)}">{html.escape(paper)}</th></tr>')
+        readings = group.drop_duplicates("reading")
+        notes = "".join(
+            f"<li><b>{html.escape(r.reading)}</b> ({html.escape(r.reading_kind)}): "
+            f"{html.escape(r.reading_description)}</li>"
+            for r in readings.itertuples()
+            if r.reading
+        )
+        if notes:
+            rows.append(f'<tr><td colspan="{len(head)}"><ul>{notes}</ul></td></tr>')
+        for c in group.itertuples():
+            link = f'<a href="{html.escape(c.link)}">details</a>' if c.link else ""
+            reading = f"{c.reading} ({c.reading_kind})" if c.reading else ""
+            cells = [c.claim, c.claim_kind, reading, c.where, c.paper_value, c.ours]
+            tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
+            cls = {AGREES: "agree", DISAGREES: "disagree"}.get(c.verdict, "unmeasured")
+            verdict = f'<td class="{cls}">{html.escape(c.verdict)}</td>'
+            rows.append(f"<tr>{tds}{verdict}<td>{link}</td></tr>")
     ths = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     page.add(f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
@@ -288,8 +383,11 @@ def _footer(page: Page) -> None:
         "p",
         "Verdicts: agrees (our measurement matches the paper's claim within the tolerance its "
         "page states), does not agree, not measured here (the claim needs runs or data these "
-        "results do not have; the row says which). f* is the lowest finite objective seen on a "
-        "data set across all runs; f - f* is clipped at 1e-12 max(1, |f*|) for the log axis. "
+        "results do not have; the row says which), the paper makes no claim here (we measured "
+        "a setting the paper states no claim for: not a refutation). f̂ is the lowest finite "
+        "objective any run on a data set reached (every run, plotted or not): an estimate of "
+        "f*, not the optimum, so the run that reached it drops to the clip at that round; "
+        "f - f̂ is clipped at 1e-12 max(1, |f̂|) for the log axis. "
         "Bytes are the cumulative bytes sent up and down (dense vectors d x 8 bytes, sparse ones "
         "τ x 12 bytes). Tables are also in tables/*.csv, figures in figures/*.png. Heatmap "
         "colours span at most 4 decades above the best cell; larger (blown-up but finite) "

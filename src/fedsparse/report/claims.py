@@ -6,6 +6,14 @@ figures and tables into ``page`` and returns the paper claims it checked as ``Cl
 report's index gathers every family's claims into one table with a link to the section that
 measured each. The claims live next to the code that measures them; nothing else in the report
 knows a family's algorithms.
+
+Readings. Where a paper is silent, or its text and its authors' code differ (labels per client,
+where test rows come from, the initial point, a model standing in for one we cannot run), a
+*reading* names the choice: ``paper_text``, ``authors_code`` or ``variation`` (ours). A family
+declares its readings as predicates over a run's normalised config, so a reading is recognised
+from what a run did, never from a label in the config (run ids do not change), and each claim
+row says which reading it was measured in. A claim is ``paper`` (the paper makes it) or
+``derived`` (an expectation of ours); a derived claim is never counted as the paper's.
 """
 
 from __future__ import annotations
@@ -18,18 +26,89 @@ import pandas as pd
 
 __all__ = [
     "AGREES",
+    "AUTHORS_CODE",
+    "CLAIM_KINDS",
+    "COLUMNS",
+    "DERIVED",
     "DISAGREES",
     "NOT_MEASURED",
+    "NO_CLAIM",
+    "PAPER_CLAIM",
+    "PAPER_TEXT",
+    "READING_KINDS",
+    "VARIATION",
     "VERDICTS",
     "Claim",
     "Family",
+    "Reading",
     "claims_frame",
+    "in_reading",
+    "reading_of",
     "results_algorithms",
+    "run_configs",
     "verdict_of",
 ]
 
 AGREES, DISAGREES, NOT_MEASURED = "agrees", "does not agree", "not measured here"
-VERDICTS = (AGREES, DISAGREES, NOT_MEASURED)
+# a measurement at a setting the paper states no claim for (not a refutation, not a gap)
+NO_CLAIM = "the paper makes no claim here"
+VERDICTS = (AGREES, DISAGREES, NOT_MEASURED, NO_CLAIM)
+PAPER_TEXT, AUTHORS_CODE, VARIATION = "paper_text", "authors_code", "variation"
+READING_KINDS = (PAPER_TEXT, AUTHORS_CODE, VARIATION)  # the paper's own readings first
+PAPER_CLAIM, DERIVED = "paper", "derived"
+CLAIM_KINDS = (PAPER_CLAIM, DERIVED)
+COLUMNS = [
+    "paper",
+    "claim",
+    "claim_kind",
+    "reading",
+    "reading_kind",
+    "where",
+    "paper_value",
+    "ours",
+    "verdict",
+    "reading_description",
+    "anchor",
+    "link",
+]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of a paper: ``name`` (short, shown in the claims table), ``kind`` (one of
+    READING_KINDS), ``description`` (one sentence: what differs from the paper's text) and
+    ``matches``, a predicate over a run's normalised config (the dict of ``config_json``)."""
+
+    name: str
+    kind: str
+    description: str
+    matches: Callable[[dict], bool] = field(compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.kind not in READING_KINDS:
+            raise ValueError(f"reading kind {self.kind!r}: must be one of {READING_KINDS}")
+
+
+def reading_of(readings: tuple[Reading, ...], config: dict) -> Reading:
+    """The first of a family's ``readings`` that matches a run's ``config``; a family's last
+    reading matches anything (its variation)."""
+    for r in readings:
+        if r.matches(config):
+            return r
+    raise ValueError(f"no reading matches the run config {config!r}")
+
+
+def run_configs(results_dir: str | Path) -> dict[str, dict]:
+    """Each run's normalised config (``runs.config_json``), by run id."""
+    import json
+
+    from ..results import read_results, to_frame
+
+    df = to_frame(read_results([results_dir], "SELECT run_id, config_json FROM runs"))
+    return {
+        str(rid): (json.loads(text) if isinstance(text, str) else {})
+        for rid, text in zip(df["run_id"], df["config_json"], strict=True)
+    }
 
 
 @dataclass(frozen=True)
@@ -40,7 +119,9 @@ class Claim:
     sentence; paper_value: the paper's number ("" when the claim is qualitative); ours: our
     number with seeds and spread ("84.1 ± 0.4 % over 3 seeds"); verdict: one of VERDICTS;
     where: the data set or setting measured; anchor: the id of the HTML element on the
-    family's page that shows the measurement (the report turns it into a link).
+    family's page that shows the measurement (the report turns it into a link); claim_kind:
+    ``paper`` or ``derived``; reading, reading_kind, reading_description: the reading the
+    measurement was made in (``in_reading`` sets them).
     """
 
     paper: str
@@ -50,37 +131,77 @@ class Claim:
     verdict: str
     where: str = ""
     anchor: str = ""
+    claim_kind: str = PAPER_CLAIM
+    reading: str = ""
+    reading_kind: str = ""
+    reading_description: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim verdict {self.verdict!r}: must be one of {VERDICTS}")
+        if self.claim_kind not in CLAIM_KINDS:
+            raise ValueError(f"claim kind {self.claim_kind!r}: must be one of {CLAIM_KINDS}")
+        if self.reading_kind not in ("", *READING_KINDS):
+            raise ValueError(f"reading kind {self.reading_kind!r}: must be one of {READING_KINDS}")
+
+
+def in_reading(claims: list[Claim], reading: Reading) -> list[Claim]:
+    """The claims, marked as measured in ``reading``."""
+    return [
+        replace(
+            c,
+            reading=reading.name,
+            reading_kind=reading.kind,
+            reading_description=reading.description,
+        )
+        for c in claims
+    ]
 
 
 @dataclass(frozen=True)
 class Family:
     """A family's page: ``key`` names the file (``key.html``), ``algorithms`` decide whether the
-    results hold any of its runs, ``build`` writes the page and returns the claims."""
+    results hold any of its runs, ``build`` writes the page and returns the claims.
+    ``readings``: the family's readings, the paper's own first and a catch-all variation last;
+    ``headline``: the paper's headline claims as (claim, paper's number, claim_kind), listed as
+    not measured when the results hold no run of the family; ``configs``: the config files
+    that measure them."""
 
     key: str
     title: str
     paper: str
     algorithms: frozenset[str]
     build: Callable[..., list[Claim]] = field(compare=False)
+    readings: tuple[Reading, ...] = ()
+    headline: tuple[tuple[str, str, str], ...] = ()
+    configs: str = ""
 
     def page_name(self) -> str:
         return f"{self.key}.html"
 
+    def unmeasured(self) -> list[Claim]:
+        """The headline claims, not measured: no run of this family in the results."""
+        why = f"no runs of this family in these results; {self.configs} measures this"
+        own = next((r for r in self.readings if r.kind != VARIATION), None)
+        out = [
+            Claim(self.paper, c, v, why, NOT_MEASURED, claim_kind=k) for c, v, k in self.headline
+        ]
+        return in_reading(out, own) if own is not None else out
+
 
 def claims_frame(claims: list[Claim], family: Family | None = None) -> pd.DataFrame:
-    """The claims as the index's table; links point into the family's page."""
+    """The claims as the index's table, the paper's own readings first (stable otherwise);
+    links point into the family's page."""
     rows = []
     for c in claims:
         link = ""
         if family is not None:
             link = family.page_name() + (f"#{c.anchor}" if c.anchor else "")
         rows.append({**vars(replace(c)), "link": link})
-    cols = ["paper", "claim", "where", "paper_value", "ours", "verdict", "anchor", "link"]
-    return pd.DataFrame(rows, columns=cols)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    rank = {k: i for i, k in enumerate(READING_KINDS)}
+    key = df["reading_kind"].map(rank).fillna(len(rank))
+    return df.iloc[key.argsort(kind="stable")].reset_index(drop=True)
 
 
 def verdict_of(holds: bool | None) -> str:

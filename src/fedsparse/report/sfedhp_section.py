@@ -28,7 +28,21 @@ import pandas as pd
 
 from ..results import HYPERPARAMETER_COLUMNS, read_results, sql_ident, to_frame
 from .analysis import slugify
-from .claims import NOT_MEASURED, Claim, Family, verdict_of
+from .claims import (
+    AUTHORS_CODE,
+    DERIVED,
+    NOT_MEASURED,
+    PAPER_CLAIM,
+    PAPER_TEXT,
+    VARIATION,
+    Claim,
+    Family,
+    Reading,
+    in_reading,
+    reading_of,
+    run_configs,
+    verdict_of,
+)
 from .figures import plt
 
 PAPER = "Liu et al., sFedHP (seed 002)"
@@ -130,6 +144,51 @@ NOTE = (
 )
 SPARSE_DENSITY, SPARSE_SAVING = 0.25, 0.70  # Fig. 3's "20 % density", "about 80 % fewer bits"
 
+# ---- readings: where each client's labels and test rows come from ------------------------
+
+
+def _partition(config: dict) -> dict:
+    part = config.get("partition")
+    return part if isinstance(part, dict) else {}
+
+
+def _label_cycle(config: dict, labels: int, pooled: bool) -> bool:
+    part = _partition(config)
+    return (
+        part.get("kind") == "label_cycle"
+        and part.get("labels_per_client") == labels
+        and (part.get("test_pool", "split") == "pooled") == pooled  # absent: split
+    )
+
+
+READINGS = (
+    Reading(
+        "5 labels, test rows from the test file",
+        PAPER_TEXT,
+        "§4.1's text: each client holds 5 of the 10 labels, its train rows from the train file "
+        "and its test rows from the test file.",
+        lambda c: _label_cycle(c, 5, pooled=False),
+    ),
+    Reading(
+        "2 labels, pooled (pFedMe's generator)",
+        AUTHORS_CODE,
+        "pFedMe's public generator, which the paper says it follows: each client holds 2 labels "
+        "(not §4.1's 5), and the train and test files are pooled, each client's test rows drawn "
+        "from the pool like its train rows; scored against the paper's setting-1 tables unless "
+        "its sizes are setting 2's.",
+        lambda c: _label_cycle(c, 2, pooled=True),
+    ),
+    Reading(
+        "another partition",
+        VARIATION,
+        "A partition neither the paper's text nor pFedMe's generator describes (another number "
+        "of labels, another source of test rows, or another partitioner).",
+        lambda c: True,
+    ),
+)
+TEXT_READING = READINGS[0]
+
+
 # ---- reading the traces ----------------------------------------------------------------------
 
 HP = tuple(HYPERPARAMETER_COLUMNS)
@@ -163,7 +222,9 @@ def family_traces(results_dir: str | Path) -> pd.DataFrame:
         df[c] = 100.0 * df[c].astype(float)
     runs = to_frame(read_results([results_dir], "SELECT run_id, status, config_json FROM runs"))
     runs["source"] = [_source(j) for j in runs["config_json"]]
-    df = df.merge(runs[["run_id", "status", "source"]], on="run_id", how="left")
+    configs = run_configs(results_dir)
+    runs["reading"] = [reading_of(READINGS, configs[str(r)]).name for r in runs["run_id"]]
+    df = df.merge(runs[["run_id", "status", "source", "reading"]], on="run_id", how="left")
     return _with_configs(df)
 
 
@@ -226,8 +287,10 @@ def sparse_mask(frame: pd.DataFrame) -> pd.Series:
 # ---- matching to the paper -------------------------------------------------------------------
 
 
-def paper_setting(name: str, source: str, partition: str, model: str):
-    """((data, setting), why) of a data set: the paper table it reproduces, or None and why not."""
+def paper_setting(name: str, source: str, partition: str, model: str, reading: str = ""):
+    """((data, setting), why) of a data set: the paper table it reproduces, or None and why not.
+    In the authors' reading (2 labels, pooled) the sizes are the generator's, not a setting's:
+    it is scored against setting 1 unless they are setting 2's."""
     text = (source or name).lower()  # the source decides; the name only when there is none
     if re.search("fmnist|fashion", text):
         data = "FMNIST"
@@ -235,8 +298,12 @@ def paper_setting(name: str, source: str, partition: str, model: str):
         data = "MNIST"
     else:
         return None, "not MNIST or Fashion-MNIST"
-    m = re.match(r"label_cycle-l5-tr(\d+)-te(\d+)", str(partition))
-    setting = SETTINGS.get((int(m.group(1)), int(m.group(2)))) if m else None
+    m = re.match(r"label_cycle-l(\d+)-tr(\d+)-te(\d+)", str(partition))
+    sizes = (int(m.group(2)), int(m.group(3))) if m else None
+    setting = SETTINGS.get(sizes) if m and m.group(1) == "5" else None
+    authors = READINGS[1].name
+    if m and m.group(1) == "2" and reading == authors:
+        setting = SETTINGS.get(sizes, 1)
     if setting is None:
         return None, f"partition {partition} is neither setting 1 (200/800) nor 2 (900/300)"
     if not str(model).startswith("mlp"):
@@ -290,6 +357,7 @@ def run_scores(df: pd.DataFrame) -> pd.DataFrame:
         "label",
         "seed",
         "status",
+        "reading",
         *HP,
     ]
     out = first[[c for c in keep if c in first.columns]].copy()
@@ -307,7 +375,7 @@ def config_summary(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over seeds per (data set, configuration)."""
     keys = ["dataset", "algorithm", "config"]
     g = scores.groupby(keys, sort=False)
-    out = g.first()[["label", "partition", "model", "source", "rounds", *HP]]
+    out = g.first()[["label", "partition", "model", "source", "reading", "rounds", *HP]]
     out["seeds"] = g["seed"].nunique()
     out["rounds"] = g["rounds"].max()  # a diverged run stops early
     out["diverged"] = g["status"].apply(lambda s: int((s == "diverged").sum()))
@@ -622,7 +690,7 @@ def _pm_gap_claim(summary, key, name, where, anchor) -> Claim:
     pm = _best_per_method(summary, "pm_best", [a for a in PERSONALISED if a != "sfedhp"])
     if not len(dense) or not len(pm):
         why = "needs dense sFedHP and another personalised method with PM values"
-        return Claim(PAPER, claim, paper, why, NOT_MEASURED, where, anchor)
+        return Claim(PAPER, claim, paper, why, NOT_MEASURED, where, anchor, DERIVED)
     ours_sf = float(dense.loc[dense["lambda1"] == lam, "pm_best"].iloc[0])
     gap, best = float(pm.max()) - ours_sf, pm.idxmax()
     ours = (
@@ -630,11 +698,15 @@ def _pm_gap_claim(summary, key, name, where, anchor) -> Claim:
         "best over rounds, mean over seeds)"
     )
     ok = abs(gap - paper_gap) <= AGREE_PP
-    return Claim(PAPER, claim, paper, ours, verdict_of(ok), where, anchor)
+    return Claim(PAPER, claim, paper, ours, verdict_of(ok), where, anchor, DERIVED)
 
 
-def convex_claims(summary: pd.DataFrame, traces: pd.DataFrame) -> list[Claim]:
-    """Fig. 2: on MLR, GM(sFedHP) >= GM(pFedMe) >= GM(HierFAVG), and sFedHP converges faster."""
+def convex_claims(
+    summary: pd.DataFrame, traces: pd.DataFrame, readings: dict | None = None
+) -> list[Claim]:
+    """Fig. 2: on MLR, GM(sFedHP) >= GM(pFedMe) >= GM(HierFAVG), and sFedHP converges faster;
+    each data set's claims in its reading (``readings``: data set -> Reading)."""
+    readings = readings or {}
     claim = "Convex (MLR) comparison: GM test accuracy orders sFedHP ≥ pFedMe ≥ HierFAVG (Fig. 2)"
     speed = (
         "Convex (MLR) comparison: sFedHP converges faster than pFedMe (Fig. 2; ours: the "
@@ -658,13 +730,22 @@ def convex_claims(summary: pd.DataFrame, traces: pd.DataFrame) -> list[Claim]:
             )
             + f" (best over rounds; mean ± std over {int(top['seeds'].min())} seed(s))"
         )
-        found.append(Claim(PAPER, claim, paper, ours, verdict_of(bool(ok)), ds, anchor))
         auc = _auc(traces[traces["dataset"] == ds], rows)
-        ours = f"sFedHP {auc['sfedhp']:.2f} %, pFedMe {auc['pfedme']:.2f} %"
-        found.append(
-            Claim(
-                PAPER, speed, "", ours, verdict_of(bool(auc["sfedhp"] > auc["pfedme"])), ds, anchor
-            )
+        faster = verdict_of(bool(auc["sfedhp"] > auc["pfedme"]))
+        found += in_reading(
+            [
+                Claim(PAPER, claim, paper, ours, verdict_of(bool(ok)), ds, anchor),
+                Claim(
+                    PAPER,
+                    speed,
+                    "",
+                    f"sFedHP {auc['sfedhp']:.2f} %, pFedMe {auc['pfedme']:.2f} %",
+                    faster,
+                    ds,
+                    anchor,
+                ),
+            ],
+            readings.get(ds, TEXT_READING),
         )
     if found:
         return found
@@ -672,10 +753,10 @@ def convex_claims(summary: pd.DataFrame, traces: pd.DataFrame) -> list[Claim]:
         "no linear-model (MLR) data set with sFedHP, pFedMe and HierFAVG runs here; "
         "config/sfedhp-convex.yaml makes them"
     )
-    return [
-        Claim(PAPER, claim, paper, why, NOT_MEASURED),
-        Claim(PAPER, speed, "", why, NOT_MEASURED),
-    ]
+    return in_reading(
+        [Claim(PAPER, claim, paper, why, NOT_MEASURED), Claim(PAPER, speed, "", why, NOT_MEASURED)],
+        TEXT_READING,
+    )
 
 
 def _auc(traces: pd.DataFrame, summary: pd.DataFrame) -> pd.Series:
@@ -685,9 +766,16 @@ def _auc(traces: pd.DataFrame, summary: pd.DataFrame) -> pd.Series:
     return rows.groupby("algorithm")["test_accuracy"].mean()
 
 
-def sparse_claims(summary: pd.DataFrame) -> list[Claim]:
+def sparse_claims(summary: pd.DataFrame, readings: dict | None = None) -> list[Claim]:
     """Fig. 3: sparse sFedHP reaches about 20 % density, about 80 % fewer bits than pFedMe, and
-    a GM accuracy close to pFedMe's."""
+    a GM accuracy close to pFedMe's; each data set's claims in its reading."""
+    found = _sparse_claims(summary)
+    readings = readings or {}
+    return [c for ds, mine in found for c in in_reading(mine, readings.get(ds, TEXT_READING))]
+
+
+def _sparse_claims(summary: pd.DataFrame) -> list[tuple[str, list[Claim]]]:
+    """(data set, its claims) per sparse run; ("", not measured) when there is none."""
     texts = (
         (
             f"Sparse sFedHP's model density falls to about 20 % (Fig. 3b; agreeing: the final "
@@ -706,8 +794,10 @@ def sparse_claims(summary: pd.DataFrame) -> list[Claim]:
         ),
     )
     sparse = summary[(summary["algorithm"] == "sfedhp") & sparse_mask(summary)]
-    claims = []
+    out = []
     for _, r in sparse.iterrows():
+        claims: list[Claim] = []
+        out.append((r.dataset, claims))
         pf = summary[(summary["dataset"] == r.dataset) & (summary["algorithm"] == "pfedme")]
         anchor, seeds = f"sfedhp-{slugify(r.dataset)}-sparse", f"{r.seeds} seed(s)"
         where = f"{r.dataset}: {r.label}"
@@ -751,10 +841,10 @@ def sparse_claims(summary: pd.DataFrame) -> list[Claim]:
                 anchor,
             )
         )
-    if claims:
-        return claims
+    if out:
+        return out
     why = "no sFedHP run with γ1 or γ2 > 0 here; config/sfedhp-sparse.yaml makes one"
-    return [Claim(PAPER, *t, why, NOT_MEASURED) for t in texts]
+    return [("", [Claim(PAPER, *t, why, NOT_MEASURED) for t in texts])]
 
 
 def lambda_table(summary: pd.DataFrame, key) -> pd.DataFrame:
@@ -781,9 +871,9 @@ def lambda_claims(table: pd.DataFrame, key, where: str, anchor: str) -> list[Cla
     lo, hi = table.iloc[0], table.iloc[-1]
     span = f"λ = {lo['lambda']:g} → {hi['lambda']:g}"
     out = []
-    for col, claim, up in (
-        ("gm", LAMBDA_CLAIMS[0], True),
-        ("pm", LAMBDA_CLAIMS[1], False),
+    for col, claim, up, kind in (
+        ("gm", LAMBDA_CLAIMS[0], True, PAPER_CLAIM),  # §V-B: "properly increasing λ" helps
+        ("pm", LAMBDA_CLAIMS[1], False, DERIVED),  # our reading of the tables' numbers
     ):
         paper_col = f"paper {col.upper()}"
         paper = (
@@ -793,7 +883,7 @@ def lambda_claims(table: pd.DataFrame, key, where: str, anchor: str) -> list[Cla
         )
         a, b = lo[f"{col}_best"], hi[f"{col}_best"]
         if pd.isna(a) or pd.isna(b):
-            out.append(Claim(PAPER, claim, paper, "no values", NOT_MEASURED, where, anchor))
+            out.append(Claim(PAPER, claim, paper, "no values", NOT_MEASURED, where, anchor, kind))
             continue
         holds = b > a if up else b < a
         out.append(
@@ -805,6 +895,7 @@ def lambda_claims(table: pd.DataFrame, key, where: str, anchor: str) -> list[Cla
                 verdict_of(bool(holds)),
                 where,
                 anchor,
+                kind,
             )
         )
     return out
@@ -829,24 +920,28 @@ def build(page, results_dir: Path, tables: Path) -> list[Claim]:
         page.text("p", "No runs of this family in the results.")
         return []
     summary = config_summary(run_scores(df))
+    by_name = {r.name: r for r in READINGS}
+    readings = {ds: by_name[r] for ds, r in summary.groupby("dataset")["reading"].first().items()}
+    said = " ".join(f"{r.name} ({r.kind}): {r.description}" for r in READINGS)
+    page.text("p", "Readings, recognised from each run's partition. " + said, cls="muted")
     claims: list[Claim] = []
     frames, lam_frames = [], []
     page.add('<h2 id="sfedhp-accuracy">GM and PM accuracy against the paper</h2>')
     for ds, rows in summary.groupby("dataset", sort=True):
         found, table, lam = _dataset_section(page, ds, rows, df[df["dataset"] == ds])
-        claims += found
+        claims += in_reading(found, readings[ds])
         frames.append(table)
         if len(lam):
             lam_frames.append(lam)
     if not lam_frames:
         why = "sFedHP ran with one λ only; config/sfedhp-paper.yaml has the grid"
-        claims.append(Claim(PAPER, LAMBDA_CLAIMS[0], "", why, NOT_MEASURED))
-    claims += convex_claims(summary, df)
-    claims += sparse_claims(summary)
+        claims += in_reading([Claim(PAPER, LAMBDA_CLAIMS[0], "", why, NOT_MEASURED)], TEXT_READING)
+    claims += convex_claims(summary, df, readings)
+    claims += sparse_claims(summary, readings)
     if not any(t["paper_setting"].str.contains("Table").any() for t in frames):
         why = "no network run on a paper setting (MNIST / FMNIST, label_cycle 200/800 or 900/300)"
-        claims.insert(0, Claim(PAPER, "sFedHP's GM / PM accuracy (Tables I–V)", "", why,
-                               NOT_MEASURED))  # fmt: skip
+        missing = Claim(PAPER, "sFedHP's GM / PM accuracy (Tables I–V)", "", why, NOT_MEASURED)
+        claims = in_reading([missing], TEXT_READING) + claims
     pd.concat(frames).to_csv(tables / "sfedhp_accuracy.csv", index=False)
     if lam_frames:
         pd.concat(lam_frames).to_csv(tables / "sfedhp_lambda.csv", index=False)
@@ -858,7 +953,9 @@ def _dataset_section(page, ds: str, rows: pd.DataFrame, curves: pd.DataFrame):
     """One data set's part of the page: (claims, results table, lambda table)."""
     slug = slugify(ds)
     first = rows.iloc[0]
-    key, why = paper_setting(ds, first["source"], first["partition"], first["model"])
+    key, why = paper_setting(
+        ds, first["source"], first["partition"], first["model"], first["reading"]
+    )
     where = f"{ds} ({why}; {first['model']}, {int(rows['rounds'].max())} rounds)"
     page.add(f'<h3 id="sfedhp-{slug}">{html.escape(ds)}: {html.escape(why)}</h3>')
     order = {a: k for k, a in enumerate(NAMES)}
@@ -926,10 +1023,29 @@ def _esc(text: str) -> str:
 FAMILY = Family(
     key="sfedhp",
     title="sFedHP and its personalised baselines (seed 002)",
-    paper="Liu, Wang, Shao, Li: Sparse Federated Learning with Hierarchical Personalization "
-    "Models (sFedHP)",
+    paper=PAPER,
     algorithms=frozenset(PERSONALISED),
     build=build,
+    readings=READINGS,
+    headline=(
+        (
+            "sFedHP's GM / PM accuracy (Tables I–V)",
+            "e.g. FMNIST setting 1, λ = 20: GM 85.64 ± 0.04 %, PM 98.42 %",
+            PAPER_CLAIM,
+        ),
+        (
+            "sFedHP has the best GM accuracy of all methods (Table I)",
+            "e.g. FMNIST setting 1: sFedHP 85.64 %, next HierFAVG 83.55 %",
+            PAPER_CLAIM,
+        ),
+        (
+            "Hierarchical FedAvg beats flat FedAvg in GM accuracy (Table I)",
+            "e.g. FMNIST setting 1: HierFAVG 83.55 %, FedAvg 79.11 %",
+            PAPER_CLAIM,
+        ),
+        (LAMBDA_CLAIMS[0], "the tables' trend over λ ∈ {5, ..., 30}", PAPER_CLAIM),
+    ),
+    configs="config/sfedhp-quick.yaml",
 )
 
 __all__ = ["FAMILY", "build", "paper_setting", "paper_values", "statement"]
