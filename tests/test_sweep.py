@@ -152,6 +152,108 @@ def test_plan_file_gives_each_shard_its_runs_and_is_rewritten_only_on_change(tmp
     assert len(read_plan_shard(path, shard, cfg)) == quick()["shard_size"]
 
 
+def test_a_plan_read_from_its_file_equals_the_plan(tmp_path):
+    from fedsparse.sweep import read_plan, write_plan_file
+
+    cfg, path = quick(), tmp_path / "plan.parquet"
+    plan = plan_sweep(cfg)
+    write_plan_file(plan, cfg, path)
+    read = read_plan(path, cfg)
+    assert (read.name, read.datasets, list(read.shards)) == (
+        plan.name,
+        plan.datasets,
+        list(plan.shards),
+    )
+    shard = list(plan.shards)[1]
+    assert read.shard_dataset(shard) == plan.shard_dataset(shard)
+    assert [(r.run_id, r.config) for r in read.shards[shard]] == [
+        (r.run_id, r.config) for r in plan.shards[shard]
+    ]
+    assert read.shard_priority(shard) == plan.shard_priority(shard)
+
+
+def test_the_seeds_of_a_configuration_hash_as_their_own_configs_would():
+    from fedsparse.config import run_ids
+
+    cfg = normalize_run_config(
+        {
+            "dataset": dict(SMALL_LINEAR, seed=7),
+            "algorithm": "fedht",
+            "rounds": 3,
+            "params": {"stepsize": 0.1, "sparsity": 5},
+            "partition": {"kind": "iid", "clients": 3, "seed": 5},
+        }
+    )
+    seeds = [0, 1, 7, 5, 123456]  # also the values of nested seeds
+    assert run_ids(cfg, seeds) == [run_id({**cfg, "seed": s}) for s in seeds]
+
+
+def test_a_cluster_jobs_snakemake_reads_the_plan_and_never_plans(tmp_path):
+    """A plan that would fail if made again (its data file is gone) still gives the job
+    its DAG: the job's Snakemake (--mode remote) read the plan file."""
+    import subprocess
+    import sys
+
+    from fedsparse.sweep import plan_checked, plan_file_path, write_plan_file
+
+    (tmp_path / "rows.svm").write_text(
+        "".join(f"{i % 2 * 2 - 1} qid:{i % 3} 1:{i}\n" for i in range(30))
+    )
+    cfg = {
+        "sweep": "remote",
+        "rounds": 2,
+        "datasets": {
+            "svm": {
+                "data": {"kind": "libsvm", "path": "rows.svm"},
+                "model": {"loss": "least_squares"},
+            }
+        },
+        "algorithms": ["fedht"],
+        "grid": {"stepsize": [0.1], "sparsity": [1]},
+    }
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(cfg))
+    cfg = yaml.safe_load((tmp_path / "sweep.yaml").read_text())  # as Snakemake reads it
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "rows.svm").rename(tmp_path / "elsewhere.svm")
+    snakemake = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(root / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(tmp_path / "sweep.yaml"),
+        "-n",
+    ]
+    proc = subprocess.run(snakemake, capture_output=True, text=True)
+    assert proc.returncode == 1 and "datasets.svm.data.path: no such file" in proc.stderr
+    (tmp_path / "elsewhere.svm").rename(tmp_path / "rows.svm")
+    import os
+
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        write_plan_file(plan_checked(cfg), cfg, plan_file_path(tmp_path / "results/shards"))
+    finally:
+        os.chdir(here)
+    (tmp_path / "rows.svm").unlink()
+    job = ["--mode", "remote", "--target-jobs", "run_shard:shard=svm--0000", "--quiet"]
+    proc = subprocess.run(snakemake + job, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_data_job_builds_its_data_set_without_planning(tmp_path, monkeypatch):
+    from fedsparse import pipeline
+
+    cfg = quick()
+    spec = plan_sweep(cfg).datasets["sim-linear-a0.1-b0.1"]
+    monkeypatch.setattr(pipeline, "plan_sweep", lambda sweep: pytest.fail("planned the sweep"))
+    pipeline.make_data(cfg, "sim-linear-a0.1-b0.1", tmp_path / "d", spec=spec)
+    assert (tmp_path / "d/meta.json").is_file()
+
+
 @pytest.mark.parametrize("case", ["missing", "stale", "no such shard", "not parquet"])
 def test_an_unusable_plan_file_is_one_line_naming_it(tmp_path, case):
     from fedsparse.sweep import PlanFileError, read_plan_shard, write_plan_file

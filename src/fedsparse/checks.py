@@ -47,9 +47,13 @@ def check_plan(plan: Any, sweep: dict[str, Any]) -> None:
     for name, spec in plan.datasets.items():
         check_paths(spec["data"], f"datasets.{name}.data")
     problems: dict[str, Any] = {}
+    shared: set[int] = set()  # the seeds of a configuration share its params (plan_sweep)
     seen: set[tuple[str, str, str]] = set()
     for run in plan.runs:
         cfg = run.config
+        if id(cfg["params"]) in shared:
+            continue
+        shared.add(id(cfg["params"]))
         ds, algo = run.dataset, cfg["algorithm"]
         key = (ds, algo, json.dumps(cfg["params"], sort_keys=True))
         if key in seen:

@@ -258,6 +258,23 @@ def time_model(cfg: dict[str, Any]) -> dict[str, float]:
 
 def run_id(cfg: dict[str, Any]) -> str:
     """Stable 16-hex-digit id of a normalised run config (the sweep label is not part of it)."""
+    return hashlib.sha256(identity_text(cfg).encode()).hexdigest()[:16]
+
+
+SEED_MARK = 9_876_543_210_123_456_789  # a seed no config uses: where run_ids puts each seed
+
+
+def run_ids(cfg: dict[str, Any], seeds: list[int]) -> list[str]:
+    """``run_id({**cfg, "seed": s})`` for each seed, hashing one identity text with each
+    seed put in place (a sweep's seeds share everything else: 50 seeds, one JSON dump)."""
+    text = identity_text({**cfg, "seed": SEED_MARK})
+    head, tail = text.split(f'"seed":{SEED_MARK}')
+    return [hashlib.sha256(f'{head}"seed":{int(s)}{tail}'.encode()).hexdigest()[:16] for s in seeds]
+
+
+def identity_text(cfg: dict[str, Any]) -> str:
+    """The canonical JSON that a run id hashes: the config without the sweep label, with
+    locations replaced by the content they name."""
     identity = {k: v for k, v in cfg.items() if k != "sweep"}
     ds = identity.get("dataset")
     if isinstance(ds, dict) and (
@@ -270,8 +287,7 @@ def run_id(cfg: dict[str, Any]) -> str:
     seq = identity.get("params", {}).get("k_sequence")
     if isinstance(seq, dict):  # a replayed k sequence: its content, not where it was read
         identity["params"] = {**identity["params"], "k_sequence": {**seq, "path": None}}
-    text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return json.dumps(identity, sort_keys=True, separators=(",", ":"))
 
 
 def dataset_name(ds: dict[str, Any]) -> str:

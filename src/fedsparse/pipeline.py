@@ -75,14 +75,18 @@ def set_threads(threads: int) -> None:
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def make_data(sweep: dict[str, Any], dataset: str, out_dir: str | Path) -> None:
+def make_data(
+    sweep: dict[str, Any], dataset: str, out_dir: str | Path, spec: dict[str, Any] | None = None
+) -> None:
     """Generate, download or load data set ``dataset`` of the sweep, partition it, store it.
 
-    A partitioned data set's directory also holds ``partition_stats.csv`` (rows, labels
-    and clusters per client) and ``embedding.csv`` (a 2-D t-SNE of a row sample), which
-    the report shows.
+    ``spec`` is the data set's entry of the sweep's plan (the workflow passes it, so a data
+    job never plans the sweep); without it the sweep is planned here. A partitioned data
+    set's directory also holds ``partition_stats.csv`` (rows, labels and clusters per client)
+    and ``embedding.csv`` (a 2-D t-SNE of a row sample), which the report shows.
     """
-    spec = plan_sweep(sweep).datasets[dataset]
+    if spec is None:
+        spec = plan_sweep(sweep).datasets[dataset]
     log = logging.getLogger("fedsparse.data")
     log.info("building data set %s: %s", dataset, spec["data"])
     partition = spec.get("partition", "natural")

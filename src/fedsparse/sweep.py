@@ -29,6 +29,7 @@ process (one cluster job) loads one data set and its kernels once.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import itertools
 import json
@@ -40,6 +41,7 @@ from typing import Any
 
 from .algorithms import ALGORITHMS
 from .config import (
+    SEED_MARK,
     as_integer,
     as_number,
     check_keys,
@@ -49,7 +51,7 @@ from .config import (
     normalize_model,
     normalize_partition,
     normalize_run_config,
-    run_id,
+    run_ids,
     time_model,
 )
 from .cost import job_resources, known_shape, shard_seconds
@@ -83,7 +85,7 @@ DEFAULT_SHARD_SIZE = 25
 DEFAULT_MAX_SHARDS = 500
 
 
-@dataclass
+@dataclass(slots=True)
 class Run:
     """One run of a sweep: its normalised config and id."""
 
@@ -135,6 +137,18 @@ class Plan:
 
 def plan_sweep(sweep: dict[str, Any]) -> Plan:
     """Validate ``sweep`` and expand it; ConfigError names the offending key."""
+    # A million runs are millions of new objects, none in a reference cycle: the cyclic
+    # garbage collector's passes over them cost 40 % of the plan and free nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan_sweep(sweep)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _plan_sweep(sweep: dict[str, Any]) -> Plan:
     if not isinstance(sweep, dict):
         raise ConfigError("sweep config: must be a mapping")
     check_keys(sweep, SWEEP_KEYS, "config")
@@ -189,7 +203,7 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
             axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
                 params = dict(zip(axes, values, strict=True))
-                for timing, seed in itertools.product(timings, seeds):
+                for timing in timings:
                     raw = {
                         "sweep": name,
                         "dataset": ds["data"],
@@ -198,15 +212,18 @@ def plan_sweep(sweep: dict[str, Any]) -> Plan:
                         "algorithm": algo,
                         "params": params,
                         "rounds": sweep["rounds"],
-                        "seed": seed,
+                        "seed": seeds[0],
                         "eval_every": sweep.get("eval_every", 1),
                     }
                     if "divergence_factor" in sweep:
                         raw["divergence_factor"] = sweep["divergence_factor"]
                     if timing is not None:
                         raw["time_model"] = timing
+                    # normalised once: the seeds' configs differ in the seed alone, and share
+                    # the rest (a million-run plan holds one config's parts per 50 seeds)
                     cfg = normalize_run_config(raw)
-                    runs.append(Run(run_id(cfg), cfg))
+                    for seed, rid in zip(seeds, run_ids(cfg, seeds), strict=True):
+                        runs.append(Run(rid, {**cfg, "seed": seed}))
     total = sum(len(r) for r in runs_of.values())
     if total > max_shards * shard_size:
         shard_size = math.ceil(total / max_shards)
@@ -227,6 +244,15 @@ def plan_checked(sweep: dict[str, Any]) -> Plan:
     plan = plan_sweep(sweep)
     check_plan(plan, sweep)
     return plan
+
+
+def plan_from_file(path: str | Path, sweep: dict[str, Any]) -> Plan | None:
+    """:func:`read_plan` for the Snakefile of a cluster job: None (plan it then) where the
+    plan file is missing or stale."""
+    try:
+        return read_plan(path, sweep)
+    except PlanFileError:
+        return None
 
 
 def plan_or_exit(sweep: dict[str, Any], config_files: list[str]) -> Plan:
@@ -371,7 +397,7 @@ def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[st
 # group per shard, so a job reads the footer and its own row group only.
 
 PLAN_FILE = "plan.parquet"  # in RESULTS/shards/, next to the shard outputs
-PLAN_FILE_VERSION = "1"
+PLAN_FILE_VERSION = "2"  # 2: the data sets in the metadata, for jobs that read the plan
 
 
 class PlanFileError(FedsparseError):
@@ -408,17 +434,75 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
             b"fedsparse_sweep_digest": sweep_digest(sweep).encode(),
             b"fedsparse_plan_digest": digest.encode(),
             b"fedsparse_shards": json.dumps(list(plan.shards)).encode(),  # row group order
+            b"fedsparse_plan_name": plan.name.encode(),
+            b"fedsparse_datasets": json.dumps(plan.datasets).encode(),
         },
     )
+    texts = _ConfigTexts()
     with atomic_write(path) as fh, pq.ParquetWriter(fh, schema, compression="zstd") as writer:
         for shard, runs in plan.shards.items():
             part = {
                 "shard": [shard] * len(runs),
                 "run_id": [r.run_id for r in runs],
-                "config": [json.dumps(r.config) for r in runs],  # key order kept
+                "config": [texts(r.config) for r in runs],  # key order kept
             }
             writer.write_table(pa.table(part, schema=schema), row_group_size=len(runs))
     return True
+
+
+class _ConfigTexts:
+    """``json.dumps(config)`` of a plan's run configs, one dump per configuration: its seeds'
+    configs share every other value (plan_sweep), and differ in the text only there."""
+
+    def __init__(self):
+        self.templates: dict[tuple[int, ...], tuple[str, str]] = {}
+
+    def __call__(self, config: dict[str, Any]) -> str:
+        key = tuple(id(v) for k, v in config.items() if k != "seed")
+        if key not in self.templates:
+            text = json.dumps({**config, "seed": SEED_MARK})
+            head, tail = text.split(f'"seed": {SEED_MARK}')
+            self.templates[key] = (head, tail)
+        head, tail = self.templates[key]
+        return f'{head}"seed": {int(config["seed"])}{tail}'
+
+
+def read_plan(path: str | Path, sweep: dict[str, Any]) -> Plan:
+    """The plan in the plan file ``path`` as a :class:`Plan` whose shards' runs are read on
+    first use (one row group each): what a cluster job's own Snakemake needs, in
+    milliseconds whatever the sweep's size. PlanFileError as :func:`read_plan_shard`."""
+    meta = _plan_metadata(Path(path), sweep)
+    try:
+        names = json.loads(meta[b"fedsparse_shards"])
+        plan = Plan(
+            name=meta[b"fedsparse_plan_name"].decode(),
+            datasets=json.loads(meta[b"fedsparse_datasets"]),
+        )
+    except (KeyError, ValueError) as exc:
+        raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
+    plan.shards = _ShardsOnDemand(names, lambda shard: read_plan_shard(path, shard, sweep))
+    return plan
+
+
+class _ShardsOnDemand(dict):
+    """Shard name -> runs, each shard's runs read when first asked for."""
+
+    def __init__(self, names: list[str], read):
+        super().__init__((name, None) for name in names)
+        self._read = read
+
+    def __getitem__(self, shard: str) -> list[Run]:
+        runs = super().__getitem__(shard)
+        if runs is None:
+            runs = self._read(shard)
+            super().__setitem__(shard, runs)
+        return runs
+
+    def values(self):
+        return [self[name] for name in self]
+
+    def items(self):
+        return [(name, self[name]) for name in self]
 
 
 def read_plan_shard(path: str | Path, shard: str, sweep: dict[str, Any]) -> list[Run]:
@@ -430,23 +514,34 @@ def read_plan_shard(path: str | Path, shard: str, sweep: dict[str, Any]) -> list
     import pyarrow.parquet as pq
 
     path = Path(path)
-    if not path.is_file():
-        raise PlanFileError(f"{path}: no plan file")
     try:
+        shards = json.loads(_plan_metadata(path, sweep)[b"fedsparse_shards"])
+        if shard not in shards:
+            raise PlanFileError(f"{path}: no shard {shard!r} in this plan")
         with pq.ParquetFile(path) as f:
-            meta = f.schema_arrow.metadata or {}
-            if meta.get(b"fedsparse_plan") != PLAN_FILE_VERSION.encode():
-                raise PlanFileError(f"{path}: not a plan file of this fedsparse version")
-            if meta[b"fedsparse_sweep_digest"] != sweep_digest(sweep).encode():
-                raise PlanFileError(f"{path}: planned from another sweep config (stale)")
-            shards = json.loads(meta[b"fedsparse_shards"])
-            if shard not in shards:
-                raise PlanFileError(f"{path}: no shard {shard!r} in this plan")
             part = f.read_row_group(shards.index(shard), columns=["run_id", "config"])
     except (OSError, KeyError, ValueError) as exc:  # missing, truncated, not Parquet
         raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
     ids, configs = part.column("run_id").to_pylist(), part.column("config").to_pylist()
     return [Run(rid, json.loads(cfg)) for rid, cfg in zip(ids, configs, strict=True)]
+
+
+def _plan_metadata(path: Path, sweep: dict[str, Any]) -> dict[bytes, bytes]:
+    """The metadata of the plan file ``path``, checked to be this version's plan of
+    ``sweep`` (PlanFileError naming the file and the reason otherwise)."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise PlanFileError(f"{path}: no plan file")
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, ValueError) as exc:  # truncated, not Parquet
+        raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
+    if meta.get(b"fedsparse_plan") != PLAN_FILE_VERSION.encode():
+        raise PlanFileError(f"{path}: not a plan file of this fedsparse version")
+    if meta.get(b"fedsparse_sweep_digest") != sweep_digest(sweep).encode():
+        raise PlanFileError(f"{path}: planned from another sweep config (stale)")
+    return meta
 
 
 def _plan_digest(plan: Plan, sweep: dict[str, Any]) -> str:

@@ -4,18 +4,22 @@ from snakemake.logging import logger
 from snakemake.utils import min_version
 
 from fedsparse.progress import sweep_progress
-from fedsparse.sweep import plan_file_path, plan_or_exit, write_plan_file
+from fedsparse.sweep import plan_file_path, plan_from_file, plan_or_exit, write_plan_file
 
 min_version("8.10")
 
-# The package checks every value (one line naming the key, exit 1, nothing written); the
-# schema in ../schemas documents the shape for editors.
-PLAN = plan_or_exit(config, workflow.overwrite_configfiles or workflow.configfiles)
 RESULTS = config.get("results", "results")
-
-SHARDS = list(PLAN.shards)
 # Each shard job reads its runs from this file instead of planning the sweep again.
 PLAN_FILE = plan_file_path(f"{RESULTS}/shards")
+# The main process plans the sweep, checking every value (one line naming the key, exit 1,
+# nothing written; the schema in ../schemas documents the shape for editors), and writes the
+# plan file (onstart); a cluster job's own Snakemake reads the plan from that file instead,
+# in milliseconds whatever the sweep's size.
+PLAN = (workflow.remote_exec and plan_from_file(PLAN_FILE, config)) or plan_or_exit(
+    config, workflow.overwrite_configfiles or workflow.configfiles
+)
+
+SHARDS = list(PLAN.shards)
 # method optuna: one study per data set x algorithm (rules in optuna.smk); none for grids
 PROGRESS = sweep_progress(PLAN, config, RESULTS, logger.info)
 STUDIES = list(PLAN.studies)
