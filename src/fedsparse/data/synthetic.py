@@ -7,7 +7,21 @@ of its model ``x_i ~ N(u_i, 1)`` (the rest 0), ``B_i ~ N(0, beta)``,
 ``Sigma_kk = k**-1.2`` and noise ``b_ij ~ N(u_i, noise_std**2)``.
 ``alpha`` and ``beta`` are variances. Simulation I: ``y_ij = z_ij.x_i + b_ij``.
 Simulation II: the ``positives`` largest ``sigmoid(z_ij.x_i + b_ij)`` of each client
-are labelled +1, the others -1.
+are labelled +1, the others -1 (the papers' 0/1 labels with their 0/1 form of the loss are
+the same model).
+
+Readings (issue 25): where the text is ambiguous or other code reads it differently, three
+options select the other reading; their defaults are the text as read above.
+
+- ``alpha_beta_as``: ``variance`` (the N(mean, variance) convention) or ``std``, as FedProx's
+  generator (``litian96/FedProx`` ``data/synthetic_*/generate_synthetic.py``, the setup the
+  papers follow) and the Flower baseline (``adap/flower`` PR #4398, ``baselines/fedht``) pass
+  them to ``np.random.normal`` as its scale.
+- ``u_mean``: the mean of ``u_i``; the papers' text says 0.1, FedProx's code and Flower's 0.
+- ``v_mean``: ``client_scalar`` (the text: each client draws a scalar ``B_i`` and its ``v_i``
+  has entries ``N(B_i, 1)``) or ``shared_vector`` (Flower: one vector ``B ~ N(0, beta I_d)``
+  for all clients, ``v_i ~ N(B, I)``; clients' feature means then differ by N(0, 1) entries
+  whatever ``beta`` is, and ``beta`` only moves all of them together).
 """
 
 from __future__ import annotations
@@ -15,6 +29,31 @@ from __future__ import annotations
 import numpy as np
 
 from .federated import FederatedData
+
+ALPHA_BETA_AS = ("variance", "std")
+V_MEANS = ("client_scalar", "shared_vector")
+# The text's reading: options at these values stay out of names and canonical configs.
+READING_DEFAULTS = {"alpha_beta_as": "variance", "u_mean": 0.1, "v_mean": "client_scalar"}
+
+
+def reading_suffix(
+    center: str = "none",
+    alpha_beta_as: str = "variance",
+    u_mean: float = 0.1,
+    v_mean: str = "client_scalar",
+) -> str:
+    """The part of a simulation's name that says which readings differ from the text's:
+    '' at the defaults, else e.g. '-std-u0-sharedB-center-global'."""
+    parts = ""
+    if alpha_beta_as != "variance":
+        parts += f"-{alpha_beta_as}"
+    if u_mean != 0.1:
+        parts += f"-u{u_mean:g}"
+    if v_mean != "client_scalar":
+        parts += "-sharedB"
+    if center != "none":
+        parts += f"-center-{center}"
+    return parts
 
 
 def simulation(
@@ -31,6 +70,9 @@ def simulation(
     shared_model: bool = False,
     name: str | None = None,
     center: str = "none",
+    alpha_beta_as: str = "variance",
+    u_mean: float = 0.1,
+    v_mean: str = "client_scalar",
 ) -> FederatedData:
     """Generate Simulation I (``task='linear'``) or II (``task='logistic'``).
 
@@ -43,7 +85,14 @@ def simulation(
     ``center`` is a reading of the data the papers do not describe: ``global`` subtracts the
     features' mean over all rows, ``per_client`` each client's own feature mean (after the
     responses are drawn, so y is unchanged).
+
+    ``alpha_beta_as``, ``u_mean`` and ``v_mean`` are the readings of the module docstring; at
+    their defaults the draws (and so the data of a seed) are those of the text's reading.
     """
+    if alpha_beta_as not in ALPHA_BETA_AS:
+        raise ValueError(f"alpha_beta_as: must be variance or std, got {alpha_beta_as!r}")
+    if v_mean not in V_MEANS:
+        raise ValueError(f"v_mean: must be client_scalar or shared_vector, got {v_mean!r}")
     if samples_per_client is None:
         samples_per_client = 100 if task == "linear" else 1000
     rng = np.random.default_rng(seed)
@@ -53,9 +102,12 @@ def simulation(
     y = np.empty(clients * n)
     models = np.zeros((clients, dim))
     shared = None
+    sd_u, sd_b = (np.sqrt(alpha), np.sqrt(beta)) if alpha_beta_as == "variance" else (alpha, beta)
+    # Flower's one B for every client; drawn first so the default reading's draws are unchanged
+    shared_b = rng.normal(0.0, sd_b, size=dim) if v_mean == "shared_vector" else None
     for i in range(clients):
-        u = rng.normal(0.1, np.sqrt(alpha))
-        B = rng.normal(0.0, np.sqrt(beta))
+        u = rng.normal(u_mean, sd_u)
+        B = rng.normal(0.0, sd_b) if shared_b is None else shared_b
         if shared_model:
             if shared is None:
                 shared = rng.normal(u, 1.0, size=support)
@@ -77,8 +129,9 @@ def simulation(
             y[rows] = labels
     center_features(X, clients, n, center)
     if name is None:
-        suffix = f"-center-{center}" if center != "none" else ""
-        name = f"sim-{task}-a{alpha:g}-b{beta:g}{suffix}"
+        name = f"sim-{task}-a{alpha:g}-b{beta:g}" + reading_suffix(
+            center, alpha_beta_as, u_mean, v_mean
+        )
     return FederatedData(
         name=name,
         task="regression" if task == "linear" else "binary",
