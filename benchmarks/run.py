@@ -13,9 +13,9 @@ Sections
             against the measured read bandwidth
   jit       process time of a tiny run with a cold and with a warm kernel cache
   sweep     quick (and optionally default) sweep: runs per minute, per-run overhead, peak memory
-  scale     plan a 10,000-run grid (snakemake -n), a shard job finding its runs in it (planning
-            the sweep, as before plan files, against reading its part of the plan file),
-            aggregate 10,000 runs x 200 rounds, best configuration per algorithm by a query
+  scale     benchmarks/scale.py: wall time, CPU time and peak memory of planning, snakemake -n,
+            a cluster job's start-up, aggregation, a group-by query and the report, at sweep
+            sizes --scale-sizes (results synthesised up to --scale-results-max runs)
   gradsparse, personalized, ssca
             a round of each method of the other families against a NumPy round (and the
             DGEMM peak where the work is matrix products): benchmarks/<family>.py, each also a
@@ -43,7 +43,6 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
-import yaml  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -436,171 +435,14 @@ def bench_sweeps(include_default: bool) -> list[dict]:
 
 
 # ---- scale --------------------------------------------------------------------------------
+# benchmarks/scale.py: each stage of a sweep (plan, DAG, a cluster job's start-up, aggregate,
+# query, report) in a process of its own, at growing sweep sizes.
 
 
-def shard_finding_runs(sweep: dict, path: Path) -> dict:
-    """Seconds a shard job spends finding its runs, each timed in a fresh process (as a job
-    is), best of 5: planning the whole sweep, or reading its part of the plan file."""
-    from fedsparse.sweep import plan_sweep, write_plan_file
+def bench_scale(sizes: str, results_max: float) -> list[dict]:
+    import scale
 
-    plan = plan_sweep(sweep)
-    write_plan_file(plan, sweep, path)
-    shard = list(plan.shards)[len(plan.shards) // 2]
-    code = (
-        "import json, sys, time\n"
-        "import fedsparse.shard\n"  # what a shard job imports anyway
-        "from fedsparse.sweep import plan_sweep, read_plan_shard\n"
-        "sweep, shard, how = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]\n"
-        "t = time.perf_counter()\n"
-        "if how == 'plan':\n"
-        "    plan_sweep(sweep).shards[shard]\n"
-        "else:\n"
-        f"    read_plan_shard({str(path)!r}, shard, sweep)\n"
-        "print(time.perf_counter() - t)\n"
-    )
-
-    def seconds(how: str) -> float:
-        args = [sys.executable, "-c", code, json.dumps(sweep), shard, how]
-        runs = [subprocess.run(args, capture_output=True, text=True, check=True) for _ in range(5)]
-        return min(float(r.stdout) for r in runs)
-
-    out = {"shard_plans_sweep_s": seconds("plan"), "shard_reads_plan_file_s": seconds("file")}
-    print(
-        f"  a shard job finding its {len(plan.shards[shard])} runs among 10,000: planning the "
-        f"sweep {out['shard_plans_sweep_s']:.2f} s, its part of the plan file "
-        f"{out['shard_reads_plan_file_s'] * 1e3:.1f} ms",
-        flush=True,
-    )
-    return out
-
-
-def bench_scale() -> dict:
-    from fedsparse.aggregate import aggregate
-    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
-
-    out = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        sweep = {
-            "sweep": "plan-10k",
-            "rounds": 200,
-            "seeds": list(range(10)),
-            "shard_size": 50,
-            "datasets": {f"sim{i}": {"data": {"kind": "synthetic", "seed": i}} for i in range(2)},
-            "algorithms": {"fedht": {}},
-            "grid": {
-                "stepsize": [float(g) for g in np.geomspace(1e-4, 1e-1, 50)],
-                "local_steps": list(range(1, 11)),
-                "sparsity": [200],
-            },
-        }
-        (tmp / "sweep.yaml").write_text(yaml.safe_dump(sweep))
-        t = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "snakemake",
-                "-s",
-                str(ROOT / "Snakefile"),
-                "--directory",
-                str(tmp),
-                "--configfile",
-                str(tmp / "sweep.yaml"),
-                "-n",
-                "--quiet",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        out["plan_10k_runs_s"] = time.perf_counter() - t
-        print(f"  snakemake -n on a 10,000-run grid: {out['plan_10k_runs_s']:.1f} s", flush=True)
-        out.update(shard_finding_runs(sweep, tmp / "plan.parquet"))
-
-        # 10,000 runs x 201 evaluated rounds in 200 shard files, values from a real trace
-        import fedsparse
-
-        base = fedsparse.run(
-            {
-                "dataset": {
-                    "kind": "synthetic",
-                    "clients": 10,
-                    "samples_per_client": 20,
-                    "dim": 300,
-                },
-                "algorithm": "fedht",
-                "params": {"stepsize": 0.001, "sparsity": 200},
-                "rounds": 200,
-            }
-        )
-        shards = tmp / "shards"
-        n_shards, per_shard = 200, 50
-        traces_files, runs_files = [], []
-        rng = np.random.default_rng(0)
-        for s in range(n_shards):
-            tr, rr = [], []
-            for k in range(per_shard):
-                rid = f"{s:06d}{k:010d}"
-                algo = ("fedht", "fediterht", "distiht")[k % 3]
-                step = float(10 ** rng.uniform(-4, -1))
-                frame = base.assign(
-                    run_id=rid,
-                    algorithm=algo,
-                    stepsize=step,
-                    objective=base.objective * (1 + rng.random()),
-                    seed=k % 4,
-                    local_steps=1 + k % 10,
-                )
-                tr.append(frame)
-                rr.append(
-                    {
-                        "run_id": rid,
-                        "sweep": "scale",
-                        "dataset": f"d{s % 4}",
-                        "algorithm": algo,
-                        "seed": k % 4,
-                        "stepsize": step,
-                        "local_steps": 1 + k % 10,
-                        "sparsity": 200,
-                        "status": "ok",
-                        "final_objective": float(frame.objective.iloc[-1]),
-                        "best_objective": float(frame.objective.min()),
-                    }
-                )
-            frame = pd.concat(tr).assign(dataset=f"d{s % 4}")
-            import pyarrow as pa
-
-            tf, rf = shards / f"{s}.parquet", shards / f"{s}.runs.parquet"
-            write_parquet_atomic(
-                pa.Table.from_pandas(frame, schema=TRACE_SCHEMA, preserve_index=False), tf
-            )
-            write_parquet_atomic(rows_table(rr, RUNS_SCHEMA), rf)
-            traces_files.append(tf)
-            runs_files.append(rf)
-        t = time.perf_counter()
-        aggregate(traces_files, runs_files, tmp / "results/traces", tmp / "results/runs.parquet")
-        out["aggregate_10k_runs_s"] = time.perf_counter() - t
-        rows = n_shards * per_shard * len(base)
-        print(
-            f"  aggregate 10,000 runs x {len(base)} rounds ({rows:,} rows): "
-            f"{out['aggregate_10k_runs_s']:.1f} s",
-            flush=True,
-        )
-
-        def best_query() -> pa.Table:  # what `fedsparse best results` computes (DuckDB)
-            from fedsparse.query import best_configurations, open_results
-
-            with open_results([tmp / "results"]) as res:
-                return best_configurations(res, "final_objective").read_all()
-
-        out["best_config_query_s"] = best_of(best_query, 3)
-        print(
-            f"  best configuration per algorithm and data set (fedsparse best): "
-            f"{out['best_config_query_s'] * 1e3:.0f} ms",
-            flush=True,
-        )
-    return out
+    return scale.bench([int(float(n)) for n in sizes.split(",")], int(1e5), int(results_max))
 
 
 # ---- the other families -------------------------------------------------------------------
@@ -636,6 +478,15 @@ def main() -> None:
         "--default-sweep",
         action="store_true",
         help="also time the default sweep (config/config.yaml)",
+    )
+    parser.add_argument(
+        "--scale-sizes", default="1e4,1e6", help="scale: sweep sizes in runs, comma-separated"
+    )
+    parser.add_argument(
+        "--scale-results-max",
+        type=float,
+        default=2e4,
+        help="scale: the largest size whose results are synthesised (aggregate, query, report)",
     )
     parser.add_argument("-o", "--output", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
@@ -681,7 +532,7 @@ def main() -> None:
         report["sweeps"] = bench_sweeps(args.default_sweep)
     if "scale" in only:
         print("scale")
-        report["scale"] = bench_scale()
+        report["scale"] = bench_scale(args.scale_sizes, args.scale_results_max)
     for section in FAMILY_BENCHMARKS:
         if section in only:
             print(

@@ -65,6 +65,13 @@ def write_config(workdir: Path, cfg: dict) -> Path:
     return path
 
 
+def read_traces_of(results: Path) -> pd.DataFrame:
+    from fedsparse.aggregate import read_traces
+
+    traces = read_traces(results).to_pandas().drop(columns=["elapsed_s"])
+    return traces.sort_values(["run_id", "round"]).reset_index(drop=True)
+
+
 def results_of(workdir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     from fedsparse.aggregate import read_traces
 
@@ -343,6 +350,25 @@ def test_kill_minus_nine_of_snakemake_alone_redoes_no_finished_run(finished, tmp
     b_traces, b_runs = results_of(tmp_path)
     pd.testing.assert_frame_equal(a_traces, b_traces)
     pd.testing.assert_frame_equal(a_runs.drop(columns="sweep"), b_runs.drop(columns="sweep"))
+
+
+def test_two_snakemake_processes_on_one_results_folder_compute_each_run_once(finished, tmp_path):
+    """Two Snakemake processes (their own working folders, so their own locks) writing one
+    results folder: every run is computed by one of them, and both end with the results."""
+    results = tmp_path / "shared-results"
+    procs = []
+    for name in ("a", "b"):
+        cfg = {**yaml.safe_load(yaml.safe_dump(TINY)), "results": str(results)}
+        procs.append(start_sweep(tmp_path / name, write_config(tmp_path / name, cfg)))
+    for proc in procs:
+        assert proc.wait(timeout=600) == 0
+    logs = [p.read_text() for p in (results / "logs/shards").glob("*.log")]
+    computed = sum(int(n) for t in logs for n in re.findall(r"computed (\d+) runs", t))
+    runs = pd.read_parquet(results / "runs.parquet")
+    assert computed == len(runs) == 40 and len(list((results / "store").glob("*/*.parquet"))) == 40
+    a_traces, a_runs = results_of(finished)
+    b_traces = read_traces_of(results)
+    pd.testing.assert_frame_equal(a_traces, b_traces)
 
 
 def test_a_sweep_edit_that_moves_runs_between_shards_recomputes_none(finished, tmp_path):

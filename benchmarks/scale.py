@@ -1,0 +1,260 @@
+"""How fedsparse's own stages grow with a sweep's size: wall time and peak memory per stage.
+
+    python benchmarks/scale.py                  # 10^4 and 10^5 runs (minutes)
+    python benchmarks/scale.py --sizes 1e4,1e5,1e6
+
+For each size N (runs x 200 rounds, the default sweep's simulations with more seeds, step
+sizes and local-step counts), each stage runs in a process of its own, timed from outside
+(wall time, CPU time and peak resident memory from the kernel's accounting of the child):
+
+  plan       plan and check the sweep (what the main Snakemake process does first)
+  dag        snakemake -n: plan, check, and the job graph
+  job        a cluster job's own Snakemake (--mode remote -n for one shard), which reads the
+             plan file, and the shard reading its runs
+  aggregate  N synthesised runs x 201 evaluated rounds (values of a real trace) in shard
+             files -> traces/ and runs.parquet
+  query      fedsparse query: a group-by over every trace row
+  report     fedsparse report of those results (skipped above --report-max runs)
+
+Results (aggregate, query, report) are synthesised up to --results-max runs: 10^6 runs are
+2 x 10^8 trace rows, an hour of synthesis on a 2-core machine before anything is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _usage(usage) -> dict[str, float]:
+    return {"cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def run_measured(args: list[str], cwd: Path | None = None) -> dict[str, float]:
+    """Wall seconds, CPU seconds and peak resident MB of one child process (its own
+    accounting, read with wait4)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(map(str, args[:8]))} failed:\n{err.decode()[-2000:]}")
+    return {"wall_s": time.perf_counter() - t, **_usage(usage)}
+
+
+def sweep_of(n: int) -> dict:
+    """The default sweep's data sets and algorithms with its grid widened to ~n runs."""
+    from fedsparse.sweep import plan_sweep
+
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg["grid"]["local_steps"] = list(range(1, 11))
+    cfg["grid"]["sparsity"] = [100 + 10 * i for i in range(10)]
+    configs = len(plan_sweep({**cfg, "seeds": [0]}).runs)
+    cfg["seeds"] = list(range(max(1, round(n / configs))))
+    cfg["progress_every"] = 0
+    return cfg
+
+
+def synthesise_results(cfg: dict, folder: Path) -> tuple[int, int]:
+    """Shard files of the sweep's runs, every trace a real 200-round trace's values with the
+    objective scaled per run; then aggregated by ``fedsparse``'s own step (measured by the
+    caller). Returns (runs, trace rows)."""
+    import fedsparse
+    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
+    from fedsparse.sweep import plan_sweep
+
+    base = fedsparse.run(
+        {
+            "dataset": {"kind": "synthetic", "clients": 10, "samples_per_client": 20, "dim": 300},
+            "algorithm": "fedht",
+            "params": {"stepsize": 0.001, "sparsity": 200},
+            "rounds": 200,
+        }
+    )
+    base = pa.Table.from_pandas(base, schema=TRACE_SCHEMA, preserve_index=False)
+    plan = plan_sweep(cfg)
+    rng = np.random.default_rng(0)
+    shards = folder / "shards"
+    files = []
+    rows = 0
+    for name, runs in plan.shards.items():
+        n, r = len(runs), base.num_rows
+        take = pa.array(np.tile(np.arange(r), n))
+        table = base.take(take)
+        scale = np.repeat(1 + rng.random(n), r)
+        cols = {
+            "run_id": pa.array(np.repeat([x.run_id for x in runs], r)),
+            "dataset": pa.array(np.repeat([x.dataset for x in runs], r)),
+            "algorithm": pa.array(np.repeat([x.config["algorithm"] for x in runs], r)),
+            "seed": pa.array(np.repeat([x.config["seed"] for x in runs], r)),
+            "objective": pa.array(table.column("objective").to_numpy() * scale),
+        }
+        for col, values in cols.items():
+            i = table.schema.get_field_index(col)
+            table = table.set_column(i, col, values.cast(TRACE_SCHEMA.field(col).type))
+        last = table.column("objective").to_numpy()[r - 1 :: r]
+        summary = pa.table(
+            {
+                "run_id": [x.run_id for x in runs],
+                "sweep": [cfg["sweep"]] * n,
+                "dataset": [x.dataset for x in runs],
+                "algorithm": [x.config["algorithm"] for x in runs],
+                "seed": [x.config["seed"] for x in runs],
+                "stepsize": [x.config["params"].get("stepsize") for x in runs],
+                "local_steps": [x.config["params"].get("local_steps") for x in runs],
+                "sparsity": [x.config["params"].get("sparsity") for x in runs],
+                "status": ["ok"] * n,
+                "final_objective": last,
+                "best_objective": last,
+                "final_round": [200] * n,
+            }
+        )
+        full = pa.table(
+            {
+                f.name: summary.column(f.name).cast(f.type)
+                if f.name in summary.column_names
+                else pa.nulls(n, f.type)
+                for f in RUNS_SCHEMA
+            },
+            schema=RUNS_SCHEMA,
+        )
+        write_parquet_atomic(table, shards / f"{name}.parquet")
+        write_parquet_atomic(full, shards / f"{name}.runs.parquet")
+        files.append(name)
+        rows += table.num_rows
+    (folder / "shards.json").write_text(json.dumps(files))
+    return len(plan.runs), rows
+
+
+AGGREGATE = """
+import json, sys
+from pathlib import Path
+from fedsparse.aggregate import aggregate
+folder = Path(sys.argv[1])
+names = json.loads((folder / "shards.json").read_text())
+aggregate([folder / f"shards/{n}.parquet" for n in names],
+          [folder / f"shards/{n}.runs.parquet" for n in names],
+          folder / "results/traces", folder / "results/runs.parquet")
+"""
+PLAN = """
+import sys, yaml
+from fedsparse.sweep import plan_checked, plan_file_path, write_plan_file
+cfg = yaml.safe_load(open(sys.argv[1]))
+plan = plan_checked(cfg)
+if len(sys.argv) > 2:
+    write_plan_file(plan, cfg, plan_file_path(sys.argv[2]))
+"""
+SYNTHESISE = """
+import sys, yaml
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from scale import synthesise_results
+folder = Path(sys.argv[2])
+print(synthesise_results(yaml.safe_load((folder / "sweep.yaml").read_text()), folder)[1])
+"""
+COUNT = """
+import json, sys, yaml
+from fedsparse.sweep import plan_sweep
+plan = plan_sweep(yaml.safe_load(open(sys.argv[1])))
+names = list(plan.shards)
+print(json.dumps([len(plan.runs), len(names), names[len(names) // 2]]))
+"""
+READ_SHARD = """
+import sys, yaml
+import fedsparse.shard
+from fedsparse.sweep import read_plan_shard
+cfg = yaml.safe_load(open(sys.argv[1]))
+read_plan_shard(sys.argv[2], sys.argv[3], cfg)
+"""
+
+
+def bench(sizes: list[int], report_max: int, results_max: int) -> list[dict]:
+    rows = []
+    snakemake = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            cfg = sweep_of(n)
+            (tmp / "sweep.yaml").write_text(yaml.safe_dump(cfg))
+            # counted in a child: a large plan in this process would be counted again in
+            # every child's peak memory (a forked child starts with its parent's pages)
+            count = subprocess.run(
+                [sys.executable, "-c", COUNT, str(tmp / "sweep.yaml")],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            runs, n_shards, shard = json.loads(count.stdout)
+            print(f"{runs:,} runs in {n_shards} shards", flush=True)
+
+            def row(stage: str, m: dict, runs: int = runs) -> None:
+                rows.append({"runs": runs, "stage": stage, **m})
+                print(
+                    f"  {stage:<10} wall {m['wall_s']:7.1f} s  cpu {m['cpu_s']:7.1f} s  "
+                    f"peak {m['peak_mb']:7.0f} MB",
+                    flush=True,
+                )
+
+            py = [sys.executable, "-c"]
+            row("plan", run_measured([*py, PLAN, str(tmp / "sweep.yaml")]))
+            config = ["--configfile", str(tmp / "sweep.yaml")]
+            row("dag", run_measured([*snakemake, *config, "-n", "--quiet"], cwd=tmp))
+            run_measured([*py, PLAN, str(tmp / "sweep.yaml"), str(tmp / "results/shards")])
+            target = ["--mode", "remote", "-n", "--target-jobs", f"run_shard:shard={shard}"]
+            row("job", run_measured([*snakemake, *config, *target, "--quiet"], cwd=tmp))
+            plan_file = str(tmp / "results/shards/plan.parquet")
+            row(
+                "job-runs",
+                run_measured([*py, READ_SHARD, str(tmp / "sweep.yaml"), plan_file, shard]),
+            )
+            if runs > results_max:  # the planning stages only
+                continue
+            t = time.perf_counter()
+            synth = subprocess.run(  # in a child, for the same reason as COUNT
+                [sys.executable, "-c", SYNTHESISE, str(Path(__file__).parent), str(tmp)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            trace_rows = int(synth.stdout)
+            print(f"  ({trace_rows:,} trace rows synthesised in {time.perf_counter() - t:.0f} s)")
+            row("aggregate", run_measured([*py, AGGREGATE, str(tmp)]))
+            sql = "SELECT algorithm, count(*) AS n, avg(objective) FROM traces GROUP BY algorithm"
+            fedsparse = [sys.executable, "-m", "fedsparse.cli"]
+            row("query", run_measured([*fedsparse, "query", sql, str(tmp / "results")]))
+            if runs <= report_max:
+                report = [*fedsparse, "report", str(tmp / "results")]
+                row("report", run_measured(report))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1e4,1e5", help="run counts, comma-separated")
+    parser.add_argument("--report-max", type=float, default=1e5, help="largest size reported")
+    parser.add_argument(
+        "--results-max", type=float, default=2e5, help="largest size whose results are synthesised"
+    )
+    parser.add_argument("-o", "--output", type=Path, help="write the rows as JSON here")
+    args = parser.parse_args()
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    rows = bench(sizes, int(args.report_max), int(args.results_max))
+    if args.output:
+        args.output.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
