@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -66,6 +67,11 @@ TUNE = {
     },
 }
 STUDY = "t--lin--natural--fedht"
+# a trade-off: a sparser download costs accuracy (optuna.objectives)
+OBJECTIVES = [
+    {"metric": "final_test_accuracy", "direction": "maximize"},
+    {"metric": "total_bytes_down", "direction": "minimize"},
+]
 FINISHED = ("COMPLETE", "PRUNED")
 
 
@@ -75,17 +81,20 @@ def tune_cfg(**optuna_settings) -> dict:
     return cfg
 
 
-def prepare(results: Path, cfg: dict) -> Path:
+def prepare(results: Path, cfg: dict, study: str = STUDY) -> Path:
     """Write the sweep file, build its data set and create the study."""
     results.mkdir(parents=True, exist_ok=True)
-    make_data(cfg, "lin", results / "data" / "lin")
+    for name in cfg["datasets"]:
+        make_data(cfg, name, results / "data" / name)
     path = results / "sweep.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    create_study(cfg, STUDY, results)
+    create_study(cfg, study, results)
     return path
 
 
-def spawn_worker(sweep: Path, results: Path, env: dict | None = None) -> subprocess.Popen:
+def spawn_worker(
+    sweep: Path, results: Path, env: dict | None = None, study: str = STUDY
+) -> subprocess.Popen:
     code = (
         "import sys, yaml\n"
         "from fedsparse.pipeline import setup_logging\n"
@@ -95,7 +104,7 @@ def spawn_worker(sweep: Path, results: Path, env: dict | None = None) -> subproc
         "print('RAN', run_worker(cfg, sys.argv[2], sys.argv[3] + '/data', sys.argv[3]))\n"
     )
     return subprocess.Popen(
-        [sys.executable, "-c", code, str(sweep), STUDY, str(results)],
+        [sys.executable, "-c", code, str(sweep), study, str(results)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -113,8 +122,8 @@ def finish(procs: list[subprocess.Popen]) -> list[int]:
     return ran
 
 
-def trials_of(cfg: dict, results: Path):
-    spec = study_spec(cfg, STUDY)
+def trials_of(cfg: dict, results: Path, study: str = STUDY):
+    spec = study_spec(cfg, study)
     return load_study(spec, open_storage(spec, results)).get_trials(deepcopy=False)
 
 
@@ -218,6 +227,51 @@ def storage(request, monkeypatch, tmp_path):
         (lambda c: c["optuna"].update(sampler={"name": "grid"}), "the grid sampler needs"),
         (lambda c: c["optuna"].update(metric="auc"), "optuna.metric: unknown metric"),
         (lambda c: c.update(grid={"stepsize": [0.1]}), "grid: not used with method optuna"),
+        # multi-objective studies
+        (
+            lambda c: c["optuna"].update(metric="final_objective", objectives=OBJECTIVES),
+            "optuna: give metric (one objective) or objectives (several), not both",
+        ),
+        (
+            lambda c: c["optuna"].update(objectives=OBJECTIVES, pruner={"name": "median"}),
+            "optuna.pruner: Optuna cannot prune a multi-objective study (objectives)",
+        ),
+        (
+            lambda c: c["optuna"].update(objectives=OBJECTIVES[:1]),
+            "optuna.objectives: must list two or more",
+        ),
+        (
+            lambda c: c["optuna"].update(objectives=[OBJECTIVES[0], {"metric": "total_bytes"}]),
+            "optuna.objectives[1].direction: must be minimize or maximize, got None",
+        ),
+        (
+            lambda c: c["optuna"].update(
+                objectives=[OBJECTIVES[0], {"metric": "total_byte_up", "direction": "minimize"}]
+            ),
+            "optuna.objectives[1].metric: unknown metric 'total_byte_up'; did you mean "
+            "total_bytes_up",
+        ),
+        (
+            lambda c: c["optuna"].update(objectives=[OBJECTIVES[0], OBJECTIVES[0]]),
+            "optuna.objectives: lists final_test_accuracy twice",
+        ),
+        (
+            lambda c: c["optuna"].update(
+                objectives=[
+                    {"metric": "final_objective", "direction": "minimize", "k": 1},
+                    OBJECTIVES[1],
+                ]
+            ),
+            "optuna.objectives[0].k: unknown key",
+        ),
+        (
+            lambda c: c["optuna"].update(objectives=OBJECTIVES, sampler={"name": "cmaes"}),
+            "optuna.sampler.name: cmaes optimises one objective",
+        ),
+        (
+            lambda c: c["optuna"].update(sampler={"name": "nsga2", "population_size": 1}),
+            "optuna.sampler.population_size",
+        ),
     ],
 )
 def test_bad_search_space_or_settings_are_refused_by_name(edit, needle):
@@ -225,7 +279,7 @@ def test_bad_search_space_or_settings_are_refused_by_name(edit, needle):
     edit(cfg)
     with pytest.raises(ConfigError, match=None) as exc:
         plan_sweep(cfg)
-    assert needle in str(exc.value)
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_space_beyond_the_data_fails_before_any_trial(tmp_path):
@@ -561,3 +615,116 @@ def test_trial_files_merge_with_grid_shards(tmp_path):
     assert len(runs) == 3 and runs.trial_number.isna().sum() == 1
     traces = read_traces(out).to_pandas()
     assert traces.groupby("run_id").trial_state.first().isna().sum() == 1
+
+
+# ------------------------------------------------------------------------ multi-objective
+
+MO_DATA = {
+    "kind": "synthetic",
+    "task": "logistic",
+    "clients": 4,
+    "samples_per_client": 20,
+    "dim": 20,
+    "support": 4,
+    "positives": 5,
+    "alpha": 1,
+    "beta": 1,
+}
+MO_PARTITION = {"kind": "iid", "clients": 4, "test_fraction": 0.25}
+
+
+def mo_cfg(n_trials: int) -> tuple[dict, str]:
+    """A two-objective study (test accuracy up, download bytes down) with NSGA-II."""
+    sampler = {"name": "nsga2", "seed": 0, "population_size": 4}
+    cfg = tune_cfg(n_trials=n_trials, sampler=sampler, objectives=OBJECTIVES)
+    cfg["datasets"] = {
+        "log": {"data": MO_DATA, "model": {"loss": "logistic"}, "partition": MO_PARTITION}
+    }
+    cfg["space"]["sparsity"] = {"type": "categorical", "choices": [2, 5, 10, 20]}
+    (study,) = plan_sweep(cfg).studies
+    return cfg, study
+
+
+def test_two_objective_study_with_two_workers_reaches_exactly_n_trials(tmp_path, storage):
+    """NSGA-II on two objectives, two workers: exactly n_trials, each trial told both values
+    (the runs' mean test accuracy and download bytes); the export carries them; the hold-out
+    re-runs are the study's Pareto set, which is the brute-force front of the trials' values."""
+    from fedsparse.query import pareto_front
+
+    settings, env = storage
+    cfg, study = mo_cfg(10)
+    cfg["optuna"].update(settings)
+    sweep = prepare(tmp_path, cfg, study)
+    ran = finish([spawn_worker(sweep, tmp_path, env, study) for _ in range(2)])
+    assert sum(ran) == 10 and min(ran) >= 1, ran
+    trials = trials_of(cfg, tmp_path, study)
+    assert len(trials) == 10 and states(trials) == {"COMPLETE": 10}
+    assert sorted(t.number for t in trials) == list(range(10))
+    spec = study_spec(cfg, study)
+    s = load_study(spec, open_storage(spec, tmp_path))
+    assert [d.name for d in s.directions] == ["MAXIMIZE", "MINIMIZE"]
+    # NSGA-II bred past its first population of 4
+    assert max(t.system_attrs.get("NSGAIISampler:generation", 0) for t in trials) >= 1
+    assert run_worker(cfg, study, tmp_path / "data", tmp_path) == 0
+
+    export_study(cfg, study, tmp_path, tmp_path / "tr.parquet", tmp_path / "tr.runs.parquet")
+    runs = pd.read_parquet(tmp_path / "tr.runs.parquet")
+    traces = pd.read_parquet(tmp_path / "tr.parquet")
+    last = traces.sort_values("round").groupby("run_id").tail(1).set_index("run_id")
+    by_trial = {t.number: t for t in trials}
+    assert sorted(runs.trial_number) == list(range(10))  # one seed per trial
+    for row in runs.itertuples():
+        values = json.loads(row.trial_values)
+        assert [(v["metric"], v["direction"]) for v in values] == [
+            (o["metric"], o["direction"]) for o in OBJECTIVES
+        ]
+        acc, down = by_trial[row.trial_number].values
+        assert values[0]["value"] == pytest.approx(acc) == last.test_accuracy[row.run_id]
+        assert values[1]["value"] == down == row.total_bytes_down == last.bytes_down[row.run_id]
+        assert row.trial_value == pytest.approx(acc)
+    assert runs.total_bytes_down.nunique() > 1  # sparsity moves the bytes: a real trade-off
+
+    run_holdout(cfg, study, tmp_path / "data", tmp_path, tmp_path / "h.parquet", tmp_path / "h.rp")
+    hold = pd.read_parquet(tmp_path / "h.rp")
+    finite = sorted((t for t in trials if all(np.isfinite(t.values))), key=lambda t: t.number)
+    on = pareto_front([t.values[0] for t in finite], [t.values[1] for t in finite], True)
+    front = {}  # each configuration once, from its first trial (NSGA-II may copy a parent)
+    for t, keep in zip(finite, on, strict=True):
+        if keep:
+            front.setdefault(json.dumps(t.params, sort_keys=True), t.number)
+    front = set(front.values())
+    assert len(front) >= 2  # a front, not a single best
+    assert set(hold.trial_number) == front and len(hold) == len(front)  # holdout_seeds: [7]
+    assert set(hold.trial_state) == {"HOLDOUT"} and set(hold.seed) == {7}
+    for row in hold.itertuples():
+        assert row.sparsity == by_trial[row.trial_number].params["sparsity"]
+        assert json.loads(row.trial_values)[1]["value"] == by_trial[row.trial_number].values[1]
+
+    # optuna.html shows the Pareto set with its held-out means, from the results alone
+    from fedsparse.aggregate import aggregate
+    from fedsparse.report.optuna_section import add_section
+    from fedsparse.report.page import Page
+
+    out = tmp_path / "res"
+    aggregate(
+        [tmp_path / "tr.parquet", tmp_path / "h.parquet"],
+        [tmp_path / "tr.runs.parquet", tmp_path / "h.rp"],
+        out / "traces",
+        out / "runs.parquet",
+    )
+    (out / "report" / "tables").mkdir(parents=True)
+    page = Page(out / "report")
+    assert add_section(page, out, out / "report" / "tables")
+    html = "".join(page.parts)
+    assert "Multi-objective studies: Pareto sets" in html and "Parameter importances" not in html
+    assert page.figures == [f"optuna_pareto_{study}"]
+    table = pd.read_csv(out / "report" / "tables" / "optuna_pareto.csv")
+    assert sorted(table.trial) == sorted(front)
+    for row in table.itertuples():  # one held-out seed: its mean is its run's value
+        h = hold[hold.trial_number == row.trial].iloc[0]
+        assert row.total_bytes_down == by_trial[row.trial].values[1]
+        assert table.loc[table.trial == row.trial, "holdout total_bytes_down"].item() == (
+            h.total_bytes_down
+        )
+    held_acc = table["holdout final_test_accuracy"]
+    assert held_acc.between(0, 1).all()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import FedsparseError, FedsparseWarning
-from .query import DEFAULT_LIMIT, FORMATS, METRICS
+from .query import DEFAULT_LIMIT, FORMATS, METRICS, PARETO_COLUMNS
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -84,20 +84,33 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_best(args: argparse.Namespace) -> int:
-    from .query import best_configurations, best_view, open_results, output_format, write_rows
+    from .query import (
+        best_configurations,
+        best_view,
+        open_results,
+        output_format,
+        pareto_configurations,
+        pareto_view,
+        write_rows,
+    )
 
     fmt = output_format(args.format, args.output)
     by = [c for item in args.by for c in item.split(",") if c]
     with open_results(args.results) as results:
         if fmt == "table" and not args.all_columns:
-            view = best_view(results, args.metric, by)
+            if args.pareto:
+                view = pareto_view(results, args.metric, args.pareto, by)
+            else:
+                view = best_view(results, args.metric, by)
             write_rows(view.table.to_reader(), fmt, None, args.limit)
             for note in view.notes:  # wrapped: the table is narrow now, so are its notes
                 print(textwrap.fill(note, 100, subsequent_indent="  ", break_on_hyphens=False))
             return 0
-        rows = write_rows(
-            best_configurations(results, args.metric, by), fmt, args.output, args.limit
-        )
+        if args.pareto:
+            reader = pareto_configurations(results, args.metric, args.pareto, by).to_reader()
+        else:
+            reader = best_configurations(results, args.metric, by)
+        rows = write_rows(reader, fmt, args.output, args.limit)
     if args.output is not None:
         print(f"{rows} rows -> {args.output}")
     return 0
@@ -218,7 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
         "data set, algorithm and --by columns, the configuration columns that differ between "
         "the configurations compared (the ones with a single value are listed under it), the "
         "mean metric, seeds, diverged and grid_edges; --all-columns shows every column. CSV and "
-        "Parquet always hold every column, so a script reads the same columns from any results.",
+        "Parquet always hold every column, so a script reads the same columns from any results. "
+        "--pareto COLUMN: the accuracy-against-cost front per data set instead (a configuration "
+        "with a diverged run is left out; ties on both are all kept).",
     )
     _results_folders(p)
     p.add_argument(
@@ -230,6 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="COLUMN[,COLUMN]",
         help="also one best per value of these runs.parquet columns (e.g. partition, sweep)",
+    )
+    p.add_argument(
+        "--pareto",
+        default=None,
+        metavar="COLUMN",
+        help="instead of one best per algorithm: per data set, the configurations that no "
+        "other beats on both the metric and COLUMN (lower is better), cheapest first; one of: "
+        + ", ".join(PARETO_COLUMNS),
     )
     p.add_argument(
         "--all-columns",

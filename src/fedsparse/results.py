@@ -15,7 +15,9 @@ if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job never needs it
 
 # 2: runs' synthetic non-IID levels renamed alpha/beta -> data_alpha/data_beta (they would
 #    collide with hyperparameters named beta); the model column; train_loss and pm_* columns.
-SCHEMA_VERSION = 2
+# 3: runs carry their final totals (total_bytes_up, total_bytes_down, total_time) and the
+#    objective values of multi-objective Optuna trials (trial_values).
+SCHEMA_VERSION = 3
 # Columns renamed since version 1, as {old: new}; readers rename them in old files.
 RENAMED_RUNS_COLUMNS = {"alpha": "data_alpha", "beta": "data_beta"}
 
@@ -179,6 +181,11 @@ RUNS_SCHEMA = pa.schema(
         ("best_objective", pa.float64()),
         ("train_time_s", pa.float64()),  # training only (the trace's last elapsed_s)
         ("wall_time_s", pa.float64()),  # whole run: setup, training, evaluation
+        # the trace's cumulative bytes_up, bytes_down and simulated time at the final round
+        # (a front of accuracy against communication is then a query of runs alone)
+        ("total_bytes_up", pa.int64()),
+        ("total_bytes_down", pa.int64()),
+        ("total_time", pa.float64()),
         ("config_json", pa.string()),  # the normalised run config
         # per-client totals as JSON records, for algorithms that keep them (gradient
         # sparsification: elements applied, idle rounds); null otherwise
@@ -199,9 +206,17 @@ RUNS_SCHEMA = pa.schema(
         ("sampler", pa.string()),
         ("trial_value", pa.float64()),
         ("search_space", pa.string()),
+        # multi-objective studies: the trial's values, one per objective, as a JSON list
+        # (trial_value is then the first objective's)
+        ("trial_values", pa.string()),
     ],
     metadata={"fedsparse_runs_schema": str(SCHEMA_VERSION)},
 )
+
+
+# The runs columns that summarise a run's trace at its final round, and the trace column each
+# is read from; files written before schema 3 get them from their traces (_runs_source).
+TOTALS = {"total_bytes_up": "bytes_up", "total_bytes_down": "bytes_down", "total_time": "time"}
 
 
 def trace_table(rows: list[dict]) -> pa.Table:
@@ -382,7 +397,24 @@ def one_line(exc: BaseException) -> str:
 
 def _runs_source(con, folder: Path) -> str:
     source = f"read_parquet({sql_quote(str(folder / 'runs.parquet'))})"
-    return _conformed(con, source, RUNS_SCHEMA)
+    runs = _conformed(con, source, RUNS_SCHEMA)
+    if not con.execute(f"SELECT count(*) FROM ({runs}) WHERE total_bytes_up IS NULL").fetchone()[0]:
+        return runs
+    # runs written before schema 3 (or resumed from a run store they wrote): the TOTALS from
+    # their traces, so that old results still have fronts; current files never scan traces
+    last = ", ".join(
+        f"arg_max({sql_ident(col)}, round) AS {sql_ident(name)}" for name, col in TOTALS.items()
+    )
+    filled = ", ".join(
+        f"CAST(coalesce(r.{sql_ident(n)}, t.{sql_ident(n)}) AS "
+        f"{_SQL_TYPES[RUNS_SCHEMA.field(n).type]}) AS {sql_ident(n)}"
+        for n in TOTALS
+    )
+    return (
+        f"SELECT r.* REPLACE ({filled}) FROM ({runs}) r LEFT JOIN "
+        f"(SELECT run_id, {last} FROM ({_traces_source(con, folder)}) GROUP BY run_id) t "
+        "USING (run_id)"
+    )
 
 
 def _traces_source(con, folder: Path) -> str:

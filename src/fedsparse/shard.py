@@ -80,6 +80,10 @@ def run_summary(run: Run, trace: pa.Table, wall_time: float, shard: str) -> dict
         "best_objective": min(finite) if finite else None,
         "train_time_s": last["elapsed_s"],
         "wall_time_s": wall_time,
+        # the totals at the final round (results.TOTALS)
+        "total_bytes_up": last["bytes_up"],
+        "total_bytes_down": last["bytes_down"],
+        "total_time": last.get("time"),
         "config_json": json.dumps(cfg, sort_keys=True),
         "client_summary": client_summary_json(trace),
         "shard": shard,

@@ -30,6 +30,7 @@ OPTUNA_KEYS = (
     "n_workers",
     "sampler",
     "metric",
+    "objectives",
     "pruner",
     "storage",
     "holdout_seeds",
@@ -41,6 +42,7 @@ SAMPLERS = {
     "random": ("seed",),
     "grid": ("seed",),
     "cmaes": ("seed", "n_startup_trials"),
+    "nsga2": ("seed", "population_size"),  # NSGA-II, for multi-objective studies
 }
 PRUNERS = {
     "none": (),
@@ -48,6 +50,20 @@ PRUNERS = {
     "hyperband": ("min_resource", "reduction_factor"),
 }
 METRICS = ("final_objective", "best_objective", "auc_log_objective", "rounds_to_target")
+# optuna.objectives: a trial's runs' values (mean over seeds) at the final round, or METRICS;
+# the bytes and times are the runs' totals (runs.parquet's total_* columns)
+OBJECTIVE_METRICS = (
+    *METRICS,
+    "final_test_accuracy",
+    "final_train_accuracy",
+    "final_train_loss",
+    "final_pm_test_accuracy",
+    "total_bytes_up",
+    "total_bytes_down",
+    "total_bytes",
+    "total_time",
+)
+DIRECTIONS = ("minimize", "maximize")
 SPACE_TYPES = ("float", "int", "categorical")
 
 
@@ -99,6 +115,12 @@ class TuneSettings:
     holdout_seeds: list[int]
     heartbeat_interval: int
     grace_period: int
+    # multi-objective studies: [{metric, direction[, target]}, ...] instead of ``metric``
+    objectives: list[dict[str, Any]] | None = None
+
+    def directions(self) -> list[str]:
+        """Optuna's study directions: one per objective (a single metric is minimised)."""
+        return [o["direction"] for o in self.objectives] if self.objectives else ["minimize"]
 
 
 @dataclass
@@ -157,7 +179,12 @@ class StudySpec:
             "seeds": self.seeds,
             "fixed": self.fixed,
             "space": self.space_json(),
-            "metric": self.settings.metric,
+            # (a single-objective study's identity is as before: its stored studies resume)
+            **(
+                {"objectives": self.settings.objectives}
+                if self.settings.objectives
+                else {"metric": self.settings.metric}
+            ),
         }
 
     def space_json(self) -> dict[str, Any]:
@@ -238,6 +265,10 @@ def parse_settings(value: Any, seeds: list[int]) -> TuneSettings:
     for key in ("n_startup_trials",):
         if key in sampler:
             sampler[key] = as_integer(sampler[key], f"optuna.sampler.{key}", low=0)
+    if "population_size" in sampler:  # (NSGA-II needs two parents)
+        sampler["population_size"] = as_integer(
+            sampler["population_size"], "optuna.sampler.population_size", low=2
+        )
     for key in ("multivariate", "constant_liar"):
         if key in sampler and not isinstance(sampler[key], bool):
             raise ConfigError(f"optuna.sampler.{key}: must be true or false")
@@ -245,18 +276,31 @@ def parse_settings(value: Any, seeds: list[int]) -> TuneSettings:
     for key in PRUNERS[pruner["name"]]:
         if key in pruner:
             pruner[key] = as_integer(pruner[key], f"optuna.pruner.{key}", low=0)
-    metric = _named(value.get("metric", "final_objective"), "optuna.metric", None)
-    if metric["name"] not in METRICS:
-        raise ConfigError(
-            f"optuna.metric: unknown metric {metric['name']!r} (known: {', '.join(METRICS)})"
-        )
-    if metric["name"] == "rounds_to_target":
-        check_keys(metric, ("name", "target"), "optuna.metric")
-        if "target" not in metric:
-            raise ConfigError("optuna.metric.target: required by rounds_to_target")
-        metric["target"] = as_number(metric["target"], "optuna.metric.target")
+    objectives = None
+    if "objectives" in value:
+        if "metric" in value:
+            raise ConfigError(
+                "optuna: give metric (one objective) or objectives (several), not both"
+            )
+        objectives = _objectives(value["objectives"])
+        if pruner["name"] != "none":
+            raise ConfigError(
+                "optuna.pruner: Optuna cannot prune a multi-objective study (objectives); "
+                "remove the pruner or use pruner: none"
+            )
+        if sampler["name"] == "cmaes":
+            raise ConfigError(
+                "optuna.sampler.name: cmaes optimises one objective; with objectives use "
+                "nsga2, tpe, random or grid"
+            )
+        metric = None
     else:
-        check_keys(metric, ("name",), "optuna.metric")
+        metric = _named(value.get("metric", "final_objective"), "optuna.metric", None)
+        if metric["name"] not in METRICS:
+            raise ConfigError(
+                f"optuna.metric: unknown metric {metric['name']!r} (known: {', '.join(METRICS)})"
+            )
+        _check_target(metric, "name", "optuna.metric")
     storage = _storage(value.get("storage", "journal"), n_workers)
     holdout = value.get("holdout_seeds", [s + 1000 for s in seeds])
     if not isinstance(holdout, list) or not holdout:
@@ -275,8 +319,52 @@ def parse_settings(value: Any, seeds: list[int]) -> TuneSettings:
             f"optuna.grace_period: must exceed heartbeat_interval ({interval}), got {grace}"
         )
     return TuneSettings(
-        n_trials, n_workers, sampler, metric, pruner, storage, holdout, interval, grace
+        n_trials, n_workers, sampler, metric, pruner, storage, holdout, interval, grace, objectives
     )
+
+
+def _check_target(metric: dict[str, Any], key: str, where: str, allowed: tuple = ()) -> None:
+    """The keys of a metric named by ``metric[key]`` (besides ``allowed``): rounds_to_target
+    needs its target (a number); no other metric takes options."""
+    target = metric[key] == "rounds_to_target"
+    check_keys(metric, (key, *allowed, *(("target",) if target else ())), where)
+    if target:
+        if "target" not in metric:
+            raise ConfigError(f"{where}.target: required by rounds_to_target")
+        metric["target"] = as_number(metric["target"], f"{where}.target")
+
+
+def _objectives(value: Any) -> list[dict[str, Any]]:
+    """optuna.objectives: two or more {metric, direction} mappings, each metric once."""
+    where = "optuna.objectives"
+    if not isinstance(value, list) or len(value) < 2:
+        raise ConfigError(
+            f"{where}: must list two or more {{metric: ..., direction: minimize|maximize}} "
+            "(one objective: use optuna.metric)"
+        )
+    out = []
+    for i, item in enumerate(value):
+        at = f"{where}[{i}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{at}: must be a mapping {{metric: ..., direction: ...}}")
+        item = dict(item)
+        name = item.get("metric")
+        if name not in OBJECTIVE_METRICS:
+            raise ConfigError(
+                f"{at}.metric: unknown metric {name!r}{did_you_mean(str(name), OBJECTIVE_METRICS)}"
+                f" (known: {', '.join(OBJECTIVE_METRICS)})"
+            )
+        if item.get("direction") not in DIRECTIONS:
+            raise ConfigError(
+                f"{at}.direction: must be minimize or maximize, got {item.get('direction')!r}"
+            )
+        _check_target(item, "metric", at, ("direction",))
+        out.append(item)
+    names = [o["metric"] for o in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"{where}: lists {twice[0]} twice")
+    return out
 
 
 def _named(value: Any, where: str, known: dict[str, tuple] | None) -> dict[str, Any]:

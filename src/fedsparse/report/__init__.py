@@ -8,6 +8,7 @@ the union of several results folders (merged as ``fedsparse merge`` does) into `
     index.html    provenance, every paper claim the results speak to (paper, claim, the
                   paper's number, ours, verdict, link), and the list of pages
     runs.html     every data set: each algorithm's best configuration and objective curves
+    pareto.html   accuracy against communication: each data set's fronts (report.pareto)
     <family>.html one page per algorithm family with runs here (ht, sfedhp, gs, ssca)
     data.html     partitions and test accuracy (real data), optuna.html (tuned sweeps)
     figures/*.png the figures (also embedded in the pages: each page opens on its own)
@@ -24,6 +25,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -36,7 +38,7 @@ from ..errors import FedsparseError
 from ..query import merge_results
 from ..results import check_results_folder
 from . import analysis as an
-from . import gs_section, ht_section, optuna_section, sfedhp_section, ssca_section
+from . import gs_section, ht_section, optuna_section, pareto, sfedhp_section, ssca_section
 from .claims import (
     AGREES,
     DERIVED,
@@ -55,6 +57,10 @@ from .figures import objective_figure
 from .page import Page
 
 __all__ = ["FAMILIES", "build_report"]
+
+FRONTS_TITLE = "Accuracy against communication: fronts"
+# a claim about communication (sFedHP's fewer bits, FAB-top-k at a fixed time): cites the fronts
+COMMUNICATION = re.compile(r"\bbits?\b|\bbytes?\b|communicat|time budget|fixed time", re.I)
 
 # Each family's page, in the order of the index (the seeds' order).
 FAMILIES: tuple[Family, ...] = (
@@ -129,6 +135,7 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     a.configs.drop(columns="config_id").to_csv(tables / "configs.csv", index=False)
 
     present = set(a.runs["algorithm"])
+    fronts = pareto.configurations(results_dir, a)  # data sets with more than one algorithm
     pages, claims = [], []
     for family in FAMILIES:
         if not family.algorithms & present:  # its paper's claims, not measured here
@@ -136,6 +143,10 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
             continue
         page = _subpage(root, family.title)
         found = only_in_variations(family, family.build(page, results_dir, tables))
+        if not fronts.empty:
+            slugs, names = pareto.sections_of(fronts, family.algorithms)
+            if slugs:
+                page.add(pareto.link(slugs, names))
         page.write(family.page_name(), family.title)
         pages.append((family.page_name(), family.title, f"{len(found)} claims checked"))
         claims.append(claims_frame(found, family))
@@ -146,6 +157,11 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     _runs_page(page, a, summary)
     page.write("runs.html", "Best configurations")
     pages.append(("runs.html", "Every data set: best configurations and objective curves", ""))
+    if not fronts.empty:
+        page = _subpage(root, FRONTS_TITLE)
+        pareto.add_page(page, fronts, tables)
+        page.write(pareto.PAGE, "Accuracy against communication")
+        pages.append((pareto.PAGE, FRONTS_TITLE, ""))
     page = _subpage(root, "Data: partitions and test accuracy")
     add_data_section(page, results_dir, a, tables, data_dirs)
     if len(page.parts) > 2:  # more than the heading and the way back
@@ -158,7 +174,8 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
 
     index = Page(root)
     _intro(index, a, info)
-    _claims(index, claim_table)
+    front_slugs = {} if fronts.empty else dict(zip(fronts["section"], fronts["slug"], strict=True))
+    _claims(index, claim_table, front_slugs)
     _contents(index, pages, present)
     _footer(index)
     index.write("index.html", "fedsparse reproduction report: " + ", ".join(info["sweeps"]))
@@ -257,9 +274,10 @@ def paper_verdicts(claims: pd.DataFrame) -> list[str]:
     return out
 
 
-def _claims(page: Page, claims: pd.DataFrame) -> None:
+def _claims(page: Page, claims: pd.DataFrame, fronts: dict[str, str] | None = None) -> None:
     """The table of every paper claim, per paper: the verdict in the paper's own setting first,
-    each row linked to its evidence."""
+    each row linked to its evidence; a claim about communication also to the front of the data
+    set it names (``fronts``: section -> slug of pareto.html), else to the fronts page."""
     page.add('<h2 id="claims">Paper claims and our measurements</h2>')
     if claims.empty:
         page.text("p", "These results hold no runs any paper claim is about.", "note")
@@ -272,6 +290,12 @@ def _claims(page: Page, claims: pd.DataFrame) -> None:
         "only; elsewhere its row says the paper makes no claim there. Derived rows are "
         "expectations of ours, not the paper's.",
     )
+    if fronts:
+        page.add(
+            "<p>Claims about communication (bits, bytes, a time budget) can also be read "
+            f'against the <a href="{pareto.PAGE}">accuracy-against-communication fronts</a>: '
+            "which configurations no other beats on both; their rows link there.</p>"
+        )
     items = "".join(f"<li>{html.escape(t)}</li>" for t in paper_verdicts(claims))
     page.add(f'<ul class="verdicts">{items}</ul>')
     head = ["claim", "kind", "reading", "where", "paper's number", "ours", "verdict", ""]
@@ -289,6 +313,8 @@ def _claims(page: Page, claims: pd.DataFrame) -> None:
             rows.append(f'<tr><td colspan="{len(head)}"><ul>{notes}</ul></td></tr>')
         for c in group.itertuples():
             link = f'<a href="{html.escape(c.link)}">details</a>' if c.link else ""
+            if fronts and COMMUNICATION.search(c.claim):
+                link += f' <a href="{html.escape(_front_link(c.where, fronts))}">front</a>'
             reading = f"{c.reading} ({c.reading_kind})" if c.reading else ""
             cells = [c.claim, c.claim_kind, reading, c.where, c.paper_value, c.ours]
             tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
@@ -297,6 +323,14 @@ def _claims(page: Page, claims: pd.DataFrame) -> None:
             rows.append(f"<tr>{tds}{verdict}<td>{link}</td></tr>")
     ths = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     page.add(f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _front_link(where: str, fronts: dict[str, str]) -> str:
+    """pareto.html, at the front of the data set ``where`` names (the longest name found)."""
+    named = [s for s in fronts if isinstance(where, str) and s in where]
+    if not named:
+        return pareto.PAGE
+    return f"{pareto.PAGE}#{pareto.anchor(fronts[max(named, key=len)])}"
 
 
 def _contents(page: Page, pages: list[tuple[str, str, str]], present: set[str]) -> None:

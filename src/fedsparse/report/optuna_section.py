@@ -24,9 +24,133 @@ FINISHED = ("COMPLETE", "PRUNED")
 MIN_TRIALS_FOR_IMPORTANCE = 4
 
 
+# a trace column at the last round, for the held-out values of multi-objective studies
+_LAST = ("test_accuracy", "train_accuracy", "train_loss", "pm_test_accuracy")
+
+
 def optuna_runs(results_dir: str | Path) -> pd.DataFrame:
-    """The runs of Optuna studies (trials and held-out re-runs); empty for grid results."""
-    return to_frame(read_results([results_dir], "SELECT * FROM runs WHERE study IS NOT NULL"))
+    """The runs of Optuna studies (trials and held-out re-runs), with ``last_<column>``: the
+    held-out runs' trace values at their last round; empty for grid results."""
+    last = ", ".join(f"arg_max({c}, round) AS last_{c}" for c in _LAST)
+    return to_frame(
+        read_results(
+            [results_dir],
+            f"""SELECT r.*, t.* EXCLUDE (run_id) FROM runs r LEFT JOIN (
+                  SELECT run_id, {last} FROM traces WHERE trial_state = 'HOLDOUT'
+                  GROUP BY run_id) t USING (run_id)
+                WHERE r.study IS NOT NULL""",
+        )
+    )
+
+
+def objectives_of(trials: pd.DataFrame) -> list[dict]:
+    """A multi-objective study's objectives ({metric, direction}) from its trial_values."""
+    for text in trials["trial_values"].dropna():
+        return [{"metric": v["metric"], "direction": v["direction"]} for v in json.loads(text)]
+    return []
+
+
+def is_multi(trials: pd.DataFrame) -> pd.Series:
+    """Per row: whether its study is multi-objective (its rows carry trial_values)."""
+    if "trial_values" not in trials:
+        return pd.Series(False, index=trials.index)
+    multi = trials.groupby("study")["trial_values"].transform(lambda v: v.notna().any())
+    return multi.astype(bool)
+
+
+def _holdout_value(row: pd.Series, metric: str) -> float:
+    """A held-out run's value of an objective metric (NaN where runs do not record it)."""
+    if row.get("status") == "diverged":
+        return math.nan
+    if metric == "total_bytes":
+        value = row["total_bytes_up"] + row["total_bytes_down"]
+    elif metric in ("final_objective", "best_objective") or metric.startswith("total_"):
+        value = row.get(metric)
+    elif metric.startswith("final_"):
+        value = row.get(f"last_{metric.removeprefix('final_')}")
+    else:  # auc_log_objective, rounds_to_target: a trace statistic not kept per run
+        return math.nan
+    return math.nan if _isna(value) else float(value)
+
+
+def pareto_table(runs: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """Per multi-objective study: its exported Pareto set (the trials re-run on held-out
+    seeds), each trial's parameters, its value of each objective (the trials' seeds) and the
+    held-out mean of each, and diverged held-out runs."""
+    rows = []
+    for study, t in trials.groupby("study", sort=True):
+        objectives = objectives_of(t)
+        space = searched(t["search_space"].iloc[0])
+        hold = runs[(runs["study"] == study) & (runs["trial_state"] == "HOLDOUT")]
+        for number, h in hold.groupby("trial_number", sort=True):
+            trial = t[t["trial_number"] == number]
+            source = trial.iloc[0] if len(trial) else h.iloc[0]
+            row = {
+                "study": study,
+                "dataset": source["dataset"],
+                "algorithm": source["algorithm"],
+                "trial": int(number),
+            }
+            for key in space:
+                row[key] = _param(source, key, space[key])
+            values = (
+                json.loads(source["trial_values"])
+                if isinstance(source["trial_values"], str)
+                else []
+            )
+            for o, v in zip(objectives, values, strict=False):
+                row[o["metric"]] = v["value"]
+            for o in objectives:
+                held = [_holdout_value(r, o["metric"]) for _, r in h.iterrows()]
+                held = [v for v in held if math.isfinite(v)]
+                row[f"holdout {o['metric']}"] = float(np.mean(held)) if held else math.nan
+            row["holdout_seeds"] = len(h)
+            row["holdout_diverged"] = int((h["status"] == "diverged").sum())
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def pareto_figure(trials: pd.DataFrame, front: pd.DataFrame, study: str):
+    """A two-objective study: every finished trial's values (second objective across, first
+    up), the Pareto set joined, and its held-out means (crosses)."""
+    objectives = objectives_of(trials)
+    if len(objectives) != 2:
+        return None
+    (y, ydir), (x, xdir) = ((o["metric"], o["direction"]) for o in objectives)
+    values = [json.loads(v) if isinstance(v, str) else None for v in trials["trial_values"]]
+    pts = np.array(
+        [
+            [v[1]["value"], v[0]["value"]]
+            for v in values
+            if v and None not in (v[0]["value"], v[1]["value"])
+        ],
+        dtype=float,
+    ).reshape(-1, 2)
+    fig, ax = plt.subplots(figsize=(7.2, 4.4), constrained_layout=True)
+    c = colour(trials["algorithm"].iloc[0])
+    ax.scatter(pts[:, 0], pts[:, 1], color=c, alpha=0.3, s=18, lw=0, label="trials")
+    if not front.empty and x in front and y in front:
+        f = front.sort_values(x, ascending=xdir == "minimize")
+        ax.plot(
+            f[x],
+            f[y],
+            color=c,
+            marker="o",
+            ms=5,
+            lw=1.4,
+            drawstyle="steps-post",
+            label="Pareto set (trials)",
+        )
+        hx, hy = front.get(f"holdout {x}"), front.get(f"holdout {y}")
+        if hx is not None and hy is not None:
+            ax.scatter(hx, hy, color="black", marker="x", s=30, label="held-out means")
+    if len(pts) and (pts[:, 0] > 0).all() and pts[:, 0].max() / max(pts[:, 0].min(), 1e-300) > 10:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"{x} ({xdir})")
+    ax.set_ylabel(f"{y} ({ydir})")
+    ax.set_title(f"{study}: {len(pts)} trials with finite values", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
 
 
 def trials_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -206,11 +330,16 @@ def add_section(page, results_dir: str | Path, tables_dir: Path) -> bool:
     runs = optuna_runs(results_dir)
     if runs.empty:
         return False
-    trials = trials_table(runs)
+    every = trials_table(runs)
+    multi = every[is_multi(every)] if not every.empty else every
+    trials = every[~is_multi(every)] if not every.empty else every  # single objective
     best = best_table(runs, trials) if not trials.empty else pd.DataFrame()
     imp, notes = importances(trials) if not trials.empty else (pd.DataFrame(), {})
     best.to_csv(tables_dir / "optuna_best.csv", index=False)
     imp.to_csv(tables_dir / "optuna_importances.csv", index=False)
+    fronts = pareto_table(runs, multi) if not multi.empty else pd.DataFrame()
+    if not multi.empty:
+        fronts.to_csv(tables_dir / "optuna_pareto.csv", index=False)
 
     page.add('<h2 id="optuna">Optuna studies</h2>')
     sampler = runs["sampler"].dropna().iloc[0] if runs["sampler"].notna().any() else ""
@@ -222,8 +351,12 @@ def add_section(page, results_dir: str | Path, tables_dir: Path) -> bool:
         "early. The comparison above uses each algorithm's best configuration re-run on "
         "fresh held-out seeds, not the trials themselves.",
     )
-    if trials.empty:
+    if every.empty:
         page.text("p", "No finished trials in these results.", "note")
+        return True
+    if not multi.empty:
+        _multi_section(page, multi, fronts)
+    if trials.empty:
         return True
     for ds, t in trials.groupby("dataset", sort=True):
         page.text("h3", f"Optimisation history: {ds}")
@@ -237,3 +370,28 @@ def add_section(page, results_dir: str | Path, tables_dir: Path) -> bool:
     for study, note in notes.items():
         page.text("p", f"{study}: {note}", "muted")
     return True
+
+
+def _multi_section(page, multi: pd.DataFrame, fronts: pd.DataFrame) -> None:
+    page.add('<h3 id="optuna-pareto">Multi-objective studies: Pareto sets</h3>')
+    page.text(
+        "p",
+        "A multi-objective study (optuna.objectives) has no single best trial: its Pareto set "
+        "is the trials no other trial beats on every objective (Optuna's best_trials; trials "
+        "with a diverged run score the worst value on each objective and are left out). Each "
+        "of them was re-run on the held-out seeds; the comparison above uses those re-runs, "
+        "and the held-out means below check that the trade-off holds on fresh seeds.",
+    )
+    for study, t in multi.groupby("study", sort=True):
+        front = fronts[fronts["study"] == study] if not fronts.empty else fronts
+        names = ", ".join(f"{o['metric']} ({o['direction']})" for o in objectives_of(t))
+        page.text("p", f"{study}: {len(t)} finished trials; objectives {names}.", "muted")
+        page.figure(
+            pareto_figure(t, front, study),
+            f"optuna_pareto_{slugify(study)}",
+            f"Pareto set, {study}",
+        )
+        if front.empty:
+            page.text("p", "No held-out re-runs of its Pareto set in these results.", "note")
+        else:
+            page.table(front.drop(columns="study").dropna(axis=1, how="all"))

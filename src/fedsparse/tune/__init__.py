@@ -6,7 +6,7 @@ A sweep with ``method: optuna`` names a search space instead of a grid::
     optuna:
       n_trials: 20                 # the study ends with exactly this many finished trials
       n_workers: 2                 # worker processes (Snakemake jobs) sharing the study
-      sampler: {name: tpe, seed: 0}          # tpe | random | grid | cmaes
+      sampler: {name: tpe, seed: 0}          # tpe | random | grid | cmaes | nsga2
       metric: final_objective      # | best_objective | auc_log_objective
                                    # | {name: rounds_to_target, target: 0.5}
       pruner: {name: median}       # none | median | hyperband
@@ -16,6 +16,20 @@ A sweep with ``method: optuna`` names a search space instead of a grid::
       stepsize: {type: float, low: 1.0e-4, high: 0.1, log: true}
       local_steps: {type: int, low: 1, high: 10}
       sparsity: {type: categorical, choices: [100, 200]}
+
+Several objectives instead of ``metric`` (one or the other) make a multi-objective study,
+e.g. accuracy against communication with NSGA-II (``sampler: {name: nsga2, seed: 0,
+population_size: 20}``)::
+
+      objectives:
+        - {metric: final_test_accuracy, direction: maximize}
+        - {metric: total_bytes_up, direction: minimize}
+
+An objective is a metric above or a run's value at its last round (final_test_accuracy,
+final_train_accuracy, final_train_loss, final_pm_test_accuracy, total_bytes_up,
+total_bytes_down, total_bytes, total_time), averaged over the seeds; a diverged run scores the
+worst value on every objective. Its Pareto set (Optuna's ``best_trials``) is re-run on the
+hold-out seeds. Optuna cannot prune such a study, so a pruner is refused.
 
 There is one study per (data set, partition, algorithm). A trial is one ordinary
 run per seed of ``seeds`` (the metric is their mean); its per-round objective is
@@ -47,10 +61,16 @@ from ..studies import (
     parse_space,
     plan_studies,
 )
-from .export import export_study, finished_trials, run_holdout, study_status
+from .export import export_study, finished_trials, pareto_trials, run_holdout, study_status
 from .plan import TuneError, study_spec
 from .storage import create_study, load_study, make_pruner, make_sampler, open_storage, study_dir
-from .worker import check_space_on_data, metric_value, run_worker, trial_run_id
+from .worker import (
+    check_space_on_data,
+    metric_value,
+    objective_value,
+    run_worker,
+    trial_run_id,
+)
 
 __all__ = [
     "METRICS",
@@ -67,8 +87,10 @@ __all__ = [
     "make_pruner",
     "make_sampler",
     "metric_value",
+    "objective_value",
     "open_storage",
     "parse_settings",
+    "pareto_trials",
     "parse_space",
     "plan_studies",
     "run_holdout",

@@ -63,8 +63,8 @@ def export_study(
                 trial_number=t.number,
                 trial_state=state,
                 sampler=spec.sampler_json(),
-                trial_value=_finite_or_none(t.value),
                 search_space=space,
+                **trial_values(t, spec),
             )
             rows.append(row)
     write_parquet_atomic(rows_table(rows, RUNS_SCHEMA), runs_out)
@@ -88,44 +88,88 @@ def run_holdout(
 
     spec = study_spec(sweep, study)
     s = load_study(spec, open_storage(spec, results_dir))
-    try:
-        best = s.best_trial
-    except ValueError:
+    chosen = pareto_trials(s) if spec.settings.objectives else _best_trial(s)
+    if not chosen:
         raise TuneError(
             f"study {spec.name}: no completed trial (all pruned or failed): nothing to re-run"
-        ) from None
-    tried = {k: [t.params.get(k) for t in finished_trials(s)] for k in spec.space}
-    flags = grid_edges(best.params, {k: v for k, v in tried.items() if k in EDGE_COLUMNS})
-    if flags:  # the search may not have found the best: say so where it is re-run
-        log.warning("study %s: best trial %d: %s", spec.name, best.number, edge_warning(flags))
+        )
+    if not spec.settings.objectives:
+        best = chosen[0]
+        tried = {k: [t.params.get(k) for t in finished_trials(s)] for k in spec.space}
+        flags = grid_edges(best.params, {k: v for k, v in tried.items() if k in EDGE_COLUMNS})
+        if flags:  # the search may not have found the best: say so where it is re-run
+            log.warning("study %s: best trial %d: %s", spec.name, best.number, edge_warning(flags))
+    else:  # a Pareto set's ends sit at the space's edges by design: no warning
+        log.info(
+            "study %s: re-running the Pareto set: trials %s",
+            spec.name,
+            ", ".join(str(t.number) for t in chosen),
+        )
     data = load_dataset_dir(Path(data_root) / spec.dataset)
     tables, rows = [], []
-    for seed in spec.settings.holdout_seeds:
-        cfg = spec.run_config(best.params, seed)
-        rid = run_id(cfg)
-        t0 = time.perf_counter()
-        trace = with_study_columns(run_trace(cfg, data), rid, spec, best.number, "HOLDOUT")
-        row = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
-        row.update(
-            study=spec.name,
-            trial_number=best.number,
-            trial_state="HOLDOUT",
-            sampler=spec.sampler_json(),
-            trial_value=_finite_or_none(best.value),
-            search_space=json.dumps(spec.space_json(), sort_keys=True),
-        )
-        tables.append(trace)
-        rows.append(row)
-        log.info(
-            "study %s: held-out seed %d of trial %d: %s, final objective %.6g",
-            spec.name,
-            seed,
-            best.number,
-            row["status"],
-            row["final_objective"],
-        )
+    for best in chosen:
+        for seed in spec.settings.holdout_seeds:
+            cfg = spec.run_config(best.params, seed)
+            rid = run_id(cfg)
+            t0 = time.perf_counter()
+            trace = with_study_columns(run_trace(cfg, data), rid, spec, best.number, "HOLDOUT")
+            row = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
+            row.update(
+                study=spec.name,
+                trial_number=best.number,
+                trial_state="HOLDOUT",
+                sampler=spec.sampler_json(),
+                search_space=json.dumps(spec.space_json(), sort_keys=True),
+                **trial_values(best, spec),
+            )
+            tables.append(trace)
+            rows.append(row)
+            log.info(
+                "study %s: held-out seed %d of trial %d: %s, final objective %.6g",
+                spec.name,
+                seed,
+                best.number,
+                row["status"],
+                row["final_objective"],
+            )
     write_parquet_atomic(rows_table(rows, RUNS_SCHEMA), runs_out)
     write_parquet_atomic(pa.concat_tables(tables), traces_out)
+
+
+def _best_trial(study) -> list:
+    try:
+        return [study.best_trial]
+    except ValueError:
+        return []
+
+
+def pareto_trials(study) -> list:
+    """A multi-objective study's Pareto set (Optuna's ``best_trials``) by trial number,
+    without the trials whose values are not all finite (diverged runs score +-inf: only an
+    all-diverged study would have them on its front) and each configuration once (NSGA-II
+    may breed a copy of a parent; its held-out re-runs would be the same runs): the first
+    trial of it."""
+    out, seen = [], set()
+    for t in sorted(study.best_trials, key=lambda t: t.number):
+        key = json.dumps(t.params, sort_keys=True)
+        if all(math.isfinite(v) for v in t.values) and key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
+
+
+def trial_values(trial, spec) -> dict[str, Any]:
+    """A trial's runs-row columns: trial_value (a multi-objective trial's first value) and,
+    for a multi-objective study, trial_values: JSON [{metric, direction, value}, ...]
+    (null for a value that is not finite)."""
+    if not spec.settings.objectives:
+        return {"trial_value": _finite_or_none(trial.value)}
+    values = trial.values or [None] * len(spec.settings.objectives)  # (a pruned trial: none)
+    entries = [
+        {"metric": o["metric"], "direction": o["direction"], "value": _json_number(v)}
+        for o, v in zip(spec.settings.objectives, values, strict=True)
+    ]
+    return {"trial_value": _finite_or_none(values[0]), "trial_values": json.dumps(entries)}
 
 
 def study_status(sweep: dict[str, Any], results_dir: str | Path) -> list[dict[str, Any]]:
@@ -146,10 +190,13 @@ def study_status(sweep: dict[str, Any], results_dir: str | Path) -> list[dict[st
         row["created"] = True
         for state in optuna.trial.TrialState:
             row[state.name.lower()] = sum(t.state == state for t in s.get_trials(deepcopy=False))
-        try:
-            row["best_value"], row["best_params"] = s.best_value, s.best_params
-        except ValueError:
-            pass
+        if spec.settings.objectives:
+            row["pareto_trials"] = [t.number for t in pareto_trials(s)]
+        else:
+            try:
+                row["best_value"], row["best_params"] = s.best_value, s.best_params
+            except ValueError:
+                pass
         out.append(row)
     return out
 
@@ -167,3 +214,8 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _finite_or_none(v: float | None) -> float | None:
     return float(v) if v is not None and not math.isnan(v) else None
+
+
+def _json_number(v: float | None) -> float | None:
+    """``v`` if finite, else None (JSON has no infinity)."""
+    return float(v) if v is not None and math.isfinite(v) else None

@@ -121,6 +121,8 @@ def make_sampler(spec: StudySpec, offset: int = 0):
     if name == "grid":
         grid = {k: p.grid_values() for k, p in spec.space.items()}
         return optuna.samplers.GridSampler(grid, seed=seed)
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed, **s)
     return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False, **s)
 
 
@@ -163,7 +165,9 @@ def create_study(sweep: dict[str, Any], study: str, results_dir: str | Path, mar
         try:
             s = optuna.load_study(study_name=spec.name, storage=storage)
         except KeyError:
-            s = optuna.create_study(study_name=spec.name, storage=storage, direction="minimize")
+            s = optuna.create_study(
+                study_name=spec.name, storage=storage, directions=spec.settings.directions()
+            )
             s.set_user_attr("fedsparse", identity)
             log.info("study %s: created (%s storage)", spec.name, spec.settings.storage["kind"])
         else:

@@ -21,8 +21,8 @@ import pyarrow as pa
 from ..algorithms import ALGORITHMS
 from ..config import run_id
 from ..errors import ConfigError
-from ..results import TRACE_SCHEMA, write_parquet_atomic
-from ..studies import StudySpec
+from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
+from ..studies import METRICS, StudySpec
 from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
 from .storage import load_study, make_sampler, open_storage, study_dir, study_lock
 
@@ -50,15 +50,18 @@ def _is_stale(t, now: float, grace: int) -> bool:
     return now - float(beat) > grace
 
 
-def recorded_outcome(parts: Path, number: int) -> tuple[str, float] | None:
-    """The (state, value) a trial's saved part records, or None when it has no part. A part is
-    written just before the study is told, so a worker killed in between leaves one behind."""
+def recorded_outcome(parts: Path, number: int) -> tuple[str, float | list[float]] | None:
+    """The (state, value) a trial's saved part records (value: the list of values of a
+    multi-objective trial), or None when it has no part. A part is written just before the
+    study is told, so a worker killed in between leaves one behind."""
     import pyarrow.parquet as pq
 
     path = parts / f"{number:06d}.parquet"
     if not path.exists():
         return None
     meta = json.loads(pq.read_schema(path).metadata[b"fedsparse_trial"])
+    if "values" in meta:
+        return meta["state"], [float(v) for v in meta["values"]]
     return meta["state"], float(meta["value"])
 
 
@@ -82,7 +85,9 @@ def _reserve(study, spec: StudySpec, storage, parts: Path):
             with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
                 if saved is not None:  # its worker stopped between saving and telling
                     state, value = saved
-                    values = None if state == "PRUNED" else [value]
+                    values = (
+                        None if state == "PRUNED" else value if isinstance(value, list) else [value]
+                    )
                     storage.set_trial_state_values(t._trial_id, TrialState[state], values)
                     log.info("study %s: trial %d was saved, not told; %s", spec.name, t.number,
                              state.lower())  # fmt: skip
@@ -181,6 +186,29 @@ def metric_value(trace: pa.Table, metric: dict[str, Any], rounds: int) -> float:
     return float(np.sum((logs[1:] + logs[:-1]) / 2 * np.diff(r)) / (r[-1] - r[0]))
 
 
+def objective_value(trace: pa.Table, objective: dict[str, Any], rounds: int) -> float:
+    """One objective (``{metric, direction[, target]}`` of optuna.objectives) of one run's
+    trace. A diverged run scores the worst value for the objective's direction on every
+    objective: it stopped early, so its bytes and time alone would look best."""
+    worst = math.inf if objective["direction"] == "minimize" else -math.inf
+    obj = trace.column("objective")[-1].as_py()
+    if trace.column("status")[-1].as_py() == "diverged" or obj is None or not math.isfinite(obj):
+        return worst
+    name = objective["metric"]
+    if name in METRICS:
+        return metric_value(trace, {"name": name, **objective}, rounds)
+    columns = {"total_bytes": ("bytes_up", "bytes_down")}.get(
+        name, (TOTALS.get(name) or name.removeprefix("final_"),)
+    )
+    values = [trace.column(c)[-1].as_py() for c in columns]
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+        raise ConfigError(
+            f"optuna.objectives: {name}: the runs have no {' or '.join(columns)} "
+            "(e.g. no test split without a partition test_fraction)"
+        )
+    return float(sum(values))
+
+
 def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str:
     """Run one trial's runs, save them, then tell the study; returns the final state name."""
     from optuna.trial import TrialState
@@ -190,7 +218,8 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
     from ..sweep import Run
 
     params = trial.params
-    prune = spec.settings.pruner["name"] != "none"
+    prune = spec.settings.pruner["name"] != "none"  # (never with objectives: studies.py)
+    objectives = spec.settings.objectives
     tables, summaries, values, pruned = [], [], [], False
     for k, seed in enumerate(spec.seeds):
         cfg = spec.run_config(params, seed)
@@ -211,15 +240,23 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
         summary = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
         tables.append(trace)
         summaries.append(summary)
-        values.append(metric_value(trace, spec.settings.metric, spec.rounds))
+        if objectives:
+            values.append([objective_value(trace, o, spec.rounds) for o in objectives])
+        else:
+            values.append(metric_value(trace, spec.settings.metric, spec.rounds))
         if stopped:
             pruned = True
             break
-    value = math.inf if any(math.isinf(v) for v in values) else float(np.mean(values))
     state = "PRUNED" if pruned else "COMPLETE"
+    if objectives:  # per objective, the mean over seeds (a diverged seed's worst dominates)
+        told = [float(np.mean(v)) for v in zip(*values, strict=True)]
+        outcome = {"value": told[0], "values": told, "state": state}
+    else:
+        value = math.inf if any(math.isinf(v) for v in values) else float(np.mean(values))
+        told, outcome = value, {"value": value, "state": state}
     meta = {
         b"fedsparse_run_summaries": json.dumps(summaries).encode(),
-        b"fedsparse_trial": json.dumps({"value": value, "state": state}).encode(),
+        b"fedsparse_trial": json.dumps(outcome).encode(),
     }
     table = pa.concat_tables(tables)
     write_parquet_atomic(
@@ -229,7 +266,7 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
     if pruned:
         study.tell(trial, state=TrialState.PRUNED)
     else:
-        study.tell(trial, value)
+        study.tell(trial, told)
     return state
 
 

@@ -1,0 +1,218 @@
+"""The report's accuracy-against-communication page (``pareto.html``).
+
+Per data set (a report section) with more than one algorithm: every configuration (mean over
+seeds) as a faint point of its metric against its total bytes (up + down, log axis), the front of
+each algorithm, and the overall front: the configurations no other configuration beats on both.
+The metric is the test accuracy at the last round where the data set has a test split, else the
+final objective. The fronts are :func:`fedsparse.query.pareto_front` over the configurations of
+``fedsparse best --pareto total_bytes`` (grid runs and Optuna's held-out re-runs; a configuration
+with a diverged run, or without a finite value, is left out). ``tables/pareto.csv`` holds every
+configuration on its algorithm's front or the overall one.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import FedsparseError
+from ..query import METRICS, open_results, pareto_candidates, pareto_front
+from ..results import HYPERPARAMETER_COLUMNS
+from .analysis import Analysis, algorithm_order, label
+from .figures import colour, plt
+
+PAGE = "pareto.html"
+COLUMN = "total_bytes"  # up + down: what a run costs in communication
+# in order of preference: the first the data set has
+PARETO_METRICS = ("final_test_accuracy", "final_objective")
+_KEYS = ["dataset", "loss", "partition"]  # what sets a report section apart
+_ENVIRONMENT = ["step_time", "round_latency", "exchange_time"]
+
+
+def anchor(slug: str) -> str:
+    """The id of a data set's front on the page (family pages link to PAGE#anchor)."""
+    return f"front-{slug}"
+
+
+def configurations(results_dir: str | Path, a: Analysis) -> pd.DataFrame:
+    """Every configuration compared, in the sections with more than one algorithm: section,
+    slug, metric (its name), value (mean metric), bytes (mean total bytes), eligible, front
+    (overall) and algorithm_front, with its configuration columns."""
+    frames = []
+    done: set[tuple] = set()
+    with open_results([results_dir]) as res:
+        for metric in PARETO_METRICS:
+            try:
+                t = pareto_candidates(res, metric, COLUMN, by=["loss", "partition"])
+            except FedsparseError:  # no run has this metric: the next one
+                continue
+            df = t.to_pandas().rename(
+                columns={f"mean_{metric}": "value", f"mean_{COLUMN}": "bytes"}
+            )
+            df["loss"] = df["loss"].fillna("unknown")  # as the report's sections name them
+            df["partition"] = df["partition"].fillna("natural")
+            keys = list(df[_KEYS].itertuples(index=False, name=None))
+            df = df[[k not in done for k in keys]]  # a data set takes its first metric
+            done |= set(keys)
+            frames.append(df.assign(metric=metric))
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    names = a.runs[[*_KEYS, "section"]].drop_duplicates()
+    df = df.merge(names, on=_KEYS, how="inner")
+    df = df.merge(a.sections[["section", "slug"]], on="section", how="left")
+    several = df[df["eligible"]].groupby("section")["algorithm"].nunique()
+    df = df[df["section"].isin(several[several > 1].index)].reset_index(drop=True)
+    df["algorithm_front"] = False
+    for _, g in df[df["eligible"]].groupby(["section", "algorithm"]):
+        higher = METRICS[g["metric"].iloc[0]][0] == "higher"
+        on = pareto_front(g["value"].to_numpy(), g["bytes"].to_numpy(), higher)
+        df.loc[g.index[on], "algorithm_front"] = True
+    return df
+
+
+def _setting(df: pd.DataFrame) -> pd.Series:
+    """Each configuration's setting: the hyperparameters and environment that vary in its
+    section ('k=100, exchange_time=10')."""
+    cols = [c for c in [*HYPERPARAMETER_COLUMNS, *_ENVIRONMENT] if c in df]
+    out = pd.Series("", index=df.index)
+    for _, g in df.groupby("section"):
+        vary = [c for c in cols if g[c].astype(str).nunique() > 1]
+        out[g.index] = [
+            ", ".join(f"{c}={_short(r[c])}" for c in vary if pd.notna(r[c]))
+            for _, r in g.iterrows()
+        ]
+    return out
+
+
+def _short(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def front_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of tables/pareto.csv: the configurations on a front, cheapest first."""
+    on = df[df["front"] | df["algorithm_front"]].copy()
+    on["setting"] = _setting(df).loc[on.index]
+    cols = [
+        "section",
+        "algorithm",
+        "setting",
+        "metric",
+        "value",
+        "bytes",
+        "seeds",
+        "front",
+        "algorithm_front",
+        "grid_edges",
+    ]
+    hp = [c for c in [*HYPERPARAMETER_COLUMNS, *_ENVIRONMENT] if on[c].notna().any()]
+    on = on.sort_values(["section", "bytes", "algorithm"])
+    return on[cols + hp].rename(columns={"front": "overall_front"}).reset_index(drop=True)
+
+
+def front_figure(df: pd.DataFrame, title: str):
+    """One section: every configuration faint, each algorithm's front, the overall front."""
+    metric = df["metric"].iloc[0]
+    higher = METRICS[metric][0] == "higher"
+    fig, ax = plt.subplots(figsize=(8.2, 4.8), constrained_layout=True)
+    ok = df[df["eligible"]]
+    algos = algorithm_order(ok["algorithm"].unique())
+    colours = [colour(a) for a in algos]
+    if len(set(colours)) < len(colours):  # the report's colours collide here: tab10 instead
+        colours = [plt.get_cmap("tab10")(i % 10) for i in range(len(algos))]
+    for algo, c in zip(algos, colours, strict=True):
+        g = ok[ok["algorithm"] == algo]
+        ax.scatter(g["bytes"], g["value"], color=c, alpha=0.25, s=16, lw=0)
+        f = g[g["algorithm_front"]].sort_values(["bytes", "value"], ascending=[True, not higher])
+        # a front is a staircase: from each point's bytes on, its value is attainable
+        ax.plot(
+            f["bytes"],
+            f["value"],
+            color=c,
+            lw=1.4,
+            marker="o",
+            ms=4,
+            label=label(algo),
+            drawstyle="steps-post",
+        )
+    f = ok[ok["front"]].sort_values(["bytes", "value"], ascending=[True, not higher])
+    ax.plot(
+        f["bytes"],
+        f["value"],
+        color="black",
+        lw=1.2,
+        ls="--",
+        marker="o",
+        ms=9,
+        mfc="none",
+        label="overall front",
+        drawstyle="steps-post",
+    )
+    ax.set_xscale("log")
+    v = ok["value"].to_numpy(dtype=float)
+    if not higher and len(v) and (v > 0).all() and v.max() / v.min() > 10:
+        ax.set_yscale("log")
+    ax.set_xlabel("total bytes, up + down (log)")
+    ax.set_ylabel(f"{metric} ({'higher' if higher else 'lower'} is better)")
+    ax.set_title(f"{title}: {metric} against communication", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def add_page(page, df: pd.DataFrame, tables: Path) -> None:
+    """Write the page's text, one figure and table per section, and tables/pareto.csv."""
+    table = front_table(df)
+    table.to_csv(tables / "pareto.csv", index=False)
+    page.text(
+        "p",
+        "Each point is a configuration (mean over its seeds) of one data set: its metric against "
+        "the bytes its runs sent up and down (the cloud link for hierarchical methods). The "
+        "coloured lines join each algorithm's front, the dashed line the overall front: the "
+        "configurations no other configuration beats on both the metric and the bytes (equal "
+        "on both: all kept). A configuration with a diverged run is left out, as are runs of "
+        "Optuna trials (their held-out re-runs count). The same fronts: fedsparse best --pareto "
+        "total_bytes --metric METRIC --by loss,partition; table: tables/pareto.csv.",
+        "muted",
+    )
+    for section, g in df.groupby("section", sort=True):
+        slug = g["slug"].iloc[0]
+        page.heading("h2", section, anchor(slug))
+        out = int((~g["eligible"]).sum())
+        page.text(
+            "p",
+            f"{int(g['eligible'].sum())} configurations of {g['algorithm'].nunique()} algorithms"
+            + (f"; {out} more left out (a diverged run, or no finite value)" if out else "")
+            + ".",
+            "muted",
+        )
+        page.figure(front_figure(g, section), f"pareto_{slug}", f"front, {section}")
+        rows = table[(table["section"] == section) & table["overall_front"]]
+        metric = g["metric"].iloc[0]
+        shown = rows[["algorithm", "setting", "value", "bytes", "seeds", "grid_edges"]].rename(
+            columns={"value": f"mean {metric}", "bytes": "mean total bytes"}
+        )
+        page.text("h3", "The overall front, cheapest first")
+        page.table(shown, {"mean total bytes": lambda v: f"{v:.4g}"})
+
+
+def link(slugs: list[str], sections: list[str]) -> str:
+    """The paragraph a family page ends with: its data sets' fronts."""
+    items = ", ".join(
+        f'<a href="{PAGE}#{html.escape(anchor(s))}">{html.escape(n)}</a>'
+        for s, n in zip(slugs, sections, strict=True)
+    )
+    return (
+        '<p class="muted">Accuracy against communication: every configuration of these '
+        f"runs with the fronts of each algorithm and overall, on {items}.</p>"
+    )
+
+
+def sections_of(df: pd.DataFrame, algorithms: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The (slugs, sections) with a front that holds runs of ``algorithms``."""
+    hit = df[df["algorithm"].isin(algorithms)].drop_duplicates("section").sort_values("section")
+    return hit["slug"].tolist(), hit["section"].tolist()
+
+
+__all__ = ["PAGE", "add_page", "anchor", "configurations", "front_figure", "link", "sections_of"]
