@@ -101,12 +101,12 @@ def test_kill_minus_nine_during_aggregation_leaves_the_previous_results_whole(sh
         "import json, sys, time\n"
         "from fedsparse import aggregate as a\n"
         "traces, runs = json.load(open(sys.argv[1]))\n"
-        "stage = a._stage_traces\n"
+        "stage = a.stage_traces\n"
         "def slowly(batches):\n"
         "    for b in batches:\n"
         "        time.sleep(0.002)\n"
         "        yield b\n"
-        "a._stage_traces = lambda batches, d: stage(slowly(batches), d)\n"
+        "a.stage_traces = lambda batches, d: stage(slowly(batches), d)\n"
         "a.aggregate(traces, runs, sys.argv[2] + '/traces', sys.argv[2] + '/runs.parquet')\n"
     )
     proc = subprocess.Popen(

@@ -42,10 +42,16 @@ def aggregate(
     in two shards is an error (and nothing is written)."""
     staged_runs = _write_runs(run_files, runs_path)  # refuses duplicates before any trace
     try:
-        staged_traces = _stage_traces(_sorted_traces(trace_files), traces_dir)
+        staged_traces = stage_traces(_sorted_traces(trace_files), traces_dir)
     except BaseException:
         staged_runs.unlink(missing_ok=True)
         raise
+    install(staged_traces, traces_dir, staged_runs, runs_path)
+
+
+def install(staged_traces: Path, traces_dir: str | Path, staged_runs: Path, runs_path) -> None:
+    """Rename staged outputs into place: the traces folder, then the runs table (each in one
+    rename; a reader sees the old or the new one)."""
     _replace_dir(staged_traces, Path(traces_dir))
     os.replace(staged_runs, runs_path)
 
@@ -87,11 +93,12 @@ def write_traces_dataset(traces: pa.Table | Iterable[pa.RecordBatch], traces_dir
     TRACE_SCHEMA), replacing ``traces_dir`` in one rename."""
     if isinstance(traces, pa.Table):
         traces = traces.to_batches()
-    _replace_dir(_stage_traces(traces, traces_dir), Path(traces_dir))
+    _replace_dir(stage_traces(traces, traces_dir), Path(traces_dir))
 
 
-def _stage_traces(batches: Iterable[pa.RecordBatch], traces_dir: str | Path) -> Path:
-    """The dataset written to a temporary folder beside ``traces_dir`` (returned)."""
+def stage_traces(batches: Iterable[pa.RecordBatch], traces_dir: str | Path) -> Path:
+    """The dataset written to a temporary folder beside ``traces_dir`` (returned, for
+    :func:`install`)."""
     traces_dir = Path(traces_dir)
     traces_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{traces_dir.name}.", dir=traces_dir.parent))

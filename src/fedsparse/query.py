@@ -19,7 +19,10 @@ so a query can neither write files nor read anything else.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from .aggregate import write_traces_dataset
+from .aggregate import install, stage_traces
 from .atomic import atomic_write
 from .edges import EDGE_COLUMNS, edge_phrase
 from .errors import FedsparseError, FedsparseWarning
@@ -48,7 +51,6 @@ from .results import (
     runs_per_folder,
     sql_ident,
     sql_quote,
-    write_parquet_atomic,
 )
 
 FORMATS = ("table", "csv", "parquet")
@@ -670,18 +672,51 @@ def merge_results(sources: Sequence[str | Path], dest: str | Path) -> MergeSumma
             )
         con = res.con
         try:
-            traces = con.sql(
-                "SELECT * FROM traces ORDER BY dataset, algorithm, run_id, round"
-            ).to_arrow_table()
-            runs = con.sql("SELECT * FROM runs ORDER BY run_id").to_arrow_table()
+            # streamed, one data set x algorithm partition at a time, each in run and round
+            # order; staged beside dest and renamed only when both are complete (dest may be
+            # a source: it is read to the end first)
+            staged_traces = stage_traces(_partition_batches(con), dest / "traces")
+            try:
+                staged_runs = _stage_runs(con, dest / "runs.parquet")
+            except BaseException:
+                shutil.rmtree(staged_traces, ignore_errors=True)
+                raise
         except duckdb.Error as exc:
             raise FedsparseError(f"merge: {one_line(exc)}") from None
+        n_runs = _scalar(con, "SELECT count(*) FROM runs")
         per_folder = runs_per_folder(con, len(res.folders))
         conflicts = res.conflicts
-    # everything is in memory now: dest may be one of the sources
-    write_traces_dataset(traces.cast(TRACE_SCHEMA), dest / "traces")
-    write_parquet_atomic(runs.cast(RUNS_SCHEMA), dest / "runs.parquet")
-    return MergeSummary(runs.num_rows, per_folder, conflicts)
+    install(staged_traces, dest / "traces", staged_runs, dest / "runs.parquet")
+    return MergeSummary(n_runs, per_folder, conflicts)
+
+
+def _partition_batches(con: duckdb.DuckDBPyConnection) -> Iterator[pa.RecordBatch]:
+    parts = con.execute(
+        "SELECT DISTINCT dataset, algorithm FROM traces ORDER BY dataset, algorithm"
+    ).fetchall()
+    for dataset, algorithm in parts:
+        reader = con.sql(
+            "SELECT * FROM traces WHERE dataset = ? AND algorithm = ? ORDER BY run_id, round",
+            params=[dataset, algorithm],
+        ).to_arrow_reader(BATCH_ROWS)
+        for batch in reader:
+            yield from pa.Table.from_batches([batch]).cast(TRACE_SCHEMA).to_batches()
+
+
+def _stage_runs(con: duckdb.DuckDBPyConnection, runs_path: Path) -> Path:
+    """The runs, by run id, streamed to a temporary file beside ``runs_path`` (returned)."""
+    runs_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{runs_path.name}.", suffix=".tmp", dir=runs_path.parent)
+    os.close(fd)
+    try:
+        reader = con.sql("SELECT * FROM runs ORDER BY run_id").to_arrow_reader(BATCH_ROWS)
+        with pq.ParquetWriter(tmp, RUNS_SCHEMA) as writer:
+            for batch in reader:
+                writer.write_table(pa.Table.from_batches([batch]).cast(RUNS_SCHEMA))
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
 
 
 # ------------------------------------------------------------------------------ helpers
