@@ -85,7 +85,9 @@ def _write_runs(run_files: list[str | Path], runs_path: str | Path) -> Path:
 def _sorted_traces(trace_files: Iterable[str | Path]) -> Iterator[pa.RecordBatch]:
     for f in trace_files:
         table = pq.read_table(f, schema=TRACE_SCHEMA)
-        yield from table.sort_by([("run_id", "ascending"), ("round", "ascending")]).to_batches()
+        ordered = table.sort_by([("run_id", "ascending"), ("round", "ascending")])
+        # the writer buffers what it is given per partition: give it row groups' worth
+        yield from ordered.to_batches(max_chunksize=ROW_GROUP_ROWS)
 
 
 def write_traces_dataset(traces: pa.Table | Iterable[pa.RecordBatch], traces_dir: str | Path):
