@@ -75,6 +75,27 @@ PINNED = [
 ]
 
 
+# An MLP run id computed before model.kind cnn existed: network configs keep their ids.
+PINNED.append(
+    (
+        {
+            "dataset": {"kind": "idx", "source": "fashion-mnist"},
+            "partition": {"kind": "iid", "clients": 10},
+            "model": {
+                "loss": "softmax",
+                "kind": "mlp",
+                "hidden": [200, 100],
+                "activation": "swish",
+            },
+            "algorithm": "fedavg",
+            "params": {"stepsize": 0.05, "local_steps": 10, "batch_size": 32},
+            "rounds": 30,
+        },
+        "13aee219e3ff148c",
+    )
+)
+
+
 @pytest.mark.parametrize("raw,expected", PINNED)
 def test_existing_run_ids_are_unchanged(raw, expected):
     assert run_id(normalize_run_config(raw)) == expected
@@ -110,7 +131,10 @@ def test_mlp_config_is_explicit():
 @pytest.mark.parametrize(
     "model,where",
     [
-        ({"kind": "cnn"}, "model.kind"),
+        ({"kind": "cnm"}, "model.kind"),
+        ({"kind": "cnn"}, "model.layers"),
+        ({"layers": "leaf_femnist"}, "model.layers"),
+        ({"kind": "mlp", "input": [28, 28, 1]}, "model.input"),
         ({"kind": "mlp", "activation": "gelu"}, "model.activation"),
         ({"kind": "mlp", "hidden": [10, 0]}, "model.hidden"),
         ({"kind": "mlp", "hidden": []}, "model.hidden"),

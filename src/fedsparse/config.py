@@ -218,6 +218,10 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
         task = cfg["dataset"]["task"]
         if model["loss"] != "least_squares" and LOSS_TASKS[model["loss"]] != task:
             raise ConfigError(f"model.loss: {model['loss']} does not fit {task} data")
+    if model.get("kind") == "cnn":  # layers that cannot fit the images fail before any run
+        n_features = model_layer.known_features(cfg["dataset"])
+        if n_features is not None:
+            model_layer.resolve(model, n_features, 2)
     clients = known_clients(cfg["dataset"], cfg["partition"])
     if clients is not None:
         ALGORITHMS[algorithm].check_clients(cfg["params"], clients)
@@ -604,9 +608,7 @@ def _test_pool(out: dict[str, Any], dataset: dict[str, Any]) -> None:
 def normalize_model(model: Any) -> dict[str, Any]:
     if not isinstance(model, dict):
         raise ConfigError("model: must be a mapping such as {loss: least_squares}")
-    check_keys(
-        model, ("loss", "l2", "weights", "kind", "hidden", "activation", "bias", "init"), "model"
-    )
+    check_keys(model, model_layer.KEYS, "model")
     loss = model.get("loss", "least_squares")
     if loss not in LOSS_TASKS:
         raise ConfigError(

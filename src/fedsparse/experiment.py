@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job needs neither
 
 # data sets read from files by fedsparse.data.prepare (the others are built here)
 PREPARED_KINDS = ("svmlight", "idx", "leaf")
-_WARM: set[tuple[str, bool, str, bool]] = set()
+_WARM: set[tuple[str, bool, str, bool, int]] = set()
 _OBJECTIVES = ("objective", "train_loss", "pm_objective")  # NaN kept: it marks a blow-up
 
 
@@ -265,7 +265,8 @@ def is_diverged(objective: float, start: float, factor: float) -> bool:
 
 def _warm_up(cls: type, problem: Problem, cfg: dict[str, Any]) -> None:
     """Compile this algorithm's kernels for this storage format and model before any timing."""
-    key = (cls.name, problem.data.is_sparse, problem.loss, problem.fast_linear)
+    # the layer table's rank tells an MLP's kernels (1-D) from a CNN's (2-D): each compiles
+    key = (cls.name, problem.data.is_sparse, problem.loss, problem.fast_linear, problem.sizes.ndim)
     if key in _WARM:
         return
     throwaway = cls(problem, cfg["params"], cfg["seed"])

@@ -1,8 +1,9 @@
 """A model and loss bound to federated data: the objective f(W) = sum_i p_i f_i(W) and metrics.
 
 Linear models without intercept keep their fast paths (evaluation from the model's
-support columns, several models in one pass); every other model (an MLP, or a linear
-model with intercept) is scored by the blocked forward kernels of ``kernels.mlp``,
+support columns, several models in one pass); every other model (an MLP, a cnn, or a
+linear model with intercept) is scored by the blocked forward kernels of ``kernels.mlp``
+(which hand a cnn's layer table to ``kernels.cnn``),
 which also score per-client (personalised) models on each client's own rows.
 """
 
@@ -76,7 +77,8 @@ class Problem:
         )
         self.n_outputs = max(data.n_classes, 2) if loss == "softmax" else 1
         self.network = Network.from_config(model or {}, data.n_features, self.n_outputs)
-        self.sizes = np.asarray(self.network.sizes, dtype=np.int64)  # as the kernels take it
+        # as the kernels take it: layer widths, or a cnn's 2-D layer table (kernels.cnn)
+        self.sizes = self.network.kernel_sizes()
         self.activation_code = ACTIVATIONS.index(self.network.activation)  # kernels.mlp's codes
         if not self.network.fast_linear:
             one_blas_thread()

@@ -15,6 +15,12 @@ into ``theta`` for an SGD step); only the first layer of CSR data uses sparse
 loops. Work space is allocated once by :func:`mlp_work`
 (one thread) or :func:`mlp_thread_work` (one slot per numba thread).
 
+Convolutional networks use the same public kernels: their ``sizes`` is the 2-D layer
+table of :func:`fedsparse.kernels.cnn.cnn_spec`, and ``_step``, ``_check`` and
+``_offsets`` (and :func:`mlp_eval`, :func:`mlp_work`, :func:`n_params`) dispatch on its
+dimension when numba compiles them, to :mod:`fedsparse.kernels.cnn`; the 1-D (MLP)
+specialisations are compiled from the same code as before.
+
 Threads: :func:`mlp_eval` runs blocks of rows, :func:`mlp_local_sgd_round` clients, in
 parallel numba threads, each calling BLAS, so BLAS itself should run one thread
 (``OPENBLAS_NUM_THREADS=1``, set before NumPy and SciPy load). With a
@@ -70,12 +76,19 @@ _X0, _A, _E = 0, 1, 3
 
 
 def n_params(sizes, bias: bool) -> int:
-    """Length of the flat parameter vector of an MLP with layer widths ``sizes``."""
+    """Length of the flat parameter vector of an MLP with layer widths ``sizes`` (or of the
+    cnn of a 2-D layer table, whose bias is part of the table)."""
+    if np.ndim(sizes) == 2:
+        return int(sizes[0, 1])  # cnn.H_PARAMS
     sizes = [int(s) for s in sizes]
     return sum(o * i + (o if bias else 0) for i, o in zip(sizes[:-1], sizes[1:], strict=True))
 
 
 def _work_lengths(sizes, max_batch: int, dense: bool) -> tuple[int, ...]:
+    if np.ndim(sizes) == 2:  # a cnn: its input rows are always gathered dense
+        from .cnn import cnn_work_lengths
+
+        return cnn_work_lengths(sizes, max_batch)
     sizes = [int(s) for s in sizes]
     if len(sizes) < 2 or min(sizes) <= 0 or max_batch <= 0:
         raise ValueError(f"invalid MLP sizes {sizes} or batch {max_batch}")
@@ -134,8 +147,25 @@ def _gemm(ta, tb, m, n, k, alpha, A, B, beta, C, coef):
     _xxgemm(_KIND, tb, ta, n, m, k, a, b, ldb, A.ctypes, lda, c, C.ctypes, n)
 
 
-@njit(cache=True)
 def _offsets(sizes, bias):
+    """Start of each layer's ``W_l`` in theta (compiled only; a cnn: ``[0, n_params]``)."""
+
+
+@overload(_offsets)
+def _offsets_impl(sizes, bias):
+    if sizes.ndim == 2:
+
+        def table(sizes, bias):
+            off = np.zeros(2, dtype=np.int64)
+            off[1] = sizes[0, 1]  # cnn.H_PARAMS
+            return off
+
+        return table
+    return lambda sizes, bias: _mlp_offsets(sizes, bias)
+
+
+@njit(cache=True)
+def _mlp_offsets(sizes, bias):
     """Start of each layer's ``W_l`` in theta; entry L is the total length."""
     n_layers = sizes.shape[0] - 1
     off = np.empty(n_layers + 1, dtype=np.int64)
@@ -534,9 +564,27 @@ def _init_ridge(theta, l2, G):
 # Public kernels
 
 
-@njit(cache=True)
 def _check(X0, X_dense, rows, theta, sizes, bias, work):
-    """Raise on work space too small for ``rows`` or a parameter of the wrong length."""
+    """Raise on work space too small for ``rows`` or a parameter of the wrong length
+    (compiled only; dispatches on the dimension of ``sizes``)."""
+
+
+@overload(_check)
+def _check_impl(X0, X_dense, rows, theta, sizes, bias, work):
+    if sizes.ndim == 2:
+        from .cnn import cnn_check
+
+        return lambda X0, X_dense, rows, theta, sizes, bias, work: cnn_check(
+            X0, rows, theta, sizes, work
+        )
+    return lambda X0, X_dense, rows, theta, sizes, bias, work: _mlp_check(
+        X0, X_dense, rows, theta, sizes, bias, work
+    )
+
+
+@njit(cache=True)
+def _mlp_check(X0, X_dense, rows, theta, sizes, bias, work):
+    """:func:`_check` of an MLP."""
     b = rows.shape[0]
     hidden = 0
     widest = 0
@@ -546,7 +594,7 @@ def _check(X0, X_dense, rows, theta, sizes, bias, work):
             hidden += sizes[layer]
     if b < 1:
         raise ValueError("mlp: empty minibatch")
-    if theta.shape[0] != _offsets(sizes, bias)[-1]:
+    if theta.shape[0] != _mlp_offsets(sizes, bias)[-1]:
         raise ValueError("mlp: theta has the wrong length for sizes and bias")
     if X_dense and X0.shape[0] < b * sizes[0]:
         raise ValueError("mlp: work space too small for dense rows (mlp_work(..., dense=True))")
@@ -564,10 +612,30 @@ def _is_dense_impl(X):
     return lambda X: value
 
 
-@njit(cache=True)
 def _step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
     """Forward, output deltas and ``T = shrink * T + alpha * data_grad``; return the mean data
-    loss over ``rows``."""
+    loss over ``rows`` (compiled only: an MLP, or a cnn for a 2-D ``sizes``)."""
+
+
+@overload(_step)
+def _step_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+    if sizes.ndim == 2:
+        from .cnn import cnn_step
+
+        def table(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+            return cnn_step(X, y, rows, theta, sizes, act, loss, work, alpha, shrink, T)
+
+        return table
+
+    def layers(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+        return _mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T)
+
+    return layers
+
+
+@njit(cache=True)
+def _mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+    """:func:`_step` of an MLP."""
     X0, A, D, E, coef = work
     b = rows.shape[0]
     c = sizes[-1]
@@ -646,6 +714,11 @@ def mlp_eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, 
         Output: correctly classified rows (softmax: argmax, ties to the lowest
         index; logistic: sign of z, z > 0 -> +1; least squares: 0).
     """
+    if np.ndim(sizes) == 2:
+        from .cnn import cnn_eval
+
+        cnn_eval(X, y, ptr, thetas, which, sizes, act, loss, block, loss_sum, correct)
+        return
     lanes = numba.get_num_threads()  # read here: inside, it would stop numba's caching
     _eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, correct, lanes)
 
