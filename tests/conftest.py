@@ -181,3 +181,14 @@ def kill_tree(root: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def file_digests(folder) -> dict[str, str]:
+    """SHA-256 of every file under ``folder``, by relative path: equal means byte-identical."""
+    import hashlib
+
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import SMALL_LINEAR, run_sweep
+from conftest import SMALL_LINEAR, file_digests, run_sweep
 
 from fedsparse.aggregate import aggregate, read_traces
 from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
@@ -43,14 +42,6 @@ def shards(tmp_path_factory) -> tuple[list[Path], list[Path]]:
     )
 
 
-def digests(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
-
-
 def test_streaming_aggregation_holds_every_row_of_the_shards_once(shards, tmp_path):
     trace_files, run_files = shards
     assert len(trace_files) > 2  # several shards per data set: rows from several files
@@ -73,7 +64,7 @@ def test_equal_inputs_give_equal_bytes(shards, tmp_path):
         aggregate(
             trace_files, run_files, tmp_path / out / "traces", tmp_path / out / "runs.parquet"
         )
-    assert digests(tmp_path / "a") == digests(tmp_path / "b")
+    assert file_digests(tmp_path / "a") == file_digests(tmp_path / "b")
     assert not [p for p in tmp_path.glob("*/.*")]  # no temporary file or folder left
 
 
@@ -90,7 +81,9 @@ def test_kill_minus_nine_during_aggregation_leaves_the_previous_results_whole(sh
     trace_files, run_files = shards
     aggregate(trace_files, run_files, tmp_path / "traces", tmp_path / "runs.parquet")
     before = {
-        k: v for k, v in digests(tmp_path).items() if k.split("/")[0] in ("traces", "runs.parquet")
+        k: v
+        for k, v in file_digests(tmp_path).items()
+        if k.split("/")[0] in ("traces", "runs.parquet")
     }
     # enough input, slowly fed, for the kill to land while the new traces are being written
     (tmp_path / "inputs.json").write_text(
@@ -119,6 +112,8 @@ def test_kill_minus_nine_during_aggregation_leaves_the_previous_results_whole(sh
     proc.kill()
     proc.wait()
     after = {
-        k: v for k, v in digests(tmp_path).items() if k.split("/")[0] in ("traces", "runs.parquet")
+        k: v
+        for k, v in file_digests(tmp_path).items()
+        if k.split("/")[0] in ("traces", "runs.parquet")
     }
     assert after == before

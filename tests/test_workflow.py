@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import SMALL_LINEAR, kill_tree, process_tree
+from conftest import SMALL_LINEAR, file_digests, kill_tree, process_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -206,16 +206,6 @@ def finished(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("uninterrupted")
     snakemake(workdir, "--configfile", str(write_config(workdir, TINY)))
     return workdir
-
-
-def file_digests(folder: Path) -> dict[str, str]:
-    import hashlib
-
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 def test_a_failing_config_leaves_another_sweeps_results_byte_identical(finished, tmp_path):
