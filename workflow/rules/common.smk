@@ -20,8 +20,9 @@ PLAN = (workflow.remote_exec and plan_from_file(PLAN_FILE, config)) or plan_or_e
 )
 
 SHARDS = list(PLAN.shards)
-# method optuna: one study per data set x algorithm (rules in optuna.smk); none for grids
+# the sweep's progress line in runs (started in onstart, so only where jobs are run)
 PROGRESS = sweep_progress(PLAN, config, RESULTS, logger.info)
+# method optuna: one study per data set x algorithm (rules in optuna.smk); none for grids
 STUDIES = list(PLAN.studies)
 OPTUNA_TRACES = [
     f"{RESULTS}/optuna/{s}/{part}.parquet" for s in STUDIES for part in ("trials", "holdout")
