@@ -75,6 +75,7 @@ class SweepProgress:
         self.cost = self._costs(self.plan, self.data_root)[order]
         self.start = time.monotonic()
         self.done_at_start = self._done()
+        self.first: tuple[float, np.ndarray] | None = None  # (when, done) at the first finish
 
     @staticmethod
     def _costs(plan: Any, data_root: Path) -> np.ndarray:
@@ -105,6 +106,12 @@ class SweepProgress:
         elapsed = time.monotonic() - self.start
         new = done & ~self.done_at_start
         text = f"sweep {self.name}: {n}/{total} runs done ({100 * n / max(total, 1):.0f} %)"
+        if new.any() and self.first is None:
+            # the sweep's start-up (data sets built, kernels compiled) is over once runs
+            # finish: the pace is measured from here on, when runs have finished since
+            self.first = (time.monotonic(), done)
+        if self.first is not None and (done & ~self.first[1]).any():
+            new, elapsed = done & ~self.first[1], time.monotonic() - self.first[0]
         if new.any() and elapsed > 0:
             text += f", {new.sum() / elapsed * 60:.1f} runs/min"
             # seconds of wall time per estimated second, from the runs finished meanwhile
