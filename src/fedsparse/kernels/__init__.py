@@ -36,6 +36,7 @@ def _configure_cache() -> None:
 
 _configure_cache()
 
+from . import cnn  # noqa: E402,F401  (registers the CNN kernels with mlp's dispatch)
 from .evaluate import (  # noqa: E402
     client_losses_from_margins,
     correct_from_margins,

@@ -35,16 +35,15 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
-from .mlp import (
-    _N,
-    _T,
-    _add_bias,
-    _bias_activate,
-    _bias_grad,
-    _gemm,
-    _row_loss,
-    _scale,
-)
+from .mlp import BLAS_N as _N
+from .mlp import BLAS_T as _T
+from .mlp import CNN_KERNELS
+from .mlp import add_bias as _add_bias
+from .mlp import bias_activate as _bias_activate
+from .mlp import bias_grad as _bias_grad
+from .mlp import gemm as _gemm
+from .mlp import row_loss as _row_loss
+from .mlp import scale as _scale
 
 CONV, MAXPOOL, AVGPOOL, DENSE = 0, 1, 2, 3
 _KIND_CODES = {"conv": CONV, "max": MAXPOOL, "avg": AVGPOOL, "dense": DENSE}
@@ -514,3 +513,9 @@ def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lane
             good += hits[j]
         loss_sum[i] = total
         correct[i] = good
+
+
+# mlp.py's dispatch on the layer table's rank finds these here (see mlp.CNN_KERNELS)
+CNN_KERNELS.update(
+    cnn_work_lengths=cnn_work_lengths, cnn_check=cnn_check, cnn_step=cnn_step, cnn_eval=cnn_eval
+)

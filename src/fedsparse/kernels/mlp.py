@@ -69,6 +69,12 @@ _xxgemm = types.ExternalFunction(
 _KIND = ord("d")
 _N = ord("n")
 _T = ord("t")
+BLAS_N, BLAS_T = _N, _T  # BLAS's "no transpose" and "transpose" flags (kernels.cnn uses them)
+
+# The kernels of a 2-D layer table (a CNN), put here by fedsparse.kernels.cnn when it is
+# imported (the kernels package imports it): this module dispatches to them by the table's
+# rank without importing them, so neither module imports the other in a cycle.
+CNN_KERNELS: dict[str, object] = {}
 
 # Work-tuple positions (see mlp_work): gathered input rows, hidden activations,
 # their derivatives, two delta buffers back to back (BLAS's alpha/beta slots follow).
@@ -86,9 +92,7 @@ def n_params(sizes, bias: bool) -> int:
 
 def _work_lengths(sizes, max_batch: int, dense: bool) -> tuple[int, ...]:
     if np.ndim(sizes) == 2:  # a cnn: its input rows are always gathered dense
-        from .cnn import cnn_work_lengths
-
-        return cnn_work_lengths(sizes, max_batch)
+        return CNN_KERNELS["cnn_work_lengths"](sizes, max_batch)
     sizes = [int(s) for s in sizes]
     if len(sizes) < 2 or min(sizes) <= 0 or max_batch <= 0:
         raise ValueError(f"invalid MLP sizes {sizes} or batch {max_batch}")
@@ -572,7 +576,7 @@ def _check(X0, X_dense, rows, theta, sizes, bias, work):
 @overload(_check)
 def _check_impl(X0, X_dense, rows, theta, sizes, bias, work):
     if sizes.ndim == 2:
-        from .cnn import cnn_check
+        cnn_check = CNN_KERNELS["cnn_check"]
 
         return lambda X0, X_dense, rows, theta, sizes, bias, work: cnn_check(
             X0, rows, theta, sizes, work
@@ -620,7 +624,7 @@ def _step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T
 @overload(_step)
 def _step_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
     if sizes.ndim == 2:
-        from .cnn import cnn_step
+        cnn_step = CNN_KERNELS["cnn_step"]
 
         def table(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
             return cnn_step(X, y, rows, theta, sizes, act, loss, work, alpha, shrink, T)
@@ -715,9 +719,9 @@ def mlp_eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, 
         index; logistic: sign of z, z > 0 -> +1; least squares: 0).
     """
     if np.ndim(sizes) == 2:
-        from .cnn import cnn_eval
-
-        cnn_eval(X, y, ptr, thetas, which, sizes, act, loss, block, loss_sum, correct)
+        CNN_KERNELS["cnn_eval"](
+            X, y, ptr, thetas, which, sizes, act, loss, block, loss_sum, correct
+        )
         return
     lanes = numba.get_num_threads()  # read here: inside, it would stop numba's caching
     _eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, correct, lanes)
@@ -903,3 +907,8 @@ def mlp_local_sgd_round(
                     for s in range(layer_bounds.shape[0] - 1):
                         seg = ti[layer_bounds[s] : layer_bounds[s + 1]]
                         hard_threshold(seg, tau_local, scratch[t])
+
+
+# The building blocks kernels.cnn shares with these kernels, under public names.
+gemm, add_bias, bias_activate, bias_grad = _gemm, _add_bias, _bias_activate, _bias_grad
+row_loss, scale = _row_loss, _scale
