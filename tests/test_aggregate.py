@@ -60,11 +60,14 @@ def test_streaming_aggregation_holds_every_row_of_the_shards_once(shards, tmp_pa
 
 def test_equal_inputs_give_equal_bytes(shards, tmp_path):
     trace_files, run_files = shards
-    for out in ("a", "b"):
+    # several times: the row order of an unordered writer varied in about 1 of 12 runs
+    outs = [str(i) for i in range(12)]
+    for out in outs:
         aggregate(
             trace_files, run_files, tmp_path / out / "traces", tmp_path / out / "runs.parquet"
         )
-    assert file_digests(tmp_path / "a") == file_digests(tmp_path / "b")
+    first = file_digests(tmp_path / outs[0])
+    assert all(file_digests(tmp_path / out) == first for out in outs[1:])
     assert not [p for p in tmp_path.glob("*/.*")]  # no temporary file or folder left
 
 

@@ -112,7 +112,10 @@ def stage_traces(batches: Iterable[pa.RecordBatch], traces_dir: str | Path) -> P
             partitioning=PARTITIONING,
             basename_template="part-{i}.parquet",
             existing_data_behavior="overwrite_or_ignore",
-            use_threads=False,  # rows and files in input order: equal inputs, equal bytes
+            # rows and files in input order, equal inputs give equal bytes: without
+            # preserve_order the writer sometimes swaps two shards' batches in a partition
+            use_threads=False,
+            preserve_order=True,
             min_rows_per_group=ROW_GROUP_ROWS,
             max_rows_per_group=4 * ROW_GROUP_ROWS,
         )
