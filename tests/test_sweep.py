@@ -322,3 +322,33 @@ def test_a_shard_reads_its_part_and_plans_itself_only_without_a_valid_plan(
         label = [c for c in ("sweep", "config_json") if c in a]
         pd.testing.assert_frame_equal(a.drop(columns=label), b.drop(columns=label))
     assert set(stale[1].sweep) == {"q"}  # the shard's own config, as before plan files
+
+
+def test_command_line_values_and_exponent_notation_are_read_as_numbers():
+    from snakemake.cli import parse_config
+
+    from fedsparse.sweep import retype_config
+
+    config = {"seeds": [0], "results": "r", "grid": {"stepsize": [0.1], "sparsity": [5]}}
+    overrides = parse_config(["seeds=[0,1,2]", "results=/tmp/a b", "grid={stepsize: [0.5, 1]}"])
+    assert overrides["seeds"] == ["0", "1", "2"]  # what Snakemake gives
+    merged = {**config, **overrides, "grid": {**config["grid"], **overrides["grid"]}}
+    merged["alpha"] = ["1e-3", "2E+5", "1e3x", "0.1"]  # as Snakemake's YAML 1.1 reader left them
+    retype_config(merged, overrides)
+    assert merged == {
+        "seeds": [0, 1, 2],
+        "results": "/tmp/a b",
+        "grid": {"stepsize": [0.5, 1], "sparsity": [5]},
+        "alpha": [1e-3, 2e5, "1e3x", "0.1"],
+    }
+
+
+def test_config_files_read_exponent_notation_as_numbers(tmp_path):
+    from fedsparse.config import read_config_file
+
+    path = tmp_path / "c.yaml"
+    path.write_text("grid: {stepsize: [1e-3, 1.0e-4, -3e+2, .5e-1, 0.1]}\nsweep: 1e3x\n")
+    assert read_config_file(path) == {
+        "grid": {"stepsize": [1e-3, 1e-4, -300.0, 0.05, 0.1]},
+        "sweep": "1e3x",
+    }

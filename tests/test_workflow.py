@@ -116,6 +116,17 @@ def test_dry_run_of_the_default_config(tmp_path):
     assert counts["run_shard"] == 6 * 8  # 210 runs per data set, 27 per shard
 
 
+def test_list_values_on_the_command_line_and_exponent_notation_are_numbers(tmp_path):
+    # Snakemake leaves values inside a --config list strings ('0'), and its YAML 1.1 reader
+    # leaves 1e-3 in a config file a string: both were refused as "must be an integer/number"
+    sweep = dict(TINY, grid=dict(TINY["grid"], stepsize=["1e-3"]))
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep).replace("'1e-3'", "1e-3"))
+    proc = snakemake(tmp_path, "-n", "--configfile", str(path), "--config", "seeds=[0,1,2]")
+    # 2 data sets x 5 configurations x 3 seeds = 15 runs each, at most 12 a shard
+    assert job_counts(proc.stdout)["run_shard"] == 2 * 2
+
+
 def mistake_lines(proc: subprocess.CompletedProcess) -> list[str]:
     """What Snakemake printed, but for the line saying it uses the project's profile."""
     out = (proc.stdout + proc.stderr).splitlines()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,33 @@ TEST_POOLS = ("split", "pooled")
 HAS_TEST_FILE = ("idx", "leaf")  # data kinds whose prepare step reads a separate test file
 
 
+# YAML 1.2 reads 1e-3 as a number; PyYAML (YAML 1.1) reads it as the string '1e-3' (it wants a
+# dot and a signed exponent). Config files are read the YAML 1.2 way, so a step size of 1e-3 is
+# the number a user means.
+YAML12_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+")
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    pass
+
+
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(f"^{YAML12_FLOAT.pattern}$"), list("-+.0123456789")
+)
+
+
+def yaml12_numbers(value: Any) -> Any:
+    """``value`` with every string that YAML 1.2 reads as a float (1e-3) made that float: for
+    configs another YAML 1.1 reader loaded (Snakemake's)."""
+    if isinstance(value, str) and YAML12_FLOAT.fullmatch(value):
+        return float(value)
+    if isinstance(value, list):
+        return [yaml12_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: yaml12_numbers(v) for k, v in value.items()}
+    return value
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Parse a YAML or JSON file into a mapping; ConfigError names the file on failure."""
     path = Path(path)
@@ -156,7 +184,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
     try:
-        loaded = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        loaded = json.loads(text) if path.suffix == ".json" else yaml.load(text, _Yaml12Loader)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}, line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except yaml.YAMLError as exc:

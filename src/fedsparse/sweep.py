@@ -53,6 +53,7 @@ from .config import (
     normalize_run_config,
     run_ids,
     time_model,
+    yaml12_numbers,
 )
 from .cost import job_resources, known_shape, shard_seconds
 from .errors import ConfigError, FedsparseError, did_you_mean
@@ -402,6 +403,43 @@ PLAN_FILE_VERSION = "2"  # 2: the data sets in the metadata, for jobs that read 
 
 class PlanFileError(FedsparseError):
     """A plan file is missing, unreadable, or written for another sweep config or shard."""
+
+
+def retype_config(config: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Read the values of a config Snakemake loaded as a user means them, in place.
+
+    Snakemake reads ``--config seeds=[0,1,2]`` with YAML's base loader, which leaves every
+    nested value a string ('0'): those get their YAML types (``overrides`` is the ``--config``
+    mapping, merged into ``config`` already; top-level values keep Snakemake's own parsing).
+    And its YAML 1.1 reader leaves 1e-3 a string: every such value becomes the number.
+    """
+    import yaml
+
+    def scalar(text: str) -> Any:
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return text
+        return text if isinstance(value, dict | list) or value is None else value
+
+    def retyped(value: Any) -> Any:
+        if isinstance(value, str):
+            return scalar(value)
+        if isinstance(value, list):
+            return [retyped(v) for v in value]
+        if isinstance(value, dict):
+            return {k: retyped(v) for k, v in value.items()}
+        return value
+
+    def merge(target: dict[str, Any], override: dict[str, Any], nested: bool) -> None:
+        for key, value in override.items():
+            if isinstance(value, dict) and isinstance(target.get(key), dict):
+                merge(target[key], value, True)  # merged key by key into the file's mapping
+            elif nested or isinstance(value, dict | list):
+                target[key] = retyped(value)
+
+    merge(config, overrides, False)
+    config.update(yaml12_numbers(config))
 
 
 def sweep_digest(sweep: dict[str, Any]) -> str:

@@ -4,10 +4,18 @@ from snakemake.logging import logger
 from snakemake.utils import min_version
 
 from fedsparse.progress import sweep_progress
-from fedsparse.sweep import plan_file_path, plan_from_file, plan_or_exit, write_plan_file
+from fedsparse.sweep import (
+    plan_file_path,
+    plan_from_file,
+    plan_or_exit,
+    retype_config,
+    write_plan_file,
+)
 
 min_version("8.10")
 
+# --config seeds=[0,1,2] and 1e-3 in a config file: numbers, as a user means them
+retype_config(config, workflow.config_settings.config)
 RESULTS = config.get("results", "results")
 # Each shard job reads its runs from this file instead of planning the sweep again.
 PLAN_FILE = plan_file_path(f"{RESULTS}/shards")
