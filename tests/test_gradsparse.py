@@ -23,7 +23,7 @@ from fedsparse.algorithms import gradsparse as GSAlgo
 from fedsparse.algorithms.gradsparse import PeriodicIndices
 from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import run_trace
+from fedsparse.experiment import run_result, run_trace
 from fedsparse.kernels import gradsparse as GS
 from fedsparse.problem import Problem
 from fedsparse.results import to_frame
@@ -1076,9 +1076,11 @@ def test_sequence_from_a_results_folder_and_a_sparser_trace(tmp_path):
     for control in ("online", "online_extended"):
         prm = {"stepsize": 0.1, "k": 6, "k_control": control, "batch_size": 8}
         cfg = normalize_run_config(run_cfg("fabtopk", params=prm, rounds=12, eval_every=4))
-        table = run_trace(cfg)
+        result = run_result(cfg)
+        table = result.trace
         tables.append(table)
-        summaries.append(run_summary(Run(table["run_id"][0].as_py(), cfg), table, 1.0, "s"))
+        rid = table["run_id"][0].as_py()
+        summaries.append(run_summary(Run(rid, cfg), table, 1.0, "s", result.client_summary))
     import pyarrow as pa
 
     write_traces_dataset(pa.concat_tables(tables), tmp_path / "res" / "traces")

@@ -13,7 +13,7 @@ import pytest
 
 from fedsparse.aggregate import write_traces_dataset
 from fedsparse.config import normalize_run_config
-from fedsparse.experiment import run_trace
+from fedsparse.experiment import run_result
 from fedsparse.report import gs_section
 from fedsparse.report.claims import VERDICTS, Claim
 from fedsparse.report.page import Page
@@ -39,8 +39,10 @@ def write_folder(folder, configs, done=()):
     results folder; return every (table, summary)."""
     runs = list(done)
     for cfg in configs:
-        table = run_trace(cfg)
-        runs.append((table, run_summary(Run(table["run_id"][0].as_py(), cfg), table, 1.0, "toy")))
+        result = run_result(cfg)
+        table = result.trace
+        rid = table["run_id"][0].as_py()
+        runs.append((table, run_summary(Run(rid, cfg), table, 1.0, "toy", result.client_summary)))
     write_traces_dataset(pa.concat_tables([t for t, _ in runs]), folder / "traces")
     write_parquet_atomic(rows_table([s for _, s in runs], RUNS_SCHEMA), folder / "runs.parquet")
     return runs
@@ -171,14 +173,13 @@ def test_an_empty_folder_gives_no_claims(tmp_path):
 def test_a_run_that_diverges_keeps_totals_as_of_its_last_row():
     """Rounds trained past the last kept row (scored together, then discarded) are not in the
     per-client totals."""
-    from fedsparse.experiment import CLIENT_SUMMARY_KEY
-
     cfg = config("fabtopk", base(stepsize=1e6), 10.0, rounds=30)
-    table = run_trace(cfg)
+    result = run_result(cfg)
+    table = result.trace
     assert table["status"][-1].as_py() == "diverged"
     last = table["round"][-1].as_py()
     assert last < 30
-    totals = pd.DataFrame(json.loads(table.schema.metadata[CLIENT_SUMMARY_KEY]))
+    totals = pd.DataFrame(json.loads(result.client_summary))
     assert np.allclose(totals["applied_per_round"] * last, totals["applied"])
     assert totals["applied"].sum() >= 8 * last and (totals["idle_rounds"] <= last).all()
 

@@ -11,6 +11,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,12 +129,30 @@ def run_identity(cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run: its trace, and the algorithm's per-client totals as of the trace's last
+    row (JSON records, the run's ``client_summary`` column; None for algorithms keeping none)."""
+
+    trace: pa.Table
+    client_summary: str | None = None
+
+
 def run_trace(
     cfg: dict[str, Any],
     data: FederatedData | None = None,
     on_round: Callable[[int, float], bool | None] | None = None,
 ) -> pa.Table:
-    """Run a normalised config and return its trace as an Arrow table.
+    """The trace of :func:`run_result`, alone."""
+    return run_result(cfg, data, on_round).trace
+
+
+def run_result(
+    cfg: dict[str, Any],
+    data: FederatedData | None = None,
+    on_round: Callable[[int, float], bool | None] | None = None,
+) -> RunResult:
+    """Run a normalised config: its trace as an Arrow table, and its per-client totals.
 
     ``data`` may be passed to reuse an already loaded data set. A diverged round
     ends the run: its row, the last, has ``status = 'diverged'`` (see :func:`is_diverged`).
@@ -229,28 +248,15 @@ def run_trace(
         for key, value in row.items():
             if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
                 row[key] = None
-    return with_client_summary(trace_table(rows), clients[0])
+    return RunResult(trace_table(rows), client_records(clients[0]))
 
 
-CLIENT_SUMMARY_KEY = b"fedsparse.client_summary"
-
-
-def with_client_summary(table: pa.Table, columns: dict[str, np.ndarray] | None) -> pa.Table:
-    """The trace with the algorithm's per-client totals in its schema metadata (JSON records),
-    where the run's summary row picks them up (shard.run_summary)."""
+def client_records(columns: dict[str, np.ndarray] | None) -> str | None:
+    """Per-client columns (Algorithm.client_summary) as JSON records, one per client."""
     if columns is None:
-        return table
+        return None
     values = [np.asarray(v).tolist() for v in columns.values()]
-    rows = [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
-    records = json.dumps(rows)
-    meta = {**(table.schema.metadata or {}), CLIENT_SUMMARY_KEY: records.encode()}
-    return table.replace_schema_metadata(meta)
-
-
-def client_summary_json(trace: pa.Table) -> str | None:
-    """The per-client totals a trace carries (see with_client_summary), or None."""
-    value = (trace.schema.metadata or {}).get(CLIENT_SUMMARY_KEY)
-    return value.decode() if value is not None else None
+    return json.dumps([dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)])
 
 
 def is_diverged(objective: float, start: float, factor: float) -> bool:

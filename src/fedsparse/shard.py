@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .data import load_dataset_dir
-from .experiment import client_summary_json, run_identity, run_trace
+from .experiment import run_identity, run_result
 from .progress import duration
 from .provenance import provenance
 from .results import (
@@ -58,8 +58,10 @@ from .sweep import PlanFileError, Run, plan_file_path, plan_sweep, read_plan_sha
 log = logging.getLogger("fedsparse.shard")
 
 
-def run_summary(run: Run, trace: pa.Table, wall_time: float, shard: str) -> dict[str, Any]:
-    """The runs.parquet row of a finished run."""
+def run_summary(
+    run: Run, trace: pa.Table, wall_time: float, shard: str, client_summary: str | None = None
+) -> dict[str, Any]:
+    """The runs.parquet row of a finished run (``client_summary``: RunResult's)."""
     cfg = run.config
     objective = trace.column("objective").to_pylist()
     finite = [v for v in objective if v is not None and math.isfinite(v)]
@@ -85,7 +87,7 @@ def run_summary(run: Run, trace: pa.Table, wall_time: float, shard: str) -> dict
         "total_bytes_down": last["bytes_down"],
         "total_time": last.get("time"),
         "config_json": json.dumps(cfg, sort_keys=True),
-        "client_summary": client_summary_json(trace),
+        "client_summary": client_summary,
         "shard": shard,
         **provenance(),
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -232,8 +234,9 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
 def _compute(run: Run, data, store: Path, shard: str) -> dict[str, Any]:
     """Run ``run`` and put its trace, with its summary in the file metadata, in the store."""
     t0 = time.perf_counter()
-    trace = run_trace(run.config, data)
-    summary = run_summary(run, trace, time.perf_counter() - t0, shard)
+    result = run_result(run.config, data)
+    trace = result.trace
+    summary = run_summary(run, trace, time.perf_counter() - t0, shard, result.client_summary)
     meta = {b"fedsparse_run_summary": json.dumps(summary).encode()}
     write_parquet_atomic(
         trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),

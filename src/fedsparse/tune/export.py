@@ -82,7 +82,7 @@ def run_holdout(
 ) -> None:
     """Re-run the study's best configuration on the fresh ``holdout_seeds``."""
     from ..data import load_dataset_dir
-    from ..experiment import run_trace
+    from ..experiment import run_result
     from ..shard import run_summary
     from ..sweep import Run
 
@@ -112,8 +112,10 @@ def run_holdout(
             cfg = spec.run_config(best.params, seed)
             rid = run_id(cfg)
             t0 = time.perf_counter()
-            trace = with_study_columns(run_trace(cfg, data), rid, spec, best.number, "HOLDOUT")
-            row = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
+            result = run_result(cfg, data)
+            trace = with_study_columns(result.trace, rid, spec, best.number, "HOLDOUT")
+            wall = time.perf_counter() - t0
+            row = run_summary(Run(rid, cfg), trace, wall, spec.name, result.client_summary)
             row.update(
                 study=spec.name,
                 trial_number=best.number,

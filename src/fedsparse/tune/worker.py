@@ -213,7 +213,7 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
     """Run one trial's runs, save them, then tell the study; returns the final state name."""
     from optuna.trial import TrialState
 
-    from ..experiment import run_trace
+    from ..experiment import run_result
     from ..shard import run_summary
     from ..sweep import Run
 
@@ -234,10 +234,11 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
             return False
 
         t0 = time.perf_counter()
-        trace = run_trace(cfg, data, on_round=on_round if prune else None)
+        result = run_result(cfg, data, on_round=on_round if prune else None)
         rid = trial_run_id(cfg, spec.name, trial.number)
-        trace = with_study_columns(trace, rid, spec, trial.number, "RUNNING")
-        summary = run_summary(Run(rid, cfg), trace, time.perf_counter() - t0, spec.name)
+        trace = with_study_columns(result.trace, rid, spec, trial.number, "RUNNING")
+        wall = time.perf_counter() - t0
+        summary = run_summary(Run(rid, cfg), trace, wall, spec.name, result.client_summary)
         tables.append(trace)
         summaries.append(summary)
         if objectives:
