@@ -160,27 +160,63 @@ def run_result(
     round 0 (e.g. to report intermediate values to an Optuna pruner); a true
     return value ends the run there, returning the trace so far.
     """
+    return _run([cfg], data, on_round)[0]
+
+
+def time_siblings_key(cfg: dict[str, Any]) -> str | None:
+    """Runs with equal keys differ in their time model only, and their algorithm does not read
+    it: one computation gives all of their traces (:func:`run_results`). None: the run's
+    algorithm reads its time model (a k controller charging simulated time)."""
+    if ALGORITHMS[cfg["algorithm"]].reads_time_model(cfg["params"]):
+        return None
+    return json.dumps({**cfg, "time_model": None}, sort_keys=True)
+
+
+def run_results(cfgs: list[dict[str, Any]], data: FederatedData | None = None) -> list[RunResult]:
+    """The results of runs that differ in their time model only (equal
+    :func:`time_siblings_key`), from one computation: each trace is the one
+    :func:`run_result` gives alone, bit for bit, but for the measured ``elapsed_s``."""
+    keys = {time_siblings_key(c) for c in cfgs}
+    if None in keys or len(keys) != 1:
+        raise ValueError("run_results: the configs must differ in a time model nobody reads")
+    return _run(cfgs, data, None)
+
+
+class _UnreadTimeModel(dict):
+    """The time model an algorithm gets when one computation serves several time models: it
+    declared that it does not read it (Algorithm.reads_time_model), and this holds it to that."""
+
+    def __getitem__(self, key):
+        raise RuntimeError("an algorithm that declares reads_time_model False read its time model")
+
+    get = __getitem__
+
+
+def _run(cfgs: list[dict[str, Any]], data: FederatedData | None, on_round) -> list[RunResult]:
+    """Run ``cfgs[0]``, charging its rounds to the time model of each config (one config, or
+    several whose algorithm does not read its time model)."""
+    cfg = cfgs[0]
     model = cfg["model"]
     if data is None:
         data = load_dataset(cfg["dataset"], model["loss"], cfg["partition"])
     problem = Problem.from_config(data, model)
     cls = ALGORITHMS[cfg["algorithm"]]
     algorithm = cls(problem, cfg["params"], cfg["seed"])
-    timing = time_model(cfg)
-    algorithm.time_model = timing
+    timings = [time_model(c) for c in cfgs]
+    algorithm.time_model = timings[0] if len(cfgs) == 1 else _UnreadTimeModel()
     algorithm.check_problem()
     _warm_up(cls, problem, cfg)
 
-    identity = run_identity(cfg)
+    identities = [run_identity(c) for c in cfgs]
     algorithm.setup()
-    rows = []
+    rows: list[list[dict[str, Any]]] = [[] for _ in cfgs]
     totals = {
         "local_iterations": 0,
         "bytes_up": 0,
         "bytes_down": 0,
         "elapsed_s": 0.0,
-        "time": 0.0,
     }
+    times = [0.0 for _ in cfgs]  # the simulated time under each config's time model
     n_values = 2.0 * problem.shape[0] * problem.shape[1]  # 2 D: a full exchange up and down
 
     # Evaluated rounds wait in `pending` (copies of the global model, and of the
@@ -189,7 +225,8 @@ def run_result(
     # to on_round, come out as if each round were scored at once; a run that ends
     # (diverged, or stopped by on_round) has trained at most eval_batch - 1 rounds
     # past its end, which are discarded.
-    pending: list[tuple[int, dict[str, Any], np.ndarray, np.ndarray | None, Any]] = []
+    pending: list[tuple[int, dict[str, Any], list[float], np.ndarray, np.ndarray | None, Any]]
+    pending = []
     f0, factor = [math.nan], divergence_factor(cfg)  # f0[0]: round-0 objective, once scored
     clients = [None]  # per-client totals as of the last kept row (rounds past it discarded)
 
@@ -198,23 +235,24 @@ def run_result(
         W = algorithm.model
         spent = {**totals, **algorithm.extra_metrics()}
         copy = None if personal is None else personal.copy()
-        pending.append((t, spent, W.copy(), copy, algorithm.client_summary()))
+        pending.append((t, spent, list(times), W.copy(), copy, algorithm.client_summary()))
         return W
 
     def score_pending() -> bool:
         """Score the pending rounds into `rows`; False when the run ends at one of them."""
-        Ws = np.stack([W for _, _, W, _, _ in pending])
+        Ws = np.stack([entry[3] for entry in pending])
         scored = problem.metrics_many(Ws)
-        for (t, spent, _, personal, summary), metrics in zip(pending, scored, strict=True):
+        for (t, spent, when, _, personal, summary), metrics in zip(pending, scored, strict=True):
             if t == 0:
                 f0[0] = metrics["objective"]
             ok = not is_diverged(metrics["objective"], f0[0], factor)
-            metrics.update(algorithm.finish_metrics({**spent, **metrics}))
+            metrics.update(algorithm.finish_metrics({**spent, "time": when[0], **metrics}))
             if personal is not None:
                 metrics.update(problem.personal_metrics(personal))
-            rows.append(
-                {**identity, "round": t, **spent, **metrics, "status": "ok" if ok else "diverged"}
-            )
+            status = "ok" if ok else "diverged"
+            for out, identity, time_ in zip(rows, identities, when, strict=True):
+                row = {**identity, "round": t, **spent, "time": time_, **metrics}
+                out.append({**row, "status": status})
             clients[0] = summary
             if t > 0 and (not ok or (on_round is not None and on_round(t, metrics["objective"]))):
                 pending.clear()
@@ -232,11 +270,12 @@ def run_result(
         totals["bytes_up"] += cost.bytes_up
         totals["bytes_down"] += cost.bytes_down
         up, down = cost.values(problem.n_clients)
-        totals["time"] += (
-            timing["step_time"] * cost.local_iterations
-            + timing["round_latency"]
-            + timing["exchange_time"] * (up + down) / n_values
-        )
+        for i, timing in enumerate(timings):
+            times[i] += (
+                timing["step_time"] * cost.local_iterations
+                + timing["round_latency"]
+                + timing["exchange_time"] * (up + down) / n_values
+            )
         if t % every == 0 or t == rounds:
             W = snapshot(t)
             # a non-finite model has diverged: score it now rather than train on
@@ -244,11 +283,15 @@ def run_result(
                 break
     if pending:  # the last rounds
         score_pending()
-    for row in rows:  # NaN/inf objectives are stored as they are; NaN metrics as null
-        for key, value in row.items():
-            if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
-                row[key] = None
-    return RunResult(trace_table(rows), client_records(clients[0]))
+    summary = client_records(clients[0])
+    results = []
+    for out in rows:
+        for row in out:  # NaN/inf objectives are stored as they are; NaN metrics as null
+            for key, value in row.items():
+                if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
+                    row[key] = None
+        results.append(RunResult(trace_table(out), summary))
+    return results
 
 
 def client_records(columns: dict[str, np.ndarray] | None) -> str | None:

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .data import load_dataset_dir
-from .experiment import run_identity, run_result
+from .experiment import run_identity, run_result, run_results, time_siblings_key
 from .progress import duration
 from .provenance import provenance
 from .results import (
@@ -186,7 +186,8 @@ def _adopt_parts(parts: Path, store: Path) -> None:
 
 def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) -> None:
     """Compute the runs the store does not hold; those another process is computing last,
-    once it has finished or died."""
+    once it has finished or died. Runs that differ only in a time model their algorithm does
+    not read are computed together, once (fedsparse.experiment.run_results)."""
     todo = [r for r in runs if not store_path(store, r.run_id).exists()]
     reused = len(runs) - len(todo)
     log.info("shard %s: %d runs (%d already done)", shard, len(runs), reused)
@@ -194,55 +195,82 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
         return
     data = load_dataset_dir(Path(data_root) / runs[0].dataset)  # a shard: one data set
     start, done, computed, busy = time.perf_counter(), 0, 0, []
-    for wait, batch in ((False, todo), (True, busy)):
-        for run in batch:
-            with _run_lock(store, run.run_id, wait) as held:
-                if not held:
-                    log.info(
-                        "shard %s: run %s is being computed elsewhere; left for last",
-                        shard,
-                        run.run_id,
-                    )
-                    busy.append(run)
+
+    def report(run: Run, outcome: str) -> None:
+        elapsed = time.perf_counter() - start
+        p = run.config["params"]
+        log.info(
+            "shard %s: %d/%d runs done | %s %s seed %d: %s | elapsed %s, about %s left",
+            shard,
+            reused + done,
+            len(runs),
+            run.config["algorithm"],
+            " ".join(f"{key}={v}" for key, v in p.items()),
+            run.config["seed"],
+            outcome,
+            duration(elapsed),
+            duration(elapsed / done * (len(todo) - done)),
+        )
+
+    # busy fills during the first pass; the second pass waits for each of its runs
+    for wait, batch in ((False, _time_siblings(todo)), (True, ([r] for r in busy))):
+        for group in batch:
+            with contextlib.ExitStack() as locks:
+                mine = []
+                for run in group:
+                    if locks.enter_context(_run_lock(store, run.run_id, wait)):
+                        mine.append(run)
+                    else:
+                        log.info(
+                            "shard %s: run %s is being computed elsewhere; left for last",
+                            shard,
+                            run.run_id,
+                        )
+                        busy.append(run)
+                stored = [r for r in mine if store_path(store, r.run_id).exists()]
+                for run in stored:  # finished elsewhere meanwhile
+                    done += 1
+                    report(run, "finished by another process")
+                mine = [r for r in mine if r not in stored]
+                if not mine:
                     continue
+                summaries = _compute(mine, data, store, shard)
+                computed += len(mine)
+            for run, summary in zip(mine, summaries, strict=True):
                 done += 1
-                if store_path(store, run.run_id).exists():  # finished elsewhere meanwhile
-                    outcome = "finished by another process"
-                else:
-                    summary = _compute(run, data, store, shard)
-                    computed += 1
-                    f = summary["final_objective"]
-                    outcome = f"{summary['status']}, objective {'-' if f is None else f'{f:.6g}'}"
-            elapsed = time.perf_counter() - start
-            p = run.config["params"]
-            log.info(
-                "shard %s: %d/%d runs done | %s %s seed %d: %s | elapsed %s, about %s left",
-                shard,
-                reused + done,
-                len(runs),
-                run.config["algorithm"],
-                " ".join(f"{key}={v}" for key, v in p.items()),
-                run.config["seed"],
-                outcome,
-                duration(elapsed),
-                duration(elapsed / done * (len(todo) - done)),
-            )
+                f = summary["final_objective"]
+                report(run, f"{summary['status']}, objective {'-' if f is None else f'{f:.6g}'}")
     elapsed = duration(time.perf_counter() - start)
     log.info("shard %s: computed %d runs in %s", shard, computed, elapsed)
 
 
-def _compute(run: Run, data, store: Path, shard: str) -> dict[str, Any]:
-    """Run ``run`` and put its trace, with its summary in the file metadata, in the store."""
+def _time_siblings(runs: list[Run]) -> list[list[Run]]:
+    """``runs`` in groups computed together (equal time_siblings_key), in order of first run."""
+    groups: dict[Any, list[Run]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(time_siblings_key(run.config) or i, []).append(run)
+    return list(groups.values())
+
+
+def _compute(runs: list[Run], data, store: Path, shard: str) -> list[dict[str, Any]]:
+    """Run ``runs`` (one, or time siblings in one computation) and put each trace, with its
+    summary in the file metadata, in the store; return the summaries."""
     t0 = time.perf_counter()
-    result = run_result(run.config, data)
-    trace = result.trace
-    summary = run_summary(run, trace, time.perf_counter() - t0, shard, result.client_summary)
-    meta = {b"fedsparse_run_summary": json.dumps(summary).encode()}
-    write_parquet_atomic(
-        trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),
-        store_path(store, run.run_id),
-    )
-    return summary
+    if len(runs) == 1:
+        results = [run_result(runs[0].config, data)]
+    else:
+        results = run_results([r.config for r in runs], data)
+    wall = time.perf_counter() - t0
+    summaries = []
+    for run, result in zip(runs, results, strict=True):
+        summary = run_summary(run, result.trace, wall, shard, result.client_summary)
+        meta = {b"fedsparse_run_summary": json.dumps(summary).encode()}
+        write_parquet_atomic(
+            result.trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),
+            store_path(store, run.run_id),
+        )
+        summaries.append(summary)
+    return summaries
 
 
 def _write_outputs(

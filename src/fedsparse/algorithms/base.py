@@ -216,6 +216,13 @@ class Algorithm(ABC):
         return None
 
     @classmethod
+    def reads_time_model(cls, params: dict[str, Any]) -> bool:
+        """Whether runs with these hyperparameters read ``time_model`` (e.g. a controller
+        charging simulated time). False (the default): the trajectory does not depend on it,
+        so runs differing only in their time model share one computation."""
+        return False
+
+    @classmethod
     def steps_per_round(cls, params: dict[str, Any]) -> int:
         """Minibatch gradients one client computes per round, for the cost estimate."""
         return int(params.get("local_steps", 1))

@@ -512,6 +512,11 @@ class _GradientSparsification(Algorithm):
             out.pop("k_sequence", None)
         return out
 
+    @classmethod
+    def reads_time_model(cls, params: dict[str, Any]) -> bool:
+        """The online controllers learn from each round's simulated time (spec 2.6)."""
+        return "k" in params and params.get("k_control", "fixed") in SEARCH
+
     @property
     def control(self) -> str:
         return self.param("k_control") if "k" in self.params else "fixed"
