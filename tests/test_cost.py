@@ -105,6 +105,97 @@ def test_bad_max_shards_is_refused(bad):
         plan_sweep(sweep(max_shards=bad))
 
 
+def shard_minutes_of(plan) -> dict[str, float]:
+    """Each shard's estimated minutes of runs (the cost model; no job start-up)."""
+    out = {}
+    for name, runs in plan.shards.items():
+        shape = cost.known_shape(plan.datasets[runs[0].dataset]["data"], None)
+        out[name] = sum(cost.run_seconds(r.config, shape) for r in runs) / 60
+    return out
+
+
+def test_shard_minutes_groups_a_data_sets_runs_by_estimated_cost():
+    grid = {"stepsize": [0.1, 0.01, 0.001], "local_steps": [1, 5, 20], "sparsity": [5, 10]}
+    base = sweep(grid=grid, rounds=3000, seeds=list(range(5)), shard_size=4)
+    by_count, by_cost = plan_sweep(base), plan_sweep({**base, "shard_minutes": 0.2})
+    # the same runs in the same order, only cut elsewhere
+    assert [r.run_id for r in by_cost.runs] == [r.run_id for r in by_count.runs]
+    minutes = shard_minutes_of(by_cost)
+    total = sum(minutes.values())
+    assert len(by_cost.shards) == -(-total // 0.2) == 7  # ceil(total / target), ~1.2 min
+    assert len({len(runs) for runs in by_cost.shards.values()}) > 2  # runs differ in cost
+    # near-equal shares: none above the target or far below it, the runs' costs differing
+    share = total / len(minutes)
+    one_run = max(cost.run_seconds(r.config, cost.known_shape(LIN, None)) for r in by_cost.runs)
+    assert all(abs(m - share) <= one_run / 60 for m in minutes.values())
+    assert all(m <= 0.2 + one_run / 60 for m in minutes.values())
+    # a larger target: fewer, longer shards; max_shards still caps the count
+    assert len(plan_sweep({**base, "shard_minutes": 0.5}).shards) == -(-total // 0.5) == 3
+    assert len(plan_sweep({**base, "shard_minutes": 0.01, "max_shards": 4}).shards) == 4
+
+
+def test_without_shard_minutes_shards_are_cut_by_count_as_before():
+    # the cut before shard_minutes existed: shard_size runs a shard, grown past max_shards
+    def by_count(plan, size, cap):
+        runs = {}
+        for r in plan.runs:
+            runs.setdefault(r.dataset, []).append(r.run_id)
+        size = max(size, -(-len(plan.runs) // cap))
+        return {
+            f"{ds}--{k // size:04d}": ids[k : k + size]
+            for ds, ids in runs.items()
+            for k in range(0, len(ids), size)
+        }
+
+    cases = (({}, 25, 500), ({"shard_size": 3}, 3, 500), ({"max_shards": 2}, 25, 2))
+    for extra, size, cap in cases:
+        plan = plan_sweep(sweep(**extra))
+        shards = {name: [r.run_id for r in runs] for name, runs in plan.shards.items()}
+        assert shards == by_count(plan, size, cap)
+
+
+def test_shard_minutes_leaves_data_sets_of_unknown_shape_to_shard_size():
+    real = {"data": {"kind": "svmlight", "source": "rcv1.binary"}, "model": {"loss": "logistic"}}
+    cfg = sweep(shard_size=3, shard_minutes=60)
+    cfg["datasets"] = {"lin": {"data": dict(LIN)}, "rcv1": real}
+    plan = plan_sweep(cfg)
+    assert len([s for s in plan.shards if s.startswith("lin--")]) == 1  # seconds of runs
+    sizes = [len(runs) for name, runs in plan.shards.items() if name.startswith("rcv1--")]
+    assert sizes == [3, 3, 3, 3]  # its 12 runs, shard_size a shard
+
+
+@pytest.mark.parametrize("bad", [0, -1, "20", True, float("inf"), float("nan"), [20]])
+def test_bad_shard_minutes_is_refused_with_one_line_naming_it(bad):
+    with pytest.raises(ConfigError, match=r"^shard_minutes: must be a number of minutes > 0"):
+        plan_sweep(sweep(shard_minutes=bad))
+
+
+def test_a_plan_read_from_its_file_sizes_shards_as_the_planned_one(tmp_path):
+    # steps per round differ from local_steps here (pfedme: local x inner steps, hierfavg:
+    # local steps x edge rounds); a job's Snakemake reads them from the plan file
+    from fedsparse.sweep import read_plan, write_plan_file
+
+    cfg = sweep(seeds=[0, 1, 2], shard_size=2)
+    cfg["datasets"]["lin"]["data"]["clients"] = 8
+    cfg["algorithms"] = {
+        "pfedme": {"lambda": [20], "local_steps": [3], "inner_steps": [5]},
+        "hierfavg": {"local_steps": [1, 2], "edge_rounds": [20], "edges": [4]},
+        "fedht": {},
+    }
+    cfg["grid"].update(inner_stepsize=[0.05], batch_size=[5])
+    plan = plan_sweep(cfg)
+    assert {cost.steps_per_round(r.config) for r in plan.runs} == {15, 20, 40, 2, 4}
+    write_plan_file(plan, cfg, tmp_path / "plan.parquet")
+    read = read_plan(tmp_path / "plan.parquet", cfg)
+    make_data(cfg, "lin", tmp_path / "lin")
+    for shard, runs in plan.shards.items():
+        assert read.shard_steps(shard) == [cost.steps_per_round(r.config) for r in runs]
+        assert read.shard_priority(shard) == plan.shard_priority(shard) > 0
+        assert read.shard_resources(shard, tmp_path / "lin") == plan.shard_resources(
+            shard, tmp_path / "lin"
+        )
+
+
 def test_a_second_process_on_the_same_shard_waits_for_the_first(tmp_path):
     from fedsparse.shard import run_shard
 

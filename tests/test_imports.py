@@ -95,3 +95,36 @@ def test_no_module_imports_private_names_of_another():
         if name and name.startswith("_") and not name.startswith("__") and target != m
     }
     assert private == set()
+
+
+def test_reading_the_plan_imports_no_kernels(tmp_path):
+    # What a cluster job's own Snakemake does (workflow/rules/common.smk, run.smk): import the
+    # planner, read the plan file, find its shard's data set, run ids, priority and resources.
+    # The kernels (numba, scipy) and the algorithms cost ~0.7 s and ~80 MB of its start-up.
+    import subprocess
+    import sys
+
+    import yaml
+
+    from fedsparse.sweep import plan_file_path, plan_sweep, write_plan_file
+
+    root = Path(__file__).resolve().parents[1]
+    sweep = yaml.safe_load((root / "config/quick.yaml").read_text())
+    plan = plan_sweep(sweep)
+    write_plan_file(plan, sweep, plan_file_path(tmp_path))
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    code = f"""
+import sys, yaml
+from fedsparse.progress import sweep_progress
+from fedsparse.sweep import plan_file_path, plan_from_file
+sweep = yaml.safe_load(open({str(tmp_path / "sweep.yaml")!r}))
+plan = plan_from_file(plan_file_path({str(tmp_path)!r}), sweep)
+shard = list(plan.shards)[-1]
+assert plan.shard_dataset(shard) and [r.run_id for r in plan.shards[shard]]
+assert plan.shard_priority(shard) > 0 and plan.shard_resources(shard, "no-data")["runtime"] > 0
+sweep_progress(plan, sweep, {str(tmp_path)!r}, print)
+heavy = ("numba", "scipy", "fedsparse.algorithms", "fedsparse.kernels", "fedsparse.experiment")
+print(" ".join(m for m in heavy if m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

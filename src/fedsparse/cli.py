@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 from . import __version__
+from .defaults import sweep_default
 from .errors import FedsparseError, FedsparseWarning
 from .query import DEFAULT_LIMIT, FORMATS, METRICS, PARETO_COLUMNS
 
@@ -162,7 +163,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from .tune import create_study, run_worker, study_status
 
     sweep = read_config_file(args.sweep)
-    results = args.results or Path(sweep.get("results", "results"))
+    results = args.results or Path(sweep_default(sweep, "results"))
     if args.action == "status":
         for row in study_status(sweep, results):
             print(json.dumps(row, default=str))

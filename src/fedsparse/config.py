@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
+# The algorithms and the problem (their kernels: numba, scipy) are imported where a run config
+# is normalised, not here: a cluster job's own Snakemake imports this module to read the plan.
 from . import model as model_layer
-from .algorithms import ALGORITHMS
-from .algorithms.base import DEFAULT_TIME_MODEL
+from .defaults import DEFAULT_TIME_MODEL, SWEEP_DEFAULTS
 from .errors import ConfigError, did_you_mean
-from .problem import DEFAULT_L2, LOSS_TASKS
 
 RUN_KEYS = (
     "sweep",
@@ -38,8 +38,8 @@ RUN_KEYS = (
 )
 # A run is diverged once its objective exceeds this factor times its round-0 objective (or is
 # not finite). At this default the key is left out of the canonical config (run ids unchanged).
-DEFAULT_DIVERGENCE_FACTOR = 1e3
-# time_model (algorithms.base.DEFAULT_TIME_MODEL): at the default it is left out of the
+DEFAULT_DIVERGENCE_FACTOR = SWEEP_DEFAULTS["divergence_factor"]
+# time_model (defaults.DEFAULT_TIME_MODEL): at the default it is left out of the
 # canonical config (run ids unchanged).
 SYNTHETIC_DEFAULTS: dict[str, Any] = {
     "task": "linear",
@@ -205,6 +205,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
     """Validate a run config and return its canonical form (defaults filled in)."""
+    from .algorithms import ALGORITHMS
+    from .problem import LOSS_TASKS
+
     if not isinstance(raw, dict):
         raise ConfigError("config: must be a mapping")
     check_keys(raw, RUN_KEYS, "config")
@@ -227,7 +230,9 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
         "params": ALGORITHMS[algorithm].validate_params(raw["params"]),
         "rounds": as_integer(raw["rounds"], "rounds", low=1),
         "seed": as_integer(raw.get("seed", 0), "seed", low=0),
-        "eval_every": as_integer(raw.get("eval_every", 1), "eval_every", low=1),
+        "eval_every": as_integer(
+            raw.get("eval_every", SWEEP_DEFAULTS["eval_every"]), "eval_every", low=1
+        ),
     }
     timing = time_model(raw)
     if timing != DEFAULT_TIME_MODEL:  # at the default: absent, so run ids do not change
@@ -634,6 +639,8 @@ def _test_pool(out: dict[str, Any], dataset: dict[str, Any]) -> None:
 
 
 def normalize_model(model: Any) -> dict[str, Any]:
+    from .problem import DEFAULT_L2, LOSS_TASKS
+
     if not isinstance(model, dict):
         raise ConfigError("model: must be a mapping such as {loss: least_squares}")
     check_keys(model, model_layer.KEYS, "model")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .algorithms import ALGORITHMS
+from .defaults import sweep_default
 
 # The default sweep's runs read ~27 GB each by this model and take 3.1 s on a laptop
 # core (≈ 9 GB/s: evaluations hit the cache); 4 GB/s and a factor 2 give ~4x headroom
@@ -75,12 +75,22 @@ def synthetic_shape(data: dict[str, Any]) -> DataShape:
     return DataShape(rows, cols, rows * cols, False, data["clients"], 0, 2 * rows * cols * 8)
 
 
-def run_bytes(config: dict[str, Any], shape: DataShape) -> float:
-    """Bytes one run reads: its local steps' minibatch rows and its evaluations."""
+def steps_per_round(config: dict[str, Any]) -> int:
+    """Minibatch gradients one client of a run computes per round, by its algorithm: the
+    model's one input that needs the algorithms (the plan file records it for each run)."""
+    from .algorithms import ALGORITHMS  # not at import: the plan's readers need no kernels
+
+    params = config["params"]
+    cls = ALGORITHMS.get(config.get("algorithm", ""))
+    return int(params.get("local_steps", 1) if cls is None else cls.steps_per_round(params))
+
+
+def run_bytes(config: dict[str, Any], shape: DataShape, steps: int | None = None) -> float:
+    """Bytes one run reads: its local steps' minibatch rows and its evaluations (``steps``:
+    its :func:`steps_per_round`, where known already)."""
     params = config["params"]
     rounds = config["rounds"]
-    cls = ALGORITHMS.get(config.get("algorithm", ""))
-    steps = params.get("local_steps", 1) if cls is None else cls.steps_per_round(params)
+    steps = steps_per_round(config) if steps is None else steps
     batch = params.get("batch_size")
     client_rows = shape.rows / max(shape.clients, 1)
     if batch is None or params.get("batch_growth", 1.0) != 1.0:
@@ -94,20 +104,31 @@ def run_bytes(config: dict[str, Any], shape: DataShape) -> float:
     else:
         tau = min(params.get("sparsity", shape.cols), shape.cols)
         evaluation = shape.rows * tau * 8.0 * classes
-    evaluations = math.ceil(rounds / config.get("eval_every", 1)) + 1
+    evaluations = math.ceil(rounds / sweep_default(config, "eval_every")) + 1
     return rounds * local + evaluations * evaluation
 
 
-def shard_seconds(configs: list[dict[str, Any]], shape: DataShape) -> float:
-    """Estimated seconds of one job running ``configs`` one after another."""
+def run_seconds(config: dict[str, Any], shape: DataShape, steps: int | None = None) -> float:
+    """Estimated seconds of one run, its job's start-up aside."""
+    return run_bytes(config, shape, steps) / BYTES_PER_SECOND + RUN_OVERHEAD_S
+
+
+def shard_seconds(
+    configs: list[dict[str, Any]], shape: DataShape, steps: list[int] | None = None
+) -> float:
+    """Estimated seconds of one job running ``configs`` one after another (``steps``: each
+    one's :func:`steps_per_round`, where known already)."""
+    steps = [None] * len(configs) if steps is None else steps
     return JOB_STARTUP_S + sum(
-        run_bytes(c, shape) / BYTES_PER_SECOND + RUN_OVERHEAD_S for c in configs
+        run_seconds(c, shape, s) for c, s in zip(configs, steps, strict=True)
     )
 
 
-def shard_runtime_minutes(configs: list[dict[str, Any]], shape: DataShape) -> int:
+def shard_runtime_minutes(
+    configs: list[dict[str, Any]], shape: DataShape, steps: list[int] | None = None
+) -> int:
     """A SLURM time limit (minutes) for one job running ``configs`` one after another."""
-    seconds = shard_seconds(configs, shape)
+    seconds = shard_seconds(configs, shape, steps)
     return max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
 
 
@@ -132,10 +153,14 @@ def known_shape(data_spec: dict[str, Any], data_dir: str | Path | None) -> DataS
 
 
 def job_resources(
-    configs: list[dict[str, Any]], data_spec: dict[str, Any], data_dir: str | Path
+    configs: list[dict[str, Any]],
+    data_spec: dict[str, Any],
+    data_dir: str | Path,
+    steps: list[int] | None = None,
 ) -> dict[str, int]:
     """``runtime`` (minutes) and ``mem_mb`` for a job running ``configs`` on one data set."""
     shape = known_shape(data_spec, data_dir)
     if shape is None:
         return {"runtime": UNKNOWN_RUNTIME_MIN, "mem_mb": UNKNOWN_MEM_MB}
-    return {"runtime": shard_runtime_minutes(configs, shape), "mem_mb": job_mem_mb(shape)}
+    runtime = shard_runtime_minutes(configs, shape, steps)
+    return {"runtime": runtime, "mem_mb": job_mem_mb(shape)}

@@ -14,6 +14,7 @@ from typing import Any
 import numba
 
 from .data import save_dataset
+from .defaults import sweep_default
 from .errors import FedsparseError
 from .experiment import prepare_dataset
 from .sweep import plan_sweep
@@ -95,7 +96,7 @@ def make_data(
         spec["model"]["loss"],
         partition,
         cache=sweep.get("data_cache"),
-        embedding_sample=sweep.get("embedding_sample", 1000) if partition != "natural" else 0,
+        embedding_sample=sweep_default(sweep, "embedding_sample") if partition != "natural" else 0,
     )
     data = prepared.data
     config = {**spec, "source_file": prepared.source} if prepared.source else spec

@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from .cost import BYTES_PER_SECOND, RUN_OVERHEAD_S, known_shape, run_bytes
+from .cost import known_shape, run_seconds
+from .defaults import SWEEP_DEFAULTS, sweep_default
 
 __all__ = ["DEFAULT_EVERY", "SweepProgress", "duration", "stored_ids", "sweep_progress"]
 
-DEFAULT_EVERY = 30.0  # seconds between progress lines (the sweep key progress_every)
+DEFAULT_EVERY = SWEEP_DEFAULTS["progress_every"]  # seconds between progress lines
 
 
 def stored_ids(store: str | Path) -> np.ndarray:
@@ -57,7 +58,7 @@ class SweepProgress:
         store: str | Path,
         data_root: str | Path,
         emit: Callable[[str], None] | None = None,
-        every: float = 30.0,
+        every: float = DEFAULT_EVERY,
     ):
         self.plan, self.name, self.every = plan, plan.name, every
         self.store, self.data_root = Path(store), Path(data_root)
@@ -89,7 +90,7 @@ class SweepProgress:
             for run in shard:
                 seconds = np.nan
                 if shape is not None:
-                    seconds = run_bytes(run.config, shape) / BYTES_PER_SECOND + RUN_OVERHEAD_S
+                    seconds = run_seconds(run.config, shape)
                 out.append(seconds)
         cost = np.array(out, dtype=np.float64)
         known = ~np.isnan(cost)
@@ -165,7 +166,7 @@ def sweep_progress(
     """The workflow's progress reporter: over ``results``/store, every ``progress_every``
     seconds of the sweep config (default 30; 0: none). Built lazily: nothing is scanned
     until the thread starts."""
-    every = float(sweep.get("progress_every", DEFAULT_EVERY))
+    every = float(sweep_default(sweep, "progress_every"))
     if not plan.shards or every <= 0:
         return _Silent()
     return SweepProgress(plan, Path(results) / "store", Path(results) / "data", emit, every)

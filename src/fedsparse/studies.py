@@ -23,6 +23,7 @@ from .config import (
     normalize_run_config,
     partition_label,
 )
+from .defaults import sweep_default
 from .errors import ConfigError, did_you_mean
 
 OPTUNA_KEYS = (
@@ -208,7 +209,7 @@ def plan_studies(
     settings = parse_settings(sweep.get("optuna"), seeds)
     space = parse_space(sweep.get("space"))
     rounds = as_integer(sweep["rounds"], "rounds", low=1)
-    eval_every = as_integer(sweep.get("eval_every", 1), "eval_every", low=1)
+    eval_every = as_integer(sweep_default(sweep, "eval_every"), "eval_every", low=1)
     factor = divergence_factor(sweep)
     studies = {}
     for algo, overrides in algorithms.items():

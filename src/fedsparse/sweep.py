@@ -10,6 +10,7 @@ values), a hyperparameter grid, seeds, rounds and ``eval_every``::
     seeds: [0, 1]
     shard_size: 25        # runs per shard (one process, one cluster job)
     max_shards: 500       # larger sweeps get larger shards
+    shard_minutes: 20     # or: shards of ~20 estimated minutes of runs (fedsparse.sharding)
     datasets:
       sim1-a0.1-b0.1:
         data: {kind: synthetic, task: linear, alpha: 0.1, beta: 0.1}
@@ -35,11 +36,13 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .algorithms import ALGORITHMS
+# Light at import (no algorithms, no kernels): a cluster job's own Snakemake imports this module
+# to read the plan file; the algorithms and the studies are imported where a sweep is planned.
 from .config import (
     SEED_MARK,
     as_integer,
@@ -55,9 +58,10 @@ from .config import (
     time_model,
     yaml12_numbers,
 )
-from .cost import job_resources, known_shape, shard_seconds
+from .cost import job_resources, known_shape, run_seconds, shard_seconds, steps_per_round
+from .defaults import sweep_default
 from .errors import ConfigError, FedsparseError, did_you_mean
-from .studies import plan_studies
+from .sharding import pack
 
 SWEEP_KEYS = (
     "sweep",
@@ -66,6 +70,7 @@ SWEEP_KEYS = (
     "seeds",
     "shard_size",
     "max_shards",
+    "shard_minutes",  # estimated minutes of runs a shard (fedsparse.sharding); absent: by count
     "datasets",
     "algorithms",
     "grid",
@@ -80,10 +85,6 @@ SWEEP_KEYS = (
     "progress_every",  # seconds between the sweep's progress lines (fedsparse.progress)
 )  # results: the workflow's output folder, not part of any run
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-DEFAULT_SHARD_SIZE = 25
-# Past this many shards, shards grow: a million-run sweep becomes hundreds of cluster
-# jobs, each loading its data and kernels once, instead of tens of thousands.
-DEFAULT_MAX_SHARDS = 500
 
 
 @dataclass(slots=True)
@@ -106,6 +107,9 @@ class Plan:
     datasets: dict[str, dict[str, Any]]  # name -> {"data": ..., "model": ...}
     shards: dict[str, list[Run]] = field(default_factory=dict)
     studies: dict[str, Any] = field(default_factory=dict)  # method optuna: name -> StudySpec
+    # shard -> its runs' steps per round (the cost model's input from the algorithms), where
+    # read from a plan file; None: computed from the runs' configs
+    shard_steps: Callable[[str], list[int]] | None = field(default=None, repr=False)
 
     @property
     def runs(self) -> list[Run]:
@@ -118,14 +122,19 @@ class Plan:
         """SLURM ``runtime`` (minutes) and ``mem_mb`` for one shard job."""
         runs = self.shards[shard]
         spec = self.datasets[runs[0].dataset]["data"]
-        return job_resources([r.config for r in runs], spec, data_dir)
+        return job_resources([r.config for r in runs], spec, data_dir, self._steps(shard))
 
     def shard_priority(self, shard: str) -> int:
         """Estimated seconds of a shard (0 if its data is not yet known): the scheduler
         starts costly shards first, so no long shard is left running alone at the end."""
         runs = self.shards[shard]
         shape = known_shape(self.datasets[runs[0].dataset]["data"], None)
-        return 0 if shape is None else round(shard_seconds([r.config for r in runs], shape))
+        if shape is None:
+            return 0
+        return round(shard_seconds([r.config for r in runs], shape, self._steps(shard)))
+
+    def _steps(self, shard: str) -> list[int] | None:
+        return None if self.shard_steps is None else self.shard_steps(shard)
 
     def worker_resources(self, study: str, data_dir: str | Path) -> dict[str, int]:
         """The same for one Optuna worker: its share of the trials at the costliest corner."""
@@ -156,25 +165,26 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
     for key in ("datasets", "algorithms", "rounds"):
         if key not in sweep:
             raise ConfigError(f"{key}: required in a sweep config")
-    name = sweep.get("sweep", "sweep")
+    name = sweep_default(sweep, "sweep")
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ConfigError(
             f"sweep: must be a name of letters, digits, '.', '_' or '-', got {name!r}"
         )
-    seeds = sweep.get("seeds", [0])
+    seeds = sweep_default(sweep, "seeds")
     if not isinstance(seeds, list) or not seeds:
         raise ConfigError("seeds: must be a non-empty list of integers")
     seeds = [as_integer(s, f"seeds[{i}]", low=0) for i, s in enumerate(seeds)]
-    shard_size = as_integer(sweep.get("shard_size", DEFAULT_SHARD_SIZE), "shard_size", low=1)
-    max_shards = as_integer(sweep.get("max_shards", DEFAULT_MAX_SHARDS), "max_shards", low=1)
-    as_integer(sweep.get("embedding_sample", 1000), "embedding_sample", low=0)
+    shard_size = as_integer(sweep_default(sweep, "shard_size"), "shard_size", low=1)
+    max_shards = as_integer(sweep_default(sweep, "max_shards"), "max_shards", low=1)
+    shard_minutes = _shard_minutes(sweep)
+    as_integer(sweep_default(sweep, "embedding_sample"), "embedding_sample", low=0)
     divergence_factor(sweep)  # checked once, before any run is planned
-    as_number(sweep.get("progress_every", 30), "progress_every", low=0.0)
+    as_number(sweep_default(sweep, "progress_every"), "progress_every", low=0.0)
     if not isinstance(sweep.get("data_cache", ""), str):
         raise ConfigError("data_cache: must be a folder path")
     datasets = _datasets(sweep["datasets"])
     algorithms = _algorithms(sweep["algorithms"])
-    method = sweep.get("method", "grid")
+    method = sweep_default(sweep, "method")
     if method not in ("grid", "optuna"):
         raise ConfigError(f"method: must be grid or optuna, got {method!r}")
     timings = _time_models(sweep)
@@ -186,6 +196,8 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
         for algo, entry in algorithms.items():
             if isinstance(entry, list):
                 raise ConfigError(f"algorithms.{algo}: a list of override sets is for method grid")
+        from .studies import plan_studies
+
         plan = Plan(name=name, datasets=datasets)
         plan.studies = plan_studies(sweep, name, datasets, algorithms, seeds)
         return plan
@@ -198,8 +210,12 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
 
     plan = Plan(name=name, datasets=datasets)
     runs_of: dict[str, list[Run]] = {}
+    # each run's estimated seconds, for shard_minutes where the data's shape is known already
+    costs_of: dict[str, list[float] | None] = {}
     for ds_name, ds in datasets.items():
         runs = runs_of[ds_name] = []
+        shape = known_shape(ds["data"], None) if shard_minutes else None
+        costs = costs_of[ds_name] = None if shape is None else []
         for algo, overrides in _override_sets(algorithms):
             axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
@@ -214,7 +230,7 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
                         "params": params,
                         "rounds": sweep["rounds"],
                         "seed": seeds[0],
-                        "eval_every": sweep.get("eval_every", 1),
+                        "eval_every": sweep_default(sweep, "eval_every"),
                     }
                     if "divergence_factor" in sweep:
                         raw["divergence_factor"] = sweep["divergence_factor"]
@@ -225,12 +241,10 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
                     cfg = normalize_run_config(raw)
                     for seed, rid in zip(seeds, run_ids(cfg, seeds), strict=True):
                         runs.append(Run(rid, {**cfg, "seed": seed}))
-    total = sum(len(r) for r in runs_of.values())
-    if total > max_shards * shard_size:
-        shard_size = math.ceil(total / max_shards)
-    for ds_name, runs in runs_of.items():
-        for k in range(0, len(runs), shard_size):
-            plan.shards[f"{ds_name}--{k // shard_size:04d}"] = runs[k : k + shard_size]
+                    if costs is not None:  # the seeds' runs cost the same
+                        costs += [run_seconds(cfg, shape)] * len(seeds)
+    target_s = None if shard_minutes is None else 60 * shard_minutes
+    plan.shards = pack(runs_of, costs_of, shard_size, max_shards, target_s)
     ids = [r.run_id for r in plan.runs]
     if len(set(ids)) != len(ids):
         raise ConfigError("grid: the sweep lists the same run twice (duplicate values?)")
@@ -306,6 +320,19 @@ def _datasets(value: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _shard_minutes(sweep: dict[str, Any]) -> float | None:
+    """The sweep's ``shard_minutes``, validated (None where absent: shards by count)."""
+    if "shard_minutes" not in sweep:
+        return None
+    value = sweep["shard_minutes"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ConfigError(
+            f"shard_minutes: must be a number of minutes > 0 (estimated run time a shard job "
+            f"aims at), got {value!r}"
+        )
+    return float(value)
+
+
 def _time_models(sweep: dict[str, Any]) -> list[dict[str, Any] | None]:
     """The runs' time models: the sweep's ``time_model`` with every key given a list of values
     expanded (``exchange_time: [0.1, 1, 10, 100]`` is four time models); [None] without one."""
@@ -328,6 +355,8 @@ def _algorithms(value: Any) -> dict[str, dict[str, Any] | list[dict[str, Any]]]:
     """Each algorithm's grid overrides: a mapping, or a list of mappings (override sets), each
     expanded on its own; values that belong together (a batch size and the step-size schedule
     tuned for it) are one set: ``ssca: [{batch_size: 1, decay: 0.4}, {batch_size: 10, ...}]``."""
+    from .algorithms import ALGORITHMS
+
     if isinstance(value, list):
         value = {name: {} for name in value}
     if not isinstance(value, dict) or not value:
@@ -360,6 +389,8 @@ def _override_sets(algorithms: dict[str, Any]) -> list[tuple[str, dict[str, Any]
 
 def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[str, list[Any]]:
     """The value lists of each hyperparameter ``algo`` declares, validated."""
+    from .algorithms import ALGORITHMS
+
     declared = {h.name: h for h in ALGORITHMS[algo].hyperparameters}
     for key in overrides:
         if key not in declared:
@@ -398,7 +429,9 @@ def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[st
 # group per shard, so a job reads the footer and its own row group only.
 
 PLAN_FILE = "plan.parquet"  # in RESULTS/shards/, next to the shard outputs
-PLAN_FILE_VERSION = "2"  # 2: the data sets in the metadata, for jobs that read the plan
+# 2: the data sets in the metadata, for jobs that read the plan; 3: each run's steps per round
+# (fedsparse.cost.steps_per_round), so a job's Snakemake sizes its job without the algorithms
+PLAN_FILE_VERSION = "3"
 
 
 class PlanFileError(FedsparseError):
@@ -466,7 +499,12 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
     if _file_metadata(path).get(b"fedsparse_plan_digest") == digest.encode():
         return False
     schema = pa.schema(
-        [("shard", pa.string()), ("run_id", pa.string()), ("config", pa.string())],
+        [
+            ("shard", pa.string()),
+            ("run_id", pa.string()),
+            ("config", pa.string()),
+            ("steps", pa.int32()),
+        ],
         metadata={
             b"fedsparse_plan": PLAN_FILE_VERSION.encode(),
             b"fedsparse_sweep_digest": sweep_digest(sweep).encode(),
@@ -477,12 +515,18 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
         },
     )
     texts = _ConfigTexts()
+    steps: dict[tuple[int, str], int] = {}  # a configuration's seeds share its params object
     with atomic_write(path) as fh, pq.ParquetWriter(fh, schema, compression="zstd") as writer:
         for shard, runs in plan.shards.items():
+            keys = [(id(r.config["params"]), r.config["algorithm"]) for r in runs]
+            for key, r in zip(keys, runs, strict=True):
+                if key not in steps:
+                    steps[key] = steps_per_round(r.config)
             part = {
                 "shard": [shard] * len(runs),
                 "run_id": [r.run_id for r in runs],
                 "config": [texts(r.config) for r in runs],  # key order kept
+                "steps": [steps[key] for key in keys],
             }
             writer.write_table(pa.table(part, schema=schema), row_group_size=len(runs))
     return True
@@ -519,6 +563,7 @@ def read_plan(path: str | Path, sweep: dict[str, Any]) -> Plan:
     except (KeyError, ValueError) as exc:
         raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
     plan.shards = _ShardsOnDemand(names, lambda shard: read_plan_shard(path, shard, sweep))
+    plan.shard_steps = lambda shard: _read_part(path, shard, sweep, ["steps"])["steps"]
     return plan
 
 
@@ -549,6 +594,12 @@ def read_plan_shard(path: str | Path, shard: str, sweep: dict[str, Any]) -> list
     Raises PlanFileError, naming the file and the reason, when the file is missing or
     unreadable, was written for another sweep config, or holds no such shard.
     """
+    part = _read_part(path, shard, sweep, ["run_id", "config"])
+    return [Run(rid, json.loads(c)) for rid, c in zip(part["run_id"], part["config"], strict=True)]
+
+
+def _read_part(path: str | Path, shard: str, sweep: dict[str, Any], columns: list[str]):
+    """``columns`` of ``shard``'s row group in the plan file ``path``, as lists by name."""
     import pyarrow.parquet as pq
 
     path = Path(path)
@@ -557,11 +608,10 @@ def read_plan_shard(path: str | Path, shard: str, sweep: dict[str, Any]) -> list
         if shard not in shards:
             raise PlanFileError(f"{path}: no shard {shard!r} in this plan")
         with pq.ParquetFile(path) as f:
-            part = f.read_row_group(shards.index(shard), columns=["run_id", "config"])
+            part = f.read_row_group(shards.index(shard), columns=columns)
     except (OSError, KeyError, ValueError) as exc:  # missing, truncated, not Parquet
         raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
-    ids, configs = part.column("run_id").to_pylist(), part.column("config").to_pylist()
-    return [Run(rid, json.loads(cfg)) for rid, cfg in zip(ids, configs, strict=True)]
+    return {name: part.column(name).to_pylist() for name in columns}
 
 
 def _plan_metadata(path: Path, sweep: dict[str, Any]) -> dict[bytes, bytes]:

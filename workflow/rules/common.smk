@@ -3,6 +3,7 @@ import os
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
+from fedsparse.defaults import sweep_default
 from fedsparse.progress import sweep_progress
 from fedsparse.sweep import (
     plan_file_path,
@@ -16,7 +17,7 @@ min_version("8.10")
 
 # --config seeds=[0,1,2] and 1e-3 in a config file: numbers, as a user means them
 retype_config(config, workflow.config_settings.config)
-RESULTS = config.get("results", "results")
+RESULTS = sweep_default(config, "results")
 # Each shard job reads its runs from this file instead of planning the sweep again.
 PLAN_FILE = plan_file_path(f"{RESULTS}/shards")
 # The main process plans the sweep, checking every value (one line naming the key, exit 1,

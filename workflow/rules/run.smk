@@ -18,7 +18,8 @@ rule run_shard:
     # costliest shards first: a short tail instead of one long shard running alone at the end
     priority: lambda w: PLAN.shard_priority(w.shard)
     resources:
-        # cluster time limit and memory from the shard's runs and its data set's size
+        # cluster time limit and memory from the shard's runs and its data set's size (in a
+        # cluster job's own Snakemake, from the plan file: without importing the algorithms)
         runtime=lambda w, input: PLAN.shard_resources(w.shard, input[0])["runtime"],
         mem_mb=lambda w, input: PLAN.shard_resources(w.shard, input[0])["mem_mb"],
     script:

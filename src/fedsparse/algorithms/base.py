@@ -14,18 +14,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..defaults import DEFAULT_TIME_MODEL
 from ..errors import ConfigError, did_you_mean
 from ..problem import Problem
 
 DENSE_VALUE_BYTES = 8  # float64
-# Simulated time of a round: step_time x local steps + round_latency + exchange_time x (values
-# one client sends up + values sent down) / (2 D) (spec seed-003 section 2.2; an index counts as
-# a value). A run config's top-level ``time_model`` (fedsparse.config); controllers of k read it.
-DEFAULT_TIME_MODEL: dict[str, float] = {
-    "step_time": 1.0,
-    "round_latency": 0.0,
-    "exchange_time": 0.0,
-}
 SPARSE_ENTRY_BYTES = 12  # float64 value + int32 index
 
 

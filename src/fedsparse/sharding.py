@@ -1,0 +1,81 @@
+"""Packing a sweep's runs into shards: one process, one cluster job each.
+
+By count (``shard_size`` runs a shard), or, with the sweep key ``shard_minutes``, by the cost
+model's estimate (:mod:`fedsparse.cost`): each shard of a data set then holds about that many
+estimated minutes of runs, so a sweep of short runs makes a few jobs of minutes each rather
+than many jobs that spend their time starting up (two Snakemake processes and a Python process
+with its kernels per job, seconds each). Either way ``max_shards`` caps the count: past it,
+shards grow. A shard holds runs of one data set, in plan order, so the seeds of a
+configuration stay together.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from typing import Any
+
+
+def count_bounds(n: int, size: int) -> list[tuple[int, int]]:
+    """[start, end) of consecutive shards of ``size`` runs (the last one may be smaller)."""
+    return [(k, min(k + size, n)) for k in range(0, n, size)]
+
+
+def cost_bounds(costs: list[float], target: float) -> list[tuple[int, int]]:
+    """[start, end) of consecutive shards of about equal estimated cost, as few as hold at
+    most ``target`` each: ``ceil(sum / target)`` shards (fewer where there are fewer runs), cut
+    where the running sum is nearest each equal share, so no shard is a small remainder."""
+    n = len(costs)
+    if n == 0:
+        return []
+    total = math.fsum(costs)
+    k = min(n, max(1, math.ceil(total / target)))
+    cumulative = list(itertools.accumulate(costs))
+    cuts = [0]
+    for j in range(1, k):
+        share = total * j / k
+        i = bisect.bisect_left(cumulative, share)  # the run that reaches the j-th share
+        before = cumulative[i - 1] if i else 0.0
+        cut = i + 1 if cumulative[i] - share < share - before else i
+        cuts.append(min(max(cut, cuts[-1] + 1), n - (k - j)))  # every shard keeps a run
+    cuts.append(n)
+    return list(itertools.pairwise(cuts))
+
+
+def pack(
+    runs_of: dict[str, list[Any]],
+    costs_of: dict[str, list[float] | None],
+    shard_size: int,
+    max_shards: int,
+    target_s: float | None,
+) -> dict[str, list[Any]]:
+    """Shard name (``<data set>--<k>``) -> its runs.
+
+    ``costs_of`` holds each run's estimated seconds per data set (None where the data set's
+    shape is unknown before it is built: its runs go ``shard_size`` a shard); ``target_s``
+    the estimated seconds a shard aims at (None: every data set by count).
+    """
+    if target_s is None:
+        total = sum(len(r) for r in runs_of.values())
+        if total > max_shards * shard_size:
+            shard_size = math.ceil(total / max_shards)
+    else:
+        wanted = sum(
+            math.ceil(len(runs) / shard_size)
+            if costs_of[ds] is None
+            else math.ceil(math.fsum(costs_of[ds]) / target_s)
+            for ds, runs in runs_of.items()
+        )
+        if wanted > max_shards:  # shards grow, by cost and by count alike
+            grow = wanted / max_shards
+            target_s, shard_size = target_s * grow, math.ceil(shard_size * grow)
+    shards = {}
+    for ds, runs in runs_of.items():
+        costs = costs_of.get(ds) if target_s is not None else None
+        bounds = (
+            count_bounds(len(runs), shard_size) if costs is None else cost_bounds(costs, target_s)
+        )
+        for k, (start, end) in enumerate(bounds):
+            shards[f"{ds}--{k:04d}"] = runs[start:end]
+    return shards
