@@ -1,4 +1,5 @@
-"""Speed of the cnn kernels (leaf_femnist on 28 x 28 x 1) next to NumPy and the DGEMM peak.
+"""Speed of the cnn kernels (leaf_femnist on 28 x 28 x 1), float64 and float32, next to
+NumPy and the measured DGEMM and SGEMM peaks.
 
     python benchmarks/cnn.py                         # one step, and a round of 20 x 10 steps
     python benchmarks/cnn.py --clients 4 --steps 5   # a smaller round, quicker
@@ -8,11 +9,15 @@ Prints a table, writes nothing. Times are the best of repeated runs over ``--sec
 weights) forward for each conv and 2 b (in * out) for each dense layer, three times that
 for forward + backward (the first layer's input delta, which nobody computes, included).
 
-Compared: our kernels (``mlp_batch_grad`` for a step, ``mlp_local_sgd_round`` for a round
-on all numba threads, one BLAS thread each) and a straightforward NumPy implementation
-(im2col through ``sliding_window_view``, products through ``@``, one BLAS thread),
-float64 both; the DGEMM peak is a 3000 x 3000 product on one BLAS thread. PyTorch is
-timed where installed (float32, 1 and 2 threads). float32 kernels are not written yet.
+Compared, in float64 and float32 (``model.dtype``): our kernels' ``mlp_batch_grad`` (a
+gradient into float64 G from float64 theta: in float32 that includes rounding theta to
+float32 and adding the float32 gradient into G, 2 D conversions), one client's step as a
+round runs it (``mlp_local_sgd_round`` on one client, per step: the float32 copy of the
+model is made once per round), a whole round on all numba threads (one BLAS thread each),
+and a straightforward NumPy implementation (im2col through ``sliding_window_view``,
+products through ``@``, one BLAS thread) in each dtype. The peaks are 3000 x 3000 products
+by SciPy's ``dgemm``/``sgemm`` on one thread: the OpenBLAS the kernels call (its core type
+is printed). PyTorch is timed where installed (float32, 1 and 2 threads): not written yet.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ from fedsparse.model import Network, normalize  # noqa: E402
 from fedsparse.problem import one_blas_thread  # noqa: E402
 
 
-def best_time(fn, seconds: float, min_reps: int = 2) -> float:
-    fn()  # warm up: compilation, caches
+def best_time(fn, seconds: float, min_reps: int = 2, warm: bool = True) -> float:
+    if warm:
+        fn()  # warm up: compilation, caches
     best, reps, start = float("inf"), 0, time.perf_counter()
     while reps < min_reps or time.perf_counter() - start < seconds:
         t = time.perf_counter()
@@ -61,6 +67,7 @@ class NumpyCNN:
         net, n = self.net, X.shape[0]
         params = iter(net.split(self.theta))
         a = X.reshape(n, 28, 28, 1)
+        zero = np.zeros((), self.theta.dtype)  # ReLU's 0 in the model's dtype
         tape = []
         for layer in net.cnn:
             if layer.kind == "conv":
@@ -71,7 +78,7 @@ class NumpyCNN:
                 cols = cols.transpose(0, 1, 2, 4, 5, 3).reshape(-1, W.shape[1])
                 z = (cols @ W.T + b).reshape(n, *layer.outs)
                 tape.append(("conv", W, b, cols, xp.shape, z > 0))
-                a = np.maximum(z, 0.0)
+                a = np.maximum(z, zero)
             elif layer.kind == "max":
                 h, w, c = layer.ins
                 t = a.reshape(n, h // 2, 2, w // 2, 2, c)
@@ -84,11 +91,11 @@ class NumpyCNN:
                 flat = a.reshape(n, -1)
                 z = flat @ W.T + b
                 tape.append(("dense", W, b, flat, a.shape, z > 0 if layer.act else None))
-                a = np.maximum(z, 0.0) if layer.act else z
+                a = np.maximum(z, zero) if layer.act else z
         p = np.exp(a - a.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
-        p[np.arange(n), y.astype(int)] -= 1.0
-        delta = p / n
+        p[np.arange(n), y.astype(int)] -= 1
+        delta = p / np.asarray(n, p.dtype)
         grads = []
         for entry in reversed(tape):
             if entry[0] == "dense":
@@ -106,7 +113,7 @@ class NumpyCNN:
                 grads.append((delta.T @ cols, delta.sum(axis=0)))
                 if len(grads) < 4:  # not the first layer: the input's delta (col2im)
                     dcols = (delta @ W).reshape(n, *act.shape[1:3], 5, 5, -1)
-                    dxp = np.zeros(padded)
+                    dxp = np.zeros(padded, self.theta.dtype)
                     for ky in range(5):
                         for kx in range(5):
                             dxp[:, ky : ky + act.shape[1], kx : kx + act.shape[2]] += dcols[
@@ -114,7 +121,81 @@ class NumpyCNN:
                             ]
                     delta = dxp[:, 2:-2, 2:-2]
         g = np.concatenate([np.concatenate([gw.ravel(), gb]) for gw, gb in reversed(grads)])
-        self.theta -= lr * (g + l2 * self.theta)
+        self.theta -= self.theta.dtype.type(lr) * (g + self.theta.dtype.type(l2) * self.theta)
+
+
+def blas_info() -> str:
+    """The OpenBLAS builds loaded (SciPy's is the one the kernels call) and their core type."""
+    from threadpoolctl import threadpool_info
+
+    return "; ".join(
+        f"{os.path.basename(i['filepath']).split('-')[0]} {i.get('version')} "
+        f"{i.get('architecture')} kernels, {i['num_threads']} thread(s)"
+        for i in threadpool_info()
+        if i["user_api"] == "blas"
+    )
+
+
+def gemm_peak(dtype, seconds: float, size: int = 3000) -> float:
+    """FLOP/s of SciPy's ?gemm on a size^3 product (Fortran order: no copies)."""
+    from scipy.linalg import blas
+
+    a = np.asfortranarray(np.random.default_rng(0).random((size, size)), dtype=dtype)
+    gemm = blas.sgemm if dtype == np.float32 else blas.dgemm
+    c = np.zeros_like(a, order="F")
+    return 2 * size**3 / best_time(lambda: gemm(1.0, a, a, 0.0, c, overwrite_c=True), seconds)
+
+
+def measure(dtype, X, y, rows, ptr, b, clients, steps, seconds):
+    """Times of our kernels and of NumPy on leaf_femnist in ``dtype``."""
+    relu, softmax = K.ACTIVATIONS["relu"], K.LOSS_CODES["softmax"]
+    rng = np.random.default_rng(1)
+    net = Network.from_config(
+        normalize({"kind": "cnn", "layers": "leaf_femnist", "dtype": dtype}), 784, 10
+    )
+    spec = net.kernel_sizes()
+    theta0 = net.initial().ravel()
+    r = {}
+    G = np.empty_like(theta0)
+    work = K.mlp_work(spec, b)
+    r["grad"] = best_time(
+        lambda: K.mlp_batch_grad(X, y, rows, theta0, spec, True, relu, softmax, 1e-4, G, work),
+        seconds,
+    )
+    npdt = np.dtype(dtype).type
+    ref = NumpyCNN(net, theta0.astype(npdt))
+    Xd = X.astype(npdt)
+    r["numpy_step"] = best_time(lambda: ref.step(Xd[rows], y[rows], 0.0, 1e-4), seconds)
+    # the NumPy step and ours agree (lr 0: the reference's theta stays put)
+    check = NumpyCNN(net, theta0.astype(npdt))
+    check.step(Xd[rows], y[rows], 1.0, 1e-4)
+    tol = (1e-8, 1e-12) if dtype == "float64" else (2e-3, 2e-5 * np.abs(G).max())
+    assert np.allclose(theta0.astype(npdt) - check.theta, G, rtol=tol[0], atol=tol[1])
+
+    local = np.empty((clients, theta0.size))
+    perm = np.arange(X.shape[0], dtype=np.int64)
+    states = K.client_states(0, clients)
+    twork = K.mlp_thread_work(spec, b)
+
+    def ours_round(m=clients):
+        K.mlp_local_sgd_round(
+            X, y, ptr[: m + 1], theta0, local[:m], perm, states, steps, b, 0.01, spec, True,
+            relu, softmax, 1e-4, 0, twork,
+        )  # fmt: skip
+
+    r["round"] = best_time(ours_round, seconds, min_reps=1)
+    # one client's steps alone (one thread), per step: a step as a round runs it
+    r["step"] = best_time(lambda: ours_round(1), seconds) / steps
+
+    def numpy_round():
+        for i in range(clients):
+            m = NumpyCNN(net, theta0.astype(npdt))
+            for _ in range(steps):
+                rr = rng.choice(200, b, replace=False) + ptr[i]
+                m.step(Xd[rr], y[rr], 0.01, 1e-4)
+
+    r["numpy_round"] = best_time(numpy_round, seconds, min_reps=1, warm=False)
+    return net, r
 
 
 def main() -> None:
@@ -127,89 +208,50 @@ def main() -> None:
     one_blas_thread()
     import numba
 
-    net = Network.from_config(normalize({"kind": "cnn", "layers": "leaf_femnist"}), 784, 10)
-    spec = net.kernel_sizes()
-    theta0 = net.initial().ravel()
+    load_start = os.getloadavg()[0]
     b, clients, steps = args.batch, args.clients, args.steps
     rng = np.random.default_rng(0)
     n = clients * 200
     X = rng.random((n, 784))
     y = rng.integers(0, 10, n).astype(np.float64)
     rows = rng.choice(n, b, replace=False).astype(np.int64)
-    relu, softmax = K.ACTIVATIONS["relu"], K.LOSS_CODES["softmax"]
-
-    a = n_threads = numba.get_num_threads()
-    G = np.empty_like(theta0)
-    work = K.mlp_work(spec, b)
-    ours_step = best_time(
-        lambda: K.mlp_batch_grad(X, y, rows, theta0, spec, True, relu, softmax, 1e-4, G, work),
-        args.seconds,
-    )
-    ref = NumpyCNN(net, theta0.copy())
-    numpy_step = best_time(lambda: ref.step(X[rows], y[rows], 0.0, 1e-4), args.seconds)
-    # the NumPy step and ours agree (lr 0: the reference's theta stays put)
-    check = NumpyCNN(net, theta0.copy())
-    check.step(X[rows], y[rows], 1.0, 1e-4)
-    assert np.allclose(theta0 - check.theta, G, rtol=1e-8, atol=1e-12)
-
+    n_threads = numba.get_num_threads()
     ptr = np.arange(0, n + 1, 200, dtype=np.int64)
-    local = np.empty((clients, theta0.size))
-    perm = np.arange(n, dtype=np.int64)
-    states = K.client_states(0, clients)
-    twork = K.mlp_thread_work(spec, b)
-
-    def ours_round():
-        K.mlp_local_sgd_round(
-            X,
-            y,
-            ptr,
-            theta0,
-            local,
-            perm,
-            states,
-            steps,
-            b,
-            0.01,
-            spec,
-            True,
-            relu,
-            softmax,
-            1e-4,
-            0,
-            twork,
-        )
-
-    ours_round_t = best_time(ours_round, args.seconds, min_reps=1)
-
-    def numpy_round():
-        for i in range(clients):
-            m = NumpyCNN(net, theta0.copy())
-            for _ in range(steps):
-                r = rng.choice(200, b, replace=False) + ptr[i]
-                m.step(X[r], y[r], 0.01, 1e-4)
-
-    numpy_round_t = best_time(numpy_round, args.seconds, min_reps=1)
-    A = rng.random((3000, 3000))
-    peak = 2 * 3000**3 / best_time(lambda: A @ A, args.seconds)
+    results, net = {}, None
+    for dtype in ("float64", "float32"):
+        net, results[dtype] = measure(dtype, X, y, rows, ptr, b, clients, steps, args.seconds)
+    peak = {"float64": gemm_peak(np.float64, args.seconds)}
+    peak["float32"] = gemm_peak(np.float32, args.seconds)
     f = step_flops(net, b)
     print(
-        f"leaf_femnist, {net.n_params:,} parameters, batch {b}, float64, "
-        f"{a} numba thread(s), 1 BLAS thread; {os.cpu_count()} cores, "
-        f"load {os.getloadavg()[0]:.1f}"
+        f"leaf_femnist, {net.n_params:,} parameters, batch {b}; {n_threads} numba thread(s), "
+        f"1 BLAS thread each; {os.cpu_count()} cores, load average {load_start:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at end (a shared machine: other processes skew the figures)"
     )
-    print(f"DGEMM peak (1 thread, 3000^3): {peak / 1e9:.1f} GFLOP/s")
-    print(f"{'':28}{'ours':>10}{'NumPy':>10}{'ours/NumPy':>12}{'ours GFLOP/s':>14}{'% peak':>8}")
-    gf = f / ours_step / 1e9
+    print(f"BLAS: {blas_info()}")
     print(
-        f"{'step (ms)':28}{ours_step * 1e3:10.1f}{numpy_step * 1e3:10.1f}"
-        f"{numpy_step / ours_step:12.2f}{gf:14.1f}{100 * gf / (peak / 1e9):8.0f}"
+        f"Peaks (SciPy ?gemm, 1 thread, 3000^3): DGEMM {peak['float64'] / 1e9:.1f}, "
+        f"SGEMM {peak['float32'] / 1e9:.1f} GFLOP/s; {f / 1e9:.2f} GFLOP per step"
     )
-    gf = clients * steps * f / ours_round_t / 1e9 / n_threads
-    label = f"round {clients}x{steps} (s)"
+    head = f"{'':30}{'ms':>9}{'GFLOP/s':>9}{'% peak':>8}{'NumPy ms':>10}{'x NumPy':>9}"
+    print(head)
+    rounds = clients * steps
+    for dtype, r in results.items():
+        top = peak[dtype] / 1e9
+        for what, t, flops, ref, per in (
+            ("grad", r["grad"], f, r["numpy_step"], 1),
+            ("step in a round", r["step"], f, r["numpy_step"], 1),
+            (f"round {clients}x{steps}", r["round"], rounds * f, r["numpy_round"], n_threads),
+        ):
+            gf = flops / t / 1e9 / per
+            print(
+                f"{dtype + ' ' + what:30}{t * 1e3:9.1f}{gf:9.1f}{100 * gf / top:7.0f}%"
+                f"{ref * 1e3:10.1f}{ref / t:9.2f}"
+            )
     print(
-        f"{label:28}{ours_round_t:10.2f}{numpy_round_t:10.2f}"
-        f"{numpy_round_t / ours_round_t:12.2f}{gf:14.1f}{100 * gf / (peak / 1e9):8.0f}"
-        "  (GFLOP/s per thread)"
+        "% peak: of the dtype's 1-thread peak (a round: GFLOP/s per numba thread). "
+        f"float32 / float64: step {results['float64']['step'] / results['float32']['step']:.2f}x, "
+        f"round {results['float64']['round'] / results['float32']['round']:.2f}x"
     )
     try:
         import torch  # noqa: F401

@@ -1,4 +1,5 @@
-"""Speed of the MLP kernels next to this machine's DGEMM peak, NumPy and (if installed) PyTorch.
+"""Speed of the MLP kernels next to this machine's DGEMM/SGEMM peaks, NumPy and (if installed)
+PyTorch, in float64 and float32 (``model.dtype``).
 
     python benchmarks/mlp.py                # about three minutes on 2 cores
     python benchmarks/mlp.py --seconds 0.5  # quicker, noisier
@@ -18,6 +19,12 @@ BLAS threads it ran with. The round kernel runs clients in parallel numba
 threads, each calling BLAS; with a multithreaded BLAS inside those threads the
 two thread pools fight over the cores (see the round table), so the intended
 configuration is one BLAS thread per numba thread.
+
+float32: the same network as a float32 layer table (``Network.kernel_sizes()`` of
+``model.dtype: float32``): ``grad32`` is ``mlp_batch_grad`` from float64 theta into float64
+G (rounding theta and adding the float32 gradient, 2 D conversions, included), ``step32``
+a step inside a float32 round; round rows name their dtype and their "% peak" is of that
+dtype's GEMM peak.
 """
 
 from __future__ import annotations
@@ -49,6 +56,14 @@ def best_time(fn, seconds: float, min_reps: int = 3) -> float:
     return best
 
 
+def float32_sizes(arch):
+    """The kernels' ``sizes`` of a relu MLP with bias in float32 (a layer table)."""
+    from fedsparse.model import Network, normalize
+
+    model = normalize({"kind": "mlp", "hidden": list(arch[1:-1]), "dtype": "float32"})
+    return Network.from_config(model, arch[0], arch[-1]).kernel_sizes()
+
+
 def step_flops(sizes, b: int) -> float:
     return 6.0 * b * sum(i * o for i, o in zip(sizes[:-1], sizes[1:], strict=True))
 
@@ -78,10 +93,10 @@ def glorot(sizes, seed: int = 1):
 # Workers (each in a fresh process whose BLAS thread count the environment fixed)
 
 
-def work_dgemm(seconds: float) -> dict:
+def work_dgemm(seconds: float, dtype: str = "float64") -> dict:
     import numpy as np
 
-    a = np.random.default_rng(0).random((DGEMM_N, DGEMM_N))
+    a = np.random.default_rng(0).random((DGEMM_N, DGEMM_N)).astype(dtype)
     c = np.empty_like(a)
     t = best_time(lambda: np.dot(a, a, out=c), seconds)
     return {"gflops": 2.0 * DGEMM_N**3 / t / 1e9}
@@ -169,6 +184,11 @@ def work_steps(seconds: float, blas_threads: int) -> dict:
             step = (X, y, one, theta, local, perm, rng, STEPS, b, STEPSIZE, sizes, True)
             step += (K.RELU, K.SOFTMAX, L2, 0, twork)
             row["step"] = best_time(partial(K.mlp_local_sgd_round, *step), seconds) / STEPS
+            s32 = float32_sizes(arch)
+            grad = (X, y, rows, theta, s32, True, K.RELU, K.SOFTMAX, L2, G, K.mlp_work(s32, b))
+            row["grad32"] = best_time(partial(K.mlp_batch_grad, *grad), seconds)
+            step = (*step[:10], s32, True, K.RELU, K.SOFTMAX, L2, 0, K.mlp_thread_work(s32, b))
+            row["step32"] = best_time(partial(K.mlp_local_sgd_round, *step), seconds) / STEPS
             ref = NumpyMLP(arch, theta)
             row["numpy"] = best_time(partial(ref.step, X, y, rows, STEPSIZE, L2), seconds)
             try:
@@ -184,7 +204,9 @@ def work_steps(seconds: float, blas_threads: int) -> dict:
     return out
 
 
-def work_round(seconds: float, numba_threads: int, archs, tau_fraction: float) -> dict:
+def work_round(
+    seconds: float, numba_threads: int, archs, tau_fraction: float, dtype: str = "float64"
+) -> dict:
     import numba
     import numpy as np
 
@@ -193,7 +215,7 @@ def work_round(seconds: float, numba_threads: int, archs, tau_fraction: float) -
     numba.set_num_threads(numba_threads)
     out = {}
     for arch in archs:
-        sizes = np.array(arch, dtype=np.int64)
+        sizes = np.array(arch, dtype=np.int64) if dtype == "float64" else float32_sizes(arch)
         X, y = make_data(arch[0], arch[-1], CLIENTS * ROWS_PER_CLIENT)
         ptr = np.arange(0, len(y) + 1, ROWS_PER_CLIENT, dtype=np.int64)
         theta = glorot(arch)
@@ -252,12 +274,12 @@ def main() -> None:
     if args.worker:
         kind, *rest = args.worker
         if kind == "dgemm":
-            result = work_dgemm(args.seconds)
+            result = work_dgemm(args.seconds, *rest)
         elif kind == "steps":
             result = work_steps(args.seconds, args.blas_threads)
         else:
             archs = [tuple(int(s) for s in a.split("-")) for a in rest[1].split(",")]
-            result = work_round(args.seconds, int(rest[0]), archs, float(rest[2]))
+            result = work_round(args.seconds, int(rest[0]), archs, float(rest[2]), rest[3])
         print(json.dumps(result))
         return
 
@@ -267,49 +289,61 @@ def main() -> None:
     progress("DGEMM")
     dgemm_seconds = max(args.seconds, 3.0)
     peak = {k: run_worker(["dgemm"], k, dgemm_seconds)["gflops"] for k in threads}
+    progress("SGEMM")
+    speak = {k: run_worker(["dgemm", "float32"], k, dgemm_seconds)["gflops"] for k in threads}
     steps = {}
     for k in threads:
         progress(f"SGD steps, {k} BLAS thread(s)")
         steps[k] = run_worker(["steps"], k, args.seconds)
     arch_list = ",".join("-".join(map(str, a)) for a in ARCHS)
     big = "-".join(map(str, ARCHS[-1]))
-    configs = [(cores, 1, arch_list, 0.0, args.seconds), (1, 1, arch_list, 0.0, args.seconds)]
+    f64, f32 = "float64", "float32"
+    configs = [(cores, 1, arch_list, 0.0, args.seconds, f64)]
+    configs += [(cores, 1, arch_list, 0.0, args.seconds, f32)]
+    configs += [
+        (1, 1, arch_list, 0.0, args.seconds, f64),
+        (1, 1, arch_list, 0.0, args.seconds, f32),
+    ]
     if cores > 1:  # the nested case is slow: one timed round after the warm-up
-        configs += [(1, cores, arch_list, 0.0, args.seconds), (cores, cores, big, 0.0, 0.0)]
-    configs += [(cores, 1, big, 0.1, args.seconds)]
+        configs += [
+            (1, cores, arch_list, 0.0, args.seconds, f64),
+            (cores, cores, big, 0.0, 0.0, f64),
+        ]
+    configs += [(cores, 1, big, 0.1, args.seconds, f64), (cores, 1, big, 0.1, args.seconds, f32)]
     rounds = []
-    for nthr, bthr, archs, tau, secs in configs:
-        progress(f"rounds, {nthr} numba x {bthr} BLAS thread(s), tau {tau}")
-        times = run_worker(["round", str(nthr), archs, str(tau)], bthr, secs)
-        rounds += [(arch, nthr, bthr, tau, t) for arch, t in times.items()]
+    for nthr, bthr, archs, tau, secs, dtype in configs:
+        progress(f"rounds, {nthr} numba x {bthr} BLAS thread(s), tau {tau}, {dtype}")
+        times = run_worker(["round", str(nthr), archs, str(tau), dtype], bthr, secs)
+        rounds += [(arch, nthr, bthr, tau, dtype, t) for arch, t in times.items()]
     # the peak once more: a busy spell during the first measurement would inflate "% peak"
     progress("DGEMM again")
     peak[max(threads)] = max(
         peak[max(threads)], run_worker(["dgemm"], max(threads), dgemm_seconds)["gflops"]
     )
-    print_tables(peak, steps, rounds, load_start)
+    print_tables(peak, speak, steps, rounds, load_start)
 
 
 def progress(what: str) -> None:
     print(f"[benchmark] {what} ...", file=sys.stderr, flush=True)
 
 
-def print_tables(peak: dict, steps: dict, rounds: list, load_start: float) -> None:
+def print_tables(peak: dict, speak: dict, steps: dict, rounds: list, load_start: float) -> None:
     top_threads = max(peak)
-    top = peak[top_threads]
+    top = {"float64": peak[top_threads], "float32": speak[top_threads]}
     print(machine_line())
     print(
         f"load average (1 min) at start {load_start:.2f}, at end {os.getloadavg()[0]:.2f}: "
         "other processes on the machine skew the figures"
     )
     print("FLOPs per SGD step: 6 b sum(in_l * out_l) (forward 2 b sum, backward twice that)\n")
-    print(f"DGEMM ({DGEMM_N} x {DGEMM_N} float64, NumPy, best of two measurements):")
+    print(f"DGEMM ({DGEMM_N} x {DGEMM_N} float64, NumPy, best of two measurements), SGEMM:")
     for k, g in peak.items():
-        print(f"  {k} BLAS thread{'s' if k > 1 else ''}: {g:7.1f} GFLOP/s")
+        print(f"  {k} BLAS thread{'s' if k > 1 else ''}: {g:7.1f}, {speak[k]:7.1f} GFLOP/s")
 
     print("\nOne SGD step, softmax, relu, bias: ms per step (GFLOP/s)")
     print("  grad  = mlp_batch_grad (value and gradient into G)")
     print("  step  = one client's steps inside mlp_local_sgd_round (sampling + fused update)")
+    print("  grad32, step32 = the same in float32 (model.dtype: float32)")
     print("  numpy = straightforward NumPy SGD step (float64); torch_* = PyTorch SGD step")
     for k, table in steps.items():
         cols = list(next(iter(table.values())))
@@ -326,20 +360,24 @@ def print_tables(peak: dict, steps: dict, rounds: list, load_start: float) -> No
         f"softmax, relu, bias ({CLIENTS * ROWS_PER_CLIENT} rows):"
     )
     print(
-        f"  {'network':<16}{'numba thr':>10}{'BLAS thr':>9}{'tau':>6}"
-        f"{'ms':>10}{'GFLOP/s':>9}{'% peak':>8}"
+        f"  {'network':<16}{'dtype':>8}{'numba thr':>10}{'BLAS thr':>9}{'tau':>6}"
+        f"{'ms':>10}{'GFLOP/s':>9}{'% peak':>8}{'f64/f32':>8}"
     )
-    for arch, nthr, bthr, tau, t in rounds:
+    by_key = {(arch, nthr, bthr, tau, dtype): t for arch, nthr, bthr, tau, dtype, t in rounds}
+    for arch, nthr, bthr, tau, dtype, t in rounds:
         flops = CLIENTS * STEPS * step_flops([int(v) for v in arch.split("-")], ROUND_BATCH)
         g = flops / t / 1e9
         tau_txt = f"{tau:.0%}" if tau else "0"
+        t64 = by_key.get((arch, nthr, bthr, tau, "float64"))
+        ratio = f"{t64 / t:8.2f}" if dtype == "float32" and t64 else ""
         print(
-            f"  {arch:<16}{nthr:>10}{bthr:>9}{tau_txt:>6}{t * 1e3:>10.1f}{g:>9.1f}"
-            f"{100 * g / top:>7.0f}%"
+            f"  {arch:<16}{dtype:>8}{nthr:>10}{bthr:>9}{tau_txt:>6}{t * 1e3:>10.1f}{g:>9.1f}"
+            f"{100 * g / top[dtype]:>7.0f}%{ratio}"
         )
     print(
-        f"% peak: of the {top_threads}-thread DGEMM ({top:.1f} GFLOP/s). tau: H_tau after each "
-        "local step keeping that fraction of the parameters (FedIter-HT)."
+        f"% peak: of the {top_threads}-thread DGEMM ({top['float64']:.1f} GFLOP/s) or SGEMM "
+        f"({top['float32']:.1f}), by dtype; f64/f32: the float64 round's time over float32's. "
+        "tau: H_tau after each local step keeping that fraction of the parameters (FedIter-HT)."
     )
 
 

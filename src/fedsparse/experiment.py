@@ -314,8 +314,16 @@ def is_diverged(objective: float, start: float, factor: float) -> bool:
 
 def _warm_up(cls: type, problem: Problem, cfg: dict[str, Any]) -> None:
     """Compile this algorithm's kernels for this storage format and model before any timing."""
-    # the layer table's rank tells an MLP's kernels (1-D) from a CNN's (2-D): each compiles
-    key = (cls.name, problem.data.is_sparse, problem.loss, problem.fast_linear, problem.sizes.ndim)
+    # the layer table's rank tells an MLP's kernels (1-D) from a CNN's (2-D), and the network's
+    # dtype float64 from float32 kernels: each compiles its own
+    key = (
+        cls.name,
+        problem.data.is_sparse,
+        problem.loss,
+        problem.fast_linear,
+        problem.sizes.ndim,
+        problem.network.dtype,
+    )
     if key in _WARM:
         return
     throwaway = cls(problem, cfg["params"], cfg["seed"])

@@ -15,6 +15,15 @@ Three kinds (``model.kind``):
   as CIFAR-10's 3,072), with ``input_order: chw`` (the default: channel planes, CIFAR-10's
   and PyTorch's order; the same as ``hwc`` for one channel) or ``hwc``.
 
+``dtype`` (networks only): ``float64`` (the default, left out of the canonical config, so
+run ids are unchanged) or ``float32``: the network kernels then compute in float32 (the
+parameters of the local steps, the input rows, activations and deltas, products by BLAS
+sgemm), while the algorithms keep their float64 parameters (the broadcast model is rounded
+to float32 for each client's local steps, the clients' results come back exact in float64,
+and server arithmetic stays float64), and per-row losses, their sums, norms and H_tau's
+selection stay float64. A linear model computes in float64 (``dtype: float32`` is an error
+there; ``float64`` is allowed and changes nothing).
+
 Algorithms see the parameters as one float64 array of :attr:`Network.shape`:
 (n_outputs, n_features) for a linear model without bias (the hard-thresholding
 kernels' fast paths, the sparsity constraint per row), (1, n_params) otherwise. Its
@@ -43,7 +52,8 @@ from .errors import ConfigError, did_you_mean
 KINDS = ("linear", "mlp", "cnn")
 # Every key a model config may hold (config.normalize_model checks against it).
 KEYS = ("loss", "l2", "weights", "kind", "hidden", "activation", "bias", "init", "layers")
-KEYS += ("input", "input_order")
+KEYS += ("input", "input_order", "dtype")
+DTYPES = ("float64", "float32")  # model.dtype; the first is the default
 POOL_KINDS = ("max", "avg")
 INPUT_ORDERS = ("chw", "hwc")
 # Named architectures (``layers: NAME``), expanded in the canonical config.
@@ -119,6 +129,19 @@ def normalize(model: dict[str, Any], where: str = "model") -> dict[str, Any]:
     elif "hidden" in model:
         raise ConfigError(f"{where}.hidden: not for model.kind cnn (list dense layers in layers)")
     out: dict[str, Any] = {} if kind == "linear" else {"kind": kind}
+    dtype = model.get("dtype", DTYPES[0])
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise ConfigError(
+            f"{where}.dtype: must be float64 or float32, got {dtype!r}"
+            f"{did_you_mean(str(dtype), DTYPES)}"
+        )
+    if dtype != DTYPES[0]:  # the default stays out of the canonical config (and run id)
+        if kind == "linear":
+            raise ConfigError(
+                f"{where}.dtype: {dtype} is for networks (model.kind mlp or cnn); "
+                "linear models compute in float64"
+            )
+        out["dtype"] = dtype
     if kind == "mlp":
         out["hidden"] = _hidden(model.get("hidden", defaults["hidden"]), f"{where}.hidden")
     if kind == "cnn":
@@ -425,6 +448,7 @@ class Network:
     # a cnn's layers, input and input_order keys; resolved against the data on first use,
     # so a label needs no data (experiment.run_identity asks for it with dimensions 1)
     cnn_config: dict[str, Any] | None = None
+    dtype: str = "float64"  # what the network kernels compute in (model.dtype)
 
     @classmethod
     def from_config(cls, model: dict[str, Any], n_features: int, n_outputs: int) -> Network:
@@ -442,6 +466,7 @@ class Network:
             activation=spec.get("activation", "relu"),
             init=spec["init"],
             cnn_config=cnn_config,
+            dtype=spec.get("dtype", DTYPES[0]),
         )
 
     @cached_property
@@ -489,13 +514,21 @@ class Network:
 
     def kernel_sizes(self) -> np.ndarray:
         """The ``sizes`` argument of the network kernels: ``sizes`` as int64 for a linear
-        model or an MLP, the 2-D layer table of :func:`fedsparse.kernels.cnn.cnn_spec` for a
-        cnn (the kernels tell the two apart by dimension)."""
-        if self.kind != "cnn":
+        model or a float64 MLP, the 2-D layer table of :func:`fedsparse.kernels.cnn.cnn_spec`
+        for a cnn or a float32 MLP (its dense layers; the table carries the dtype, and the
+        kernels tell the two forms apart by dimension)."""
+        if self.kind != "cnn" and self.dtype == "float64":
             return np.asarray(self.sizes, dtype=np.int64)
         from .kernels.cnn import cnn_spec  # kernels layer; only networks need it
 
-        return cnn_spec(self.cnn, self.input_order, self.bias)
+        if self.kind == "cnn":
+            return cnn_spec(self.cnn, self.input_order, self.bias, self.dtype)
+        n = len(self.sizes) - 1
+        dense = [
+            Layer("dense", (1, 1, self.sizes[k]), (1, 1, self.sizes[k + 1]), act=k < n - 1)
+            for k in range(n)
+        ]
+        return cnn_spec(dense, "hwc", self.bias, self.dtype)
 
     @property
     def n_params(self) -> int:
@@ -510,17 +543,19 @@ class Network:
 
     @property
     def label(self) -> str:
-        """The ``model`` column of results: 'linear', 'linear+bias', 'mlp-500-200-relu'."""
+        """The ``model`` column of results: 'linear', 'linear+bias', 'mlp-500-200-relu'
+        ('-f32' appended in float32)."""
         if self.kind == "linear":
             return "linear+bias" if self.bias else "linear"
+        tail = ("" if self.bias else "-nobias") + ("" if self.dtype == "float64" else "-f32")
         if self.kind == "cnn":
             if self.preset is not None:
                 body = self.preset
             else:
                 body = "-".join(_layer_label(layer) for layer in self.cnn_config["layers"])
-            return f"cnn-{body}-{self.activation}" + ("" if self.bias else "-nobias")
+            return f"cnn-{body}-{self.activation}{tail}"
         widths = "-".join(str(h) for h in self.sizes[1:-1])
-        return f"mlp-{widths}-{self.activation}" + ("" if self.bias else "-nobias")
+        return f"mlp-{widths}-{self.activation}{tail}"
 
     @property
     def layer_bounds(self) -> np.ndarray:

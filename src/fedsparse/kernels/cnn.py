@@ -26,6 +26,13 @@ two delta buffers of ``b * widest`` values then two patch buffers. Evaluation
 (:func:`cnn_eval`) keeps only two feature maps of a block of rows per thread.
 Threads: as the MLP kernels (clients or blocks per numba thread, BLAS on one thread,
 results independent of the number of threads).
+
+float32: a table built with ``dtype="float32"`` (header ``H_F32``) gets float32 work space
+from ``mlp_work``/``mlp_thread_work``, and every kernel here then runs in float32 (the
+input rows are rounded as they are gathered into ``X0``; products by ``sgemm``), with
+``E`` two parameter-length buffers longer (the float32 copies of theta and of a gradient,
+see :mod:`fedsparse.kernels.mlp`). An MLP in float32 is such a table of dense layers.
+Evaluation converts each model to float32 once per thread; losses and sums stay float64.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from .mlp import BLAS_N as _N
 from .mlp import BLAS_T as _T
 from .mlp import CNN_KERNELS
 from .mlp import add_bias as _add_bias
+from .mlp import as_work as _as_work
 from .mlp import bias_activate as _bias_activate
 from .mlp import bias_grad as _bias_grad
 from .mlp import gemm as _gemm
@@ -57,17 +65,22 @@ C_K, C_S, C_PT, C_PL, C_WOFF, C_BOFF, C_ACT = range(7, 14)
 C_SH, C_SW, C_SC, C_AOFF, C_CHUNK, C_ISZ, C_OSZ = range(14, 21)
 N_COLS = 21
 # Header row 0: layers, parameters, input length, outputs, bias, widest map, hidden
-# total per sample, patch buffer length.
-H_LAYERS, H_PARAMS, H_IN, H_OUT, H_BIAS, H_WIDEST, H_HIDDEN, H_COLS = range(8)
-# Values of one chunk's patch matrix (2 MB): the per-sample patches of 5x5x32 on 14x14 are
-# 1.25 MB, so a chunk is one sample there and 13 samples of a 28x28x1 first layer.
+# total per sample, patch buffer length, float32 (1) or float64 (0).
+H_LAYERS, H_PARAMS, H_IN, H_OUT, H_BIAS, H_WIDEST, H_HIDDEN, H_COLS, H_F32 = range(9)
+DTYPES = {"float64": np.float64, "float32": np.float32}
+# Values of one chunk's patch matrix (2 MB; 1 MB in float32, where twice the values measured
+# no faster): the per-sample patches of 5x5x32 on 14x14 are 1.25 MB, so a chunk is one
+# sample there and 13 samples of a 28x28x1 first layer.
 COLS_BUDGET = 1 << 18
 EVAL_FEATURES = 1 << 20  # values per thread's feature-map buffer in evaluation (8 MB)
 
 
-def cnn_spec(layers, input_order: str, bias: bool) -> np.ndarray:
+def cnn_spec(layers, input_order: str, bias: bool, dtype: str = "float64") -> np.ndarray:
     """The kernels' layer table of resolved layers (:class:`fedsparse.model.Layer`, the dense
-    output layer last) on input rows in ``input_order`` (chw | hwc)."""
+    output layer last) on input rows in ``input_order`` (chw | hwc), computed in ``dtype``
+    (float64 | float32)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")
     L = len(layers)
     spec = np.zeros((L + 1, N_COLS), dtype=np.int64)
     pos = hidden = widest = cols = 0
@@ -100,8 +113,19 @@ def cnn_spec(layers, input_order: str, bias: bool) -> np.ndarray:
             per_sample = oh * ow * layer.size * layer.size * ic
             row[C_CHUNK] = max(1, COLS_BUDGET // per_sample)
             cols = max(cols, row[C_CHUNK] * per_sample)
-    spec[0, : H_COLS + 1] = L, pos, spec[1, C_ISZ], spec[L, C_OSZ], int(bias), widest, hidden, cols
+    f32 = int(dtype == "float32")
+    if f32 and max((int(r[C_ISZ]) for r in spec[1:] if r[C_KIND] == MAXPOOL), default=0) > 1 << 24:
+        # max pools keep their winners' offsets in D, a float32 array here: exact below 2**24
+        raise ValueError("float32: a max pool's input has more than 2**24 values per sample")
+    spec[0, : H_F32 + 1] = (
+        L, pos, spec[1, C_ISZ], spec[L, C_OSZ], int(bias), widest, hidden, cols, f32
+    )  # fmt: skip
     return spec
+
+
+def cnn_dtype(spec: np.ndarray) -> type:
+    """The dtype the kernels compute in for this table (np.float32 or np.float64)."""
+    return np.float32 if spec[0, H_F32] else np.float64
 
 
 def cnn_work_lengths(spec: np.ndarray, max_batch: int) -> tuple[int, ...]:
@@ -112,7 +136,7 @@ def cnn_work_lengths(spec: np.ndarray, max_batch: int) -> tuple[int, ...]:
         b * int(h[H_IN]),
         b * int(h[H_HIDDEN]),
         b * int(h[H_HIDDEN]),
-        2 * b * int(h[H_WIDEST]) + 2 * int(h[H_COLS]),
+        2 * b * int(h[H_WIDEST]) + 2 * int(h[H_COLS]) + 2 * int(h[H_PARAMS]) * int(h[H_F32]),
         2,
     )
 
@@ -446,7 +470,7 @@ def cnn_check(X0, rows, theta, spec, work):
         X0.shape[0] < b * h[H_IN]
         or work[1].shape[0] < b * h[H_HIDDEN]
         or work[2].shape[0] < b * h[H_HIDDEN]
-        or work[3].shape[0] < 2 * b * h[H_WIDEST] + 2 * h[H_COLS]
+        or work[3].shape[0] < 2 * b * h[H_WIDEST] + 2 * h[H_COLS] + 2 * h[H_PARAMS] * h[H_F32]
     ):
         raise ValueError("cnn: work space too small for this batch (see mlp_work)")
 
@@ -457,11 +481,15 @@ def cnn_eval(X, y, ptr, thetas, which, spec, act, loss, block, loss_sum, correct
     widest = int(spec[0, H_WIDEST])
     bb = max(1, min(int(block), EVAL_FEATURES // max(widest, 1)))
     lanes = numba.get_num_threads()
-    _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lanes)
+    dtype = cnn_dtype(spec)
+    # a model of another dtype is converted once per thread and model (P values each)
+    n_convert = int(spec[0, H_PARAMS]) if thetas.dtype != dtype else 0
+    proto = np.empty(n_convert, dtype)
+    _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lanes, proto)
 
 
 @njit(parallel=True, cache=True)
-def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lanes):
+def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lanes, proto):
     n_clients = ptr.shape[0] - 1
     L = spec[0, H_LAYERS]
     c = spec[0, H_OUT]
@@ -477,11 +505,14 @@ def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lane
     lanes = max(1, min(lanes, n_blocks))
     no_d = np.empty(0)
     for lane in prange(lanes):
-        X0 = np.empty(bb * d)
-        buf = np.empty(2 * bb * widest)
-        cols = np.empty(spec[0, H_COLS])
+        X0 = np.empty(bb * d, proto.dtype)
+        buf = np.empty(2 * bb * widest, proto.dtype)
+        cols = np.empty(spec[0, H_COLS], proto.dtype)
         rows = np.empty(bb, dtype=np.int64)
-        coef = np.empty(2)
+        coef = np.empty(2, proto.dtype)
+        tbuf = np.empty(proto.shape[0], proto.dtype)
+        theta = _as_work(thetas[0][:0], tbuf[:0])  # typed; set before the first block
+        model = -1
         i = 0
         for blk in range(lane, n_blocks, lanes):
             while first[i + 1] <= blk:
@@ -492,7 +523,9 @@ def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lane
             for r in range(n):
                 rows[r] = start + r
             _densify(X, rows[:n], X0[: n * d])
-            theta = thetas[which[i]]
+            if which[i] != model:
+                model = which[i]
+                theta = _as_work(thetas[model], tbuf)
             inp = X0
             half = bb * widest
             Z = buf[:0]
@@ -517,5 +550,9 @@ def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lane
 
 # mlp.py's dispatch on the layer table's rank finds these here (see mlp.CNN_KERNELS)
 CNN_KERNELS.update(
-    cnn_work_lengths=cnn_work_lengths, cnn_check=cnn_check, cnn_step=cnn_step, cnn_eval=cnn_eval
+    cnn_work_lengths=cnn_work_lengths,
+    cnn_check=cnn_check,
+    cnn_step=cnn_step,
+    cnn_eval=cnn_eval,
+    cnn_dtype=cnn_dtype,
 )

@@ -21,6 +21,15 @@ table of :func:`fedsparse.kernels.cnn.cnn_spec`, and ``_step``, ``_check`` and
 dimension when numba compiles them, to :mod:`fedsparse.kernels.cnn`; the 1-D (MLP)
 specialisations are compiled from the same code as before.
 
+float32 (``model.dtype: float32``): a float32 network reaches the kernels as a layer table
+(an MLP's as dense layers only) whose work space (:func:`mlp_work`) is float32, and the
+kernels compute in the work space's dtype: float32 parameters, input rows, activations and
+deltas, products by BLAS ``sgemm``. The callers' parameters stay float64: each client's
+local steps run on a float32 copy of the broadcast model, written back (exactly) into its
+float64 row of ``theta_local`` at the end; :func:`mlp_batch_grad` rounds ``theta`` to
+float32 and adds the float32 gradient into float64 ``G``. Per-row losses (softmax, its
+log-sum-exp), their sums, the ridge term and H_tau's selection run in float64.
+
 Threads: :func:`mlp_eval` runs blocks of rows, :func:`mlp_local_sgd_round` clients, in
 parallel numba threads, each calling BLAS, so BLAS itself should run one thread
 (``OPENBLAS_NUM_THREADS=1``, set before NumPy and SciPy load). With a
@@ -54,19 +63,20 @@ ACTIVATIONS = {"relu": RELU, "swish": SWISH, "tanh": TANH, "sigmoid": SIGMOID}
 # numba's C wrapper around SciPy's BLAS ?gemm (what np.dot calls inside jitted code),
 # declared here to pass alpha and beta: the symbol is resolved in-process, so kernels
 # that call it stay cacheable (a ctypes function pointer would not be).
+# Pointers are void*: the same binding serves dgemm (kind "d", float64 arrays and
+# scalars) and sgemm (kind "s", float32), chosen by the output array's dtype.
 ensure_blas()
-_F64P = types.CPointer(types.float64)
+_VP = types.voidptr
 _xxgemm = types.ExternalFunction(
     "numba_xxgemm",
     types.intc(
         types.char, types.char, types.char,  # kind, transa, transb
         types.intp, types.intp, types.intp,  # m, n, k
-        _F64P, _F64P, types.intp,  # alpha, a, lda
-        _F64P, types.intp, _F64P,  # b, ldb, beta
-        _F64P, types.intp,  # c, ldc
+        _VP, _VP, types.intp,  # alpha, a, lda
+        _VP, types.intp, _VP,  # b, ldb, beta
+        _VP, types.intp,  # c, ldc
     ),
 )  # fmt: skip
-_KIND = ord("d")
 _N = ord("n")
 _T = ord("t")
 BLAS_N, BLAS_T = _N, _T  # BLAS's "no transpose" and "transpose" flags (kernels.cnn uses them)
@@ -106,28 +116,42 @@ def _work_lengths(sizes, max_batch: int, dense: bool) -> tuple[int, ...]:
     )
 
 
+def work_dtype(sizes) -> type:
+    """The dtype the kernels compute in for ``sizes``: float64, or a layer table's own (a
+    float32 network's table, :func:`fedsparse.kernels.cnn.cnn_spec`)."""
+    if np.ndim(sizes) == 2:
+        return CNN_KERNELS["cnn_dtype"](sizes)
+    return np.float64
+
+
 def mlp_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.ndarray, ...]:
     """Work space of :func:`mlp_batch_grad` for one thread and batches of <= ``max_batch`` rows.
 
-    Returns ``(X0, A, D, E, coef)``, 1-D float64 arrays: the minibatch's rows gathered
-    from dense ``X`` (empty if ``dense=False``: CSR data is read in place), hidden
-    activations and their derivatives, two delta buffers, and BLAS scalars.
+    Returns ``(X0, A, D, E, coef)``, 1-D arrays of :func:`work_dtype` (float64 for an
+    MLP's widths): the minibatch's rows gathered from dense ``X`` (empty if
+    ``dense=False``: CSR data is read in place), hidden activations and their
+    derivatives, two delta buffers, and BLAS scalars. The kernels compute in the dtype
+    of this work space (float32: a float32 layer table's, whose ``E`` ends with two
+    parameter-length buffers for the float32 copies of theta and of the gradient).
     """
-    return tuple(np.zeros(n) for n in _work_lengths(sizes, max_batch, dense))
+    dtype = work_dtype(sizes)
+    return tuple(np.zeros(n, dtype) for n in _work_lengths(sizes, max_batch, dense))
 
 
 def mlp_thread_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.ndarray, ...]:
     """Per-thread work space for :func:`mlp_local_sgd_round`, one slot per possible thread.
 
     Returns ``(X0, A, D, E, coef, G, scratch)``, each of shape (n_threads, ...): row
-    ``t`` of the first five is an :func:`mlp_work` tuple, ``G`` a gradient buffer (for
-    callers' own parallel loops: the round applies its steps without one) and ``scratch``
-    the threshold scratch, both sized for ``bias=True`` (enough either way).
+    ``t`` of the first five is an :func:`mlp_work` tuple (in :func:`work_dtype`), ``G`` a
+    float64 gradient buffer (for callers' own parallel loops: the round applies its steps
+    without one) and ``scratch`` the float64 threshold scratch, both sized for
+    ``bias=True`` (enough either way).
     """
     n = numba.config.NUMBA_NUM_THREADS
     p = n_params(sizes, True)
-    lengths = (*_work_lengths(sizes, max_batch, dense), p, p + SCRATCH_EXTRA)
-    return tuple(np.zeros((n, m)) for m in lengths)
+    dtype = work_dtype(sizes)
+    work = tuple(np.zeros((n, m), dtype) for m in _work_lengths(sizes, max_batch, dense))
+    return (*work, np.zeros((n, p)), np.zeros((n, p + SCRATCH_EXTRA)))
 
 
 # ---------------------------------------------------------------------------
@@ -148,7 +172,112 @@ def _gemm(ta, tb, m, n, k, alpha, A, B, beta, C, coef):
     coef[0] = alpha
     coef[1] = beta
     a, b, c = coef[0:1].ctypes, B.ctypes, coef[1:2].ctypes
-    _xxgemm(_KIND, tb, ta, n, m, k, a, b, ldb, A.ctypes, lda, c, C.ctypes, n)
+    _xxgemm(_blas_kind(C), tb, ta, n, m, k, a, b, ldb, A.ctypes, lda, c, C.ctypes, n)
+
+
+def _blas_kind(C):
+    """BLAS's type letter for ``C``'s dtype: ord("s") for float32, ord("d") else (compiled only)."""
+
+
+@overload(_blas_kind)
+def _blas_kind_impl(C):
+    kind = ord("s") if C.dtype == types.float32 else ord("d")
+    return lambda C: kind
+
+
+# ---------------------------------------------------------------------------
+# float32 work space: the algorithms' float64 parameters converted at the kernels' edge
+
+
+def _as_work(theta, buf):
+    """``theta`` if it has ``buf``'s dtype, else ``buf[:len(theta)]`` filled with it
+    (rounded to ``buf``'s dtype) (compiled only)."""
+
+
+@overload(_as_work)
+def _as_work_impl(theta, buf):
+    if theta.dtype == buf.dtype:
+        return lambda theta, buf: theta
+
+    def cast(theta, buf):
+        out = buf[: theta.shape[0]]
+        for j in range(theta.shape[0]):
+            out[j] = theta[j]
+        return out
+
+    return cast
+
+
+def _local_model(theta, ti, E):
+    """The model a client's local steps update, starting at ``theta``: its row ``ti`` of
+    theta_local if that has the work's dtype (``E``'s), else a float32 copy in the first
+    of ``E``'s two parameter-length tail buffers (compiled only)."""
+
+
+@overload(_local_model)
+def _local_model_impl(theta, ti, E):
+    if ti.dtype == E.dtype:
+
+        def same(theta, ti, E):
+            ti[:] = theta
+            return ti
+
+        return same
+
+    def cast(theta, ti, E):
+        P = ti.shape[0]
+        loc = E[E.shape[0] - 2 * P : E.shape[0] - P]
+        for j in range(P):
+            loc[j] = theta[j]
+        return loc
+
+    return cast
+
+
+def _copy_if_cast(src, dst):
+    """``dst[:] = src`` if they are different arrays of different dtypes; nothing if the
+    dtypes agree (then they are one array: see :func:`_local_model`) (compiled only)."""
+
+
+@overload(_copy_if_cast)
+def _copy_if_cast_impl(src, dst):
+    if src.dtype == dst.dtype:
+        return lambda src, dst: None
+
+    def cast(src, dst):
+        for j in range(src.shape[0]):
+            dst[j] = src[j]
+
+    return cast
+
+
+def _grad_into(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
+    """``G += data_grad`` at ``theta``, computed in the work's dtype (``E``'s); return the
+    mean data loss (compiled only). float32 work: theta and the gradient go through the
+    two tail buffers of ``E``, and the float32 gradient is added into float64 ``G``."""
+
+
+@overload(_grad_into)
+def _grad_into_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
+    if theta.dtype == E.dtype and G.dtype == E.dtype:
+
+        def same(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
+            return _step(X, y, rows, theta, sizes, bias, act, loss, off, work, 1.0, 1.0, G)
+
+        return same
+
+    def cast(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
+        P = theta.shape[0]
+        n = E.shape[0]
+        t = _as_work(theta, E[n - 2 * P : n - P])
+        g = E[n - P :]
+        g[:] = 0.0
+        value = _step(X, y, rows, t, sizes, bias, act, loss, off, work, 1.0, 1.0, g)
+        for j in range(P):
+            G[j] += g[j]
+        return value
+
+    return cast
 
 
 def _offsets(sizes, bias):
@@ -517,23 +646,23 @@ def _row_loss(z, c, yi, loss, scale, g):
     ``g = scale * d loss / d z`` (``g`` may be ``z``). Returns (loss, correct)."""
     if loss == SOFTMAX:
         label = int(yi)
-        top = z[0]
+        top = np.float64(z[0])
         best = 0
         for r in range(1, c):
             if z[r] > top:  # strict: ties go to the lowest index
-                top = z[r]
+                top = np.float64(z[r])
                 best = r
-        true_score = z[label]
+        true_score = np.float64(z[label])
         total = 0.0
         for r in range(c):
-            total += np.exp(z[r] - top)
+            total += np.exp(np.float64(z[r]) - top)
         value = np.log(total) + top - true_score
         if g.shape[0] > 0:
             for r in range(c):
-                p = np.exp(z[r] - top) / total
+                p = np.exp(np.float64(z[r]) - top) / total
                 g[r] = scale * (p - 1.0 if r == label else p)
         return value, best == label
-    zi = z[0]
+    zi = np.float64(z[0])
     if loss == LEAST_SQUARES:
         res = zi - yi
         if g.shape[0] > 0:
@@ -687,7 +816,7 @@ def mlp_batch_grad(X, y, rows, theta, sizes, bias, act, loss, l2, G, work):
     _check(work[_X0], _is_dense(X), rows, theta, sizes, bias, work)
     off = _offsets(sizes, bias)
     ridge = _init_ridge(theta, l2, G)
-    return _step(X, y, rows, theta, sizes, bias, act, loss, off, work, 1.0, 1.0, G) + ridge
+    return _grad_into(X, y, rows, theta, sizes, bias, act, loss, off, work, work[_E], G) + ridge
 
 
 def mlp_eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, correct):
@@ -876,12 +1005,13 @@ def mlp_local_sgd_round(
         n = ptr[i + 1] - lo
         b = n if batch <= 0 or batch >= n else batch
         ti = theta_local[i]
-        ti[:] = theta
+        # float32 work: the steps update a float32 copy, written back into ti at the end
+        loc = _local_model(theta, ti, E[t])
         wt = (X0[t], A[t], D[t], E[t], coef[t])
         for _ in range(steps):
             if b == 0:  # no rows: the ridge term alone, as local_sgd_round does
                 for j in range(P):
-                    ti[j] *= keep
+                    loc[j] *= keep
             else:
                 if b < n:
                     sample_without_replacement(perm, lo, n, b, rng, i)
@@ -889,7 +1019,7 @@ def mlp_local_sgd_round(
                     X,
                     y,
                     perm[lo : lo + b],
-                    ti,
+                    loc,
                     sizes,
                     bias,
                     act,
@@ -898,17 +1028,21 @@ def mlp_local_sgd_round(
                     wt,
                     -stepsize,
                     keep,
-                    ti,
+                    loc,
                 )
             if tau_local > 0:
+                # selection on float64 values (float32 ones are exact in float64)
+                _copy_if_cast(loc, ti)
                 if layer_bounds is None:
                     hard_threshold_rows(ti.reshape((1, P)), tau_local, scratch[t])
                 else:
                     for s in range(layer_bounds.shape[0] - 1):
                         seg = ti[layer_bounds[s] : layer_bounds[s + 1]]
                         hard_threshold(seg, tau_local, scratch[t])
+                _copy_if_cast(ti, loc)
+        _copy_if_cast(loc, ti)
 
 
 # The building blocks kernels.cnn shares with these kernels, under public names.
 gemm, add_bias, bias_activate, bias_grad = _gemm, _add_bias, _bias_activate, _bias_grad
-row_loss, scale = _row_loss, _scale
+row_loss, scale, as_work = _row_loss, _scale, _as_work
