@@ -762,3 +762,89 @@ def _dump_dom(browser: str, page: Path, tmp_path: Path) -> subprocess.CompletedP
         page.as_uri(),
     ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+# ----------------------------------------------------------------------- reading once
+
+
+def test_a_build_reads_the_runs_once_and_never_the_whole_traces(sweep, tmp_path, monkeypatch):
+    """Every page reads through the build's one ReportData: the runs file is loaded once, no
+    page opens the folder again, and what comes back from the traces is what a table or
+    figure shows (per-run minima, the best configurations' rows), never the traces whole."""
+    import sys
+
+    import fedsparse.query
+    import fedsparse.results
+    from fedsparse.report import data as report_data
+
+    root, traces, runs = sweep
+    opened = []
+    real_init = report_data.ReportData.__init__
+
+    def counted(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        opened.append(self)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the report read the results folder outside its ReportData")
+
+    monkeypatch.setattr(report_data.ReportData, "__init__", counted)
+    monkeypatch.setattr(pq, "read_table", refuse)
+    monkeypatch.setattr(pd, "read_parquet", refuse)
+    for name, module in list(sys.modules.items()):
+        if name == "fedsparse.results" or name.startswith(("fedsparse.report", "fedsparse.query")):
+            for attr in ("read_results", "open_results"):
+                if hasattr(module, attr):
+                    monkeypatch.setattr(module, attr, refuse)
+    assert fedsparse.results.read_results is refuse and fedsparse.query.open_results is refuse
+
+    build_report(root, tmp_path / "report")
+    assert len(opened) == 1
+    data = opened[0]
+    assert data.reads["runs"] == 1
+    runs_loads = [n for sql, n in data.queries if sql == "runs table"]
+    assert runs_loads == [len(runs)]
+    from_traces = [n for sql, n in data.queries if "traces" in sql]
+    assert from_traces, "the curves come from the traces"
+    # one row per run at most, or the best configurations' rows: each a small share
+    assert max(from_traces) <= max(len(runs), len(traces) // 3)
+    assert sum(from_traces) < len(traces)
+
+
+def test_config_facts_are_columns_read_once(tmp_path):
+    """The facts pages used to re-parse from config_json (centring, data source, client count,
+    a replayed k sequence) are columns of the runs table, as the JSON says."""
+    from fedsparse.report.data import ReportData
+    from fedsparse.results import trace_table
+
+    configs = {
+        "a": {"dataset": {"kind": "synthetic", "center": "global", "clients": 7}, "params": {}},
+        "b": {
+            "dataset": {"kind": "idx", "source": "mnist"},
+            "partition": {"kind": "dirichlet", "clients": 100},
+            "params": {"k_sequence": {"run": "a", "metric": "k_used"}},
+        },
+        "c": {
+            "dataset": {"kind": "libsvm", "clients": 0},
+            "partition": "natural",
+            "params": {"k_sequence": "a"},
+        },
+    }
+    runs = [
+        {"run_id": rid, "dataset": "d", "algorithm": "fedht", "config_json": json.dumps(cfg)}
+        for rid, cfg in configs.items()
+    ] + [{"run_id": "none", "dataset": "d", "algorithm": "fedht"}]
+    rows = [{"run_id": "a", "dataset": "d", "algorithm": "fedht", "round": 0, "objective": 1.0}]
+    root = write_results(tmp_path / "r", trace_table(rows).to_pandas(), runs)
+    with ReportData(root) as data:
+        facts = data.run_frame(["run_id", "center", "source", "clients", "k_sequence_run"])
+        got = facts.astype(object).where(facts.notna(), None).set_index("run_id").T.to_dict()
+        assert got == {
+            "a": {"center": "global", "source": "", "clients": 7, "k_sequence_run": None},
+            "b": {"center": "none", "source": "mnist", "clients": 100, "k_sequence_run": "a"},
+            "c": {"center": "none", "source": "", "clients": None, "k_sequence_run": None},
+            "none": {"center": "none", "source": "", "clients": None, "k_sequence_run": None},
+        }
+        assert data.configs(["b", "none"]) == {"b": configs["b"], "none": {}}
+        assert "config_json" not in data.runs_table.column_names  # read per run, when asked
+        assert data.reads["runs"] == 1

@@ -15,6 +15,8 @@ the union of several results folders (merged as ``fedsparse merge`` does) into `
     tables/*.csv  the tables, claims.csv the index's claims table
 
 A family is a ``claims.Family`` in its own module; it writes its page and returns its claims.
+Every page reads the results through one ``data.ReportData``, opened once per build: the runs
+table read once, the traces queried with SQL for what a table or figure shows.
 
 The folder is built next to ``out_dir`` under a temporary name and swapped in
 at the end, so a crash never leaves a half-written report.
@@ -52,6 +54,7 @@ from .claims import (
     claims_frame,
     in_reading,
 )
+from .data import ReportData
 from .data_section import add_data_section
 from .figures import objective_figure
 from .page import Page
@@ -125,7 +128,12 @@ def _swap_in(tmp: Path, out_dir: Path) -> None:
 def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     """The report of ``results_dir`` in ``root``; partition statistics from ``data_dirs``
     (the original folders: a merged folder has no data/)."""
-    a = an.analyse(results_dir)
+    with ReportData(results_dir) as data:
+        _build_pages(data, root, data_dirs)
+
+
+def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
+    a = an.analyse(data)
     info = an.overview(a)
     summary = an.summary_table(a)
     tables = root / "tables"
@@ -135,14 +143,14 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
     a.configs.drop(columns="config_id").to_csv(tables / "configs.csv", index=False)
 
     present = set(a.runs["algorithm"])
-    fronts = pareto.configurations(results_dir, a)  # data sets with more than one algorithm
+    fronts = pareto.configurations(data, a)  # data sets with more than one algorithm
     pages, claims = [], []
     for family in FAMILIES:
         if not family.algorithms & present:  # its paper's claims, not measured here
             claims.append(claims_frame(family.unmeasured()))
             continue
         page = _subpage(root, family.title)
-        found = only_in_variations(family, family.build(page, results_dir, tables))
+        found = only_in_variations(family, family.build(page, data, tables))
         if not fronts.empty:
             slugs, names = pareto.sections_of(fronts, family.algorithms)
             if slugs:
@@ -163,12 +171,12 @@ def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
         page.write(pareto.PAGE, "Accuracy against communication")
         pages.append((pareto.PAGE, FRONTS_TITLE, ""))
     page = _subpage(root, "Data: partitions and test accuracy")
-    add_data_section(page, results_dir, a, tables, data_dirs)
+    add_data_section(page, data, a, tables, data_dirs)
     if len(page.parts) > 2:  # more than the heading and the way back
         page.write("data.html", "Data")
         pages.append(("data.html", "Data: partitions and test accuracy", ""))
     page = _subpage(root, "Optuna studies")
-    if optuna_section.add_section(page, results_dir, tables):
+    if optuna_section.add_section(page, data, tables):
         page.write("optuna.html", "Optuna studies")
         pages.append(("optuna.html", "Optuna studies", ""))
 

@@ -1,7 +1,9 @@
-"""Read a results folder and compute what the report shows (no plotting, no HTML).
+"""Compute what the report shows from a build's ReportData (no plotting, no HTML).
 
-Everything is vectorised with pandas; the only Python loops run over data sets
-and algorithms, never over runs or trace rows.
+The runs are vectorised with pandas (one row per run); the traces never enter pandas whole:
+SQL gives each run's lowest objective and the rows of the best configurations, whose curves
+are averaged here. The only Python loops run over data sets and algorithms, never over runs
+or trace rows. An analysis is computed once per build and step-size grid (``ReportData.memo``).
 
 Definitions used throughout:
 
@@ -20,7 +22,6 @@ Definitions used throughout:
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -28,10 +29,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..edges import EDGE_COLUMNS, edge_warning, edges_text, grid_edges
-from ..results import HYPERPARAMETER_COLUMNS, read_results, to_frame
+from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, to_frame
 from .claims import AGREES, DISAGREES, NO_CLAIM, NOT_MEASURED
+from .data import ReportData, as_data
 
 HP = list(HYPERPARAMETER_COLUMNS)
 LABELS = {"fedht": "Fed-HT", "fediterht": "FedIter-HT", "distiht": "Distributed-IHT"}
@@ -39,6 +42,34 @@ ORDER = ("distiht", "fedht", "fediterht")
 BASELINE = "distiht"
 HEATMAP_ALGORITHMS = ("fedht", "fediterht")
 TRACE_COLUMNS = ["run_id", "round", "local_iterations", "objective", "bytes_up", "bytes_down"]
+# The runs columns the analysis keeps besides the hyperparameters (and the config fact center).
+RUN_COLUMNS = (
+    "run_id",
+    "sweep",
+    "dataset",
+    "partition",
+    "algorithm",
+    "loss",
+    "model",
+    "seed",
+    "status",
+    "final_objective",
+    "best_objective",
+    "train_time_s",
+    "dataset_kind",
+    "dataset_task",
+    "data_alpha",
+    "data_beta",
+    "finished_at",
+    "trial_state",
+    "fedsparse_version",
+    "git_commit",
+    "host",
+    "python_version",
+    "numpy_version",
+    "numba_version",
+    "center",
+)
 STRING_COLUMNS = (
     "run_id",
     "sweep",
@@ -118,30 +149,34 @@ def config_label(row: pd.Series) -> str:
 
 @dataclass
 class Analysis:
-    runs: pd.DataFrame  # one row per run, with 'section' and 'config_id'
+    runs: pd.DataFrame  # one row per run, with 'section' and 'config_id' (RUN_COLUMNS and
+    # the hyperparameters some run sets; configs has them all)
     sections: pd.DataFrame  # one row per section: dataset, loss, kind, task, alpha, beta, slug
     configs: pd.DataFrame  # one row per configuration: stats over its seeds
     best: pd.DataFrame  # one row per (section, algorithm) that has a valid configuration
     curves: pd.DataFrame  # best configurations' seed-averaged traces
     fstar: pd.Series  # lowest finite objective per section, over all runs
+    data: ReportData | None = None  # what it was computed from (run configs, traces)
 
 
 # ---------------------------------------------------------------------------- reading
 
 
-def read_runs(results_dir: Path) -> pd.DataFrame:
-    path = results_dir / "runs.parquet"
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no runs table (expected RESULTS/runs.parquet)")
-    # every RUNS_SCHEMA column (older files: as the current schema; fedsparse.results)
-    runs = to_frame(read_results([results_dir], "SELECT * FROM runs"))
+def read_runs(source: ReportData | str | Path) -> pd.DataFrame:
+    """The runs the report compares (grid runs and Optuna's held-out re-runs), with the
+    report's defaults for missing labels, in the order they finished."""
+    # RUN_COLUMNS (older files: as the current schema; fedsparse.results) and the
+    # hyperparameters set in some run: a million runs of a few hyperparameters would hold
+    # dozens of columns of nulls otherwise
+    data = as_data(source)
+    unset = data.unset_columns()
+    runs = data.run_frame([*RUN_COLUMNS, *(c for c in HP if c not in unset)])
     for col in STRING_COLUMNS:
         runs[col] = runs[col].astype(str).where(runs[col].notna(), None)
     runs["dataset"] = runs["dataset"].fillna("unknown")
     runs["algorithm"] = runs["algorithm"].fillna("unknown")
     runs["loss"] = runs["loss"].fillna("unknown")
     runs["partition"] = runs["partition"].fillna("natural")
-    runs["center"] = [_center(text) for text in runs["config_json"]]
     for col in ("final_objective", "best_objective", "train_time_s", "data_alpha", "data_beta"):
         runs[col] = pd.to_numeric(runs[col], errors="coerce").astype(float)
     if runs["finished_at"].notna().any():
@@ -152,22 +187,12 @@ def read_runs(results_dir: Path) -> pd.DataFrame:
     return runs.reset_index(drop=True)  # each run once (fedsparse.results: one folder)
 
 
-def _center(config_json: str | None) -> str:
-    """The simulation data's centring reading of a run (``none``, the papers', by default)."""
-    if not isinstance(config_json, str):
-        return "none"
-    return json.loads(config_json).get("dataset", {}).get("center", "none")
-
-
-def read_traces(results_dir: Path, run_ids: pd.Series) -> pd.DataFrame:
-    """The trace rows of ``run_ids`` (only the columns the report needs)."""
-    path = results_dir / "traces"
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no traces dataset (expected RESULTS/traces/)")
-    table = read_results([results_dir], f"SELECT {', '.join(TRACE_COLUMNS)} FROM traces")
+def read_traces(source: ReportData | str | Path, run_ids: pd.Series) -> pd.DataFrame:
+    """The trace rows of ``run_ids`` (only the columns the report needs), by run and round:
+    read with SQL, never the whole traces table."""
+    table = as_data(source).trace_rows(run_ids, TRACE_COLUMNS)
     t = table.to_pandas()
     t["run_id"] = t["run_id"].astype(str)
-    t = t[t["run_id"].isin(set(run_ids))]
     for col in ("local_iterations", "bytes_up", "bytes_down", "objective"):
         t[col] = pd.to_numeric(t[col], errors="coerce").astype(float)
     t["round"] = pd.to_numeric(t["round"], errors="coerce")
@@ -177,18 +202,27 @@ def read_traces(results_dir: Path, run_ids: pd.Series) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- analysis
 
 
-def analyse(results_dir: str | Path, stepsizes: set[float] | None = None) -> Analysis:
-    """The analysis of a results folder; with ``stepsizes``, of the runs at those step sizes
-    only (and those without one), as if the grid had been that smaller one."""
-    results_dir = Path(results_dir)
-    runs = read_runs(results_dir)
-    if stepsizes is not None:
+def analyse(source: ReportData | str | Path, stepsizes: set[float] | None = None) -> Analysis:
+    """The analysis of a results folder (or a build's ReportData); with ``stepsizes``, of the
+    runs at those step sizes only (and those without one), as if the grid had been that
+    smaller one. Traces are read with SQL: each run's lowest objective (for f-hat) and the
+    rows of the best configurations only (for their curves)."""
+    data = as_data(source)
+    key = ("analyse", None if stepsizes is None else frozenset(stepsizes))
+    if key not in data.memo:  # pages ask for the same analysis: computed once per build
+        data.memo[key] = _analyse(data, stepsizes)
+    return data.memo[key]
+
+
+def _analyse(data: ReportData, stepsizes: set[float] | None) -> Analysis:
+    runs = read_runs(data)
+    if stepsizes is not None and "stepsize" in runs:
         runs = runs[runs["stepsize"].isna() | runs["stepsize"].isin(stepsizes)]
         runs = runs.reset_index(drop=True)
     runs = _add_sections(runs)
     sections = _sections(runs)
 
-    keys = ["section", "algorithm", *HP]
+    keys = ["section", "algorithm", *(c for c in HP if c in runs)]  # unset ones: all null
     runs["config_id"] = runs.groupby(keys, dropna=False, sort=False).ngroup()
     fin = runs["final_objective"].where(np.isfinite(runs["final_objective"]))
     r = runs.assign(_fin=fin, _div=runs["status"].eq("diverged"))
@@ -210,7 +244,9 @@ def analyse(results_dir: str | Path, stepsizes: set[float] | None = None) -> Ana
         .reset_index()
     )
     for col in HP:  # first() skips nulls: a key that is null in every run stays null
-        configs[col] = configs[col].astype(runs[col].dtype)
+        configs[col] = configs[col].astype(runs[col].dtype) if col in runs else _nulls(col, configs)
+    stats = [c for c in configs.columns if c not in ("config_id", *keys, *HP)]
+    configs = configs[["config_id", "section", "algorithm", *HP, *stats]]
     configs["valid"] = configs["diverged"].eq(0) & configs["mean_final"].notna()
     configs["config"] = [config_label(row) for _, row in configs[HP].iterrows()]
 
@@ -223,12 +259,13 @@ def analyse(results_dir: str | Path, stepsizes: set[float] | None = None) -> Ana
     )
     best["grid_edges"] = _edges(configs, best)
 
-    traces = read_traces(results_dir, runs["run_id"])
-    traces = traces.merge(runs[["run_id", "section", "algorithm", "config_id"]], on="run_id")
-    finite = traces[np.isfinite(traces["objective"])]
-    fstar = finite.groupby("section")["objective"].min()
+    minima = data.run_minima().merge(runs[["run_id", "section"]], on="run_id")
+    fstar = minima.groupby("section")["objective_min"].min().dropna().rename("objective")
 
-    sel = finite[finite["config_id"].isin(best["config_id"])]
+    chosen = runs[runs["config_id"].isin(best["config_id"])]
+    traces = read_traces(data, chosen["run_id"])
+    traces = traces.merge(chosen[["run_id", "section", "algorithm", "config_id"]], on="run_id")
+    sel = traces[np.isfinite(traces["objective"])]
     sel = sel.assign(bytes=sel["bytes_up"] + sel["bytes_down"])
     curves = (
         sel.groupby(["section", "algorithm", "round"], sort=True)
@@ -242,7 +279,13 @@ def analyse(results_dir: str | Path, stepsizes: set[float] | None = None) -> Ana
         )
         .reset_index()
     )
-    return Analysis(runs, sections, configs, best, curves, fstar)
+    return Analysis(runs, sections, configs, best, curves, fstar, data)
+
+
+def _nulls(column: str, like: pd.DataFrame) -> pd.Series:
+    """A runs column that no run sets, as read_runs would have read it, beside ``like``."""
+    typ = RUNS_SCHEMA.field(column).type
+    return to_frame(pa.table({column: pa.nulls(len(like), typ)}))[column].set_axis(like.index)
 
 
 def _edges(configs: pd.DataFrame, best: pd.DataFrame) -> list[str]:
@@ -454,7 +497,7 @@ def with_baseline(a: Analysis, b: Analysis, edges: bool = True) -> Analysis:
         [a.curves[a.curves["algorithm"] != BASELINE], b.curves[b.curves["algorithm"] == BASELINE]],
         ignore_index=True,
     )
-    return Analysis(a.runs, a.sections, a.configs, best, curves, a.fstar)
+    return Analysis(a.runs, a.sections, a.configs, best, curves, a.fstar, a.data)
 
 
 def _edge_caveat(a: Analysis, section: str, algorithm: str) -> str:
@@ -532,17 +575,20 @@ def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> tuple[str, str
     )
 
 
-def grid_sensitivity(results_dir: str | Path, a: Analysis, r2t: pd.DataFrame) -> pd.DataFrame:
+def grid_sensitivity(
+    source: ReportData | str | Path, a: Analysis, r2t: pd.DataFrame
+) -> pd.DataFrame:
     """The rounds-to-target verdicts at the papers' step sizes next to those at all the step
     sizes searched; empty unless the sweep searched the papers' grid and more (a verdict drawn
     at the edge of the papers' grid may not survive a finer one)."""
     cols = ["section", "algorithm", "grid", "best_config", "rounds_to_target"]
     cols += ["agreement", "verdict"]
-    searched = set(a.runs["stepsize"].dropna().astype(float))
+    steps = a.runs["stepsize"] if "stepsize" in a.runs else pd.Series(dtype=float)
+    searched = set(steps.dropna().astype(float))
     papers = searched & set(PAPER_STEPSIZES)
     if r2t.empty or not papers or papers == searched:
         return pd.DataFrame(columns=cols)
-    small = analyse(results_dir, papers)
+    small = analyse(source, papers)
     theirs, notes = rounds_to_target(small)
     keys = ["section", "algorithm"]
     missing = r2t[keys].merge(theirs[keys], how="left", indicator=True)

@@ -1,7 +1,8 @@
 """The reproduction page's claims table, and the one interface a family's report section uses.
 
 A family (hard thresholding, sFedHP, gradient sparsification, SSCA) is a ``Family``: a page of
-its own in the report, built by ``build(page, results_dir, tables)``, which writes the family's
+its own in the report, built by ``build(page, data, tables)`` (``data``: the build's
+``report.data.ReportData``, which reads the results once), which writes the family's
 figures and tables into ``page`` and returns the paper claims it checked as ``Claim`` rows. The
 report's index gathers every family's claims into one table with a link to the section that
 measured each. The claims live next to the code that measures them; nothing else in the report
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import pandas as pd
 
@@ -98,17 +98,13 @@ def reading_of(readings: tuple[Reading, ...], config: dict) -> Reading:
     raise ValueError(f"no reading matches the run config {config!r}")
 
 
-def run_configs(results_dir: str | Path) -> dict[str, dict]:
-    """Each run's normalised config (``runs.config_json``), by run id."""
-    import json
+def run_configs(source) -> dict[str, dict]:
+    """Each run's normalised config (``runs.config_json``), by run id, of a results folder or
+    a build's ReportData (whose ``configs`` reads only the runs asked for)."""
+    from .data import as_data
 
-    from ..results import read_results, to_frame
-
-    df = to_frame(read_results([results_dir], "SELECT run_id, config_json FROM runs"))
-    return {
-        str(rid): (json.loads(text) if isinstance(text, str) else {})
-        for rid, text in zip(df["run_id"], df["config_json"], strict=True)
-    }
+    data = as_data(source)
+    return data.configs(data.runs_table.column("run_id").to_pylist())
 
 
 @dataclass(frozen=True)
@@ -211,9 +207,8 @@ def verdict_of(holds: bool | None) -> str:
     return AGREES if holds else DISAGREES
 
 
-def results_algorithms(results_dir: str | Path) -> set[str]:
-    """The algorithms that have runs in a results folder (which family pages to build)."""
-    from ..results import read_results, to_frame
+def results_algorithms(source) -> set[str]:
+    """The algorithms that have runs in a results folder or a build's ReportData."""
+    from .data import as_data
 
-    df = to_frame(read_results([results_dir], "SELECT DISTINCT algorithm FROM runs"))
-    return set(df["algorithm"])
+    return as_data(source).algorithms()

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import read_results
 from . import analysis as an
+from .data import ReportData, as_data
 from .figures import plt
 
 SUMMARY_COLUMNS = [
@@ -102,19 +102,21 @@ def embedding_figure(emb: pd.DataFrame, title: str):
     return fig
 
 
-def test_accuracy_table(results_dir: Path, a: an.Analysis) -> pd.DataFrame:
-    """Final and best test accuracy of each algorithm's best configuration (mean over seeds)."""
+def test_accuracy_table(source: ReportData | str | Path, a: an.Analysis) -> pd.DataFrame:
+    """Final and best test accuracy of each algorithm's best configuration (mean over seeds):
+    the trace rows of those runs only, read with SQL."""
     cols = ["section", "algorithm", "best_config", "final_test_accuracy", "max_test_accuracy"]
-    path = results_dir / "traces"
-    if not path.exists() or a.best.empty:
+    if a.best.empty:
         return pd.DataFrame(columns=cols)
-    sql = "SELECT run_id, round, test_accuracy FROM traces WHERE test_accuracy IS NOT NULL"
-    t = read_results([results_dir], sql).to_pandas()
+    chosen = a.runs[a.runs["config_id"].isin(a.best["config_id"])]
+    rows = as_data(source).trace_rows(
+        chosen["run_id"], ["round", "test_accuracy"], "test_accuracy IS NOT NULL"
+    )
+    t = rows.to_pandas()
     if t.empty:
         return pd.DataFrame(columns=cols)
     t["run_id"] = t["run_id"].astype(str)
-    t = t.merge(a.runs[["run_id", "section", "algorithm", "config_id"]], on="run_id")
-    t = t[t["config_id"].isin(a.best["config_id"])]
+    t = t.merge(chosen[["run_id", "section", "algorithm", "config_id"]], on="run_id")
     last = t.sort_values("round").groupby("run_id").tail(1)
     per = (
         last.groupby(["section", "algorithm", "config_id"])["test_accuracy"]
@@ -137,12 +139,12 @@ def test_accuracy_table(results_dir: Path, a: an.Analysis) -> pd.DataFrame:
 
 
 def add_data_section(
-    page, results_dir: Path, a: an.Analysis, tables: Path, data_dirs: list[Path] | None = None
+    page, data: ReportData, a: an.Analysis, tables: Path, data_dirs: list[Path] | None = None
 ) -> None:
     """Append the data/partition section to the report ``page`` (nothing if nothing to show);
-    partition statistics come from ``data_dirs`` (default: ``results_dir``)."""
-    found = read_partition_stats(data_dirs or [results_dir])
-    acc = test_accuracy_table(results_dir, a)
+    partition statistics come from ``data_dirs`` (default: the results folders read)."""
+    found = read_partition_stats(data_dirs or data.folders)
+    acc = test_accuracy_table(data, a)
     if not found and acc.empty:
         return
     page.add('<h2 id="data">Real data: partitions and test accuracy</h2>')

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import read_results, to_frame
 from .analysis import slugify
 from .claims import (
     AGREES,
@@ -32,9 +31,9 @@ from .claims import (
     Reading,
     in_reading,
     reading_of,
-    run_configs,
     verdict_of,
 )
+from .data import ReportData, as_data
 from .figures import plt
 from .page import Page
 
@@ -128,16 +127,17 @@ READINGS = (
 # ---- reading ------------------------------------------------------------------------------
 
 
-def gs_traces(results_dir: str | Path) -> pd.DataFrame:
+def gs_traces(source: ReportData | str | Path) -> pd.DataFrame:
     """Trace rows of the family's ok runs, and fedavg's on data sets that have such runs;
     columns ``method`` (algorithm and k controller), ``loss`` and ``accuracy`` added."""
+    data = as_data(source)
     family = ", ".join(f"'{a}'" for a in GS)
     sql = (
         f"SELECT {COLUMNS} FROM traces WHERE run_id IN (SELECT run_id FROM runs WHERE status = "
         f"'ok') AND (algorithm IN ({family}) OR (algorithm = 'fedavg' AND dataset IN "
         f"(SELECT DISTINCT dataset FROM runs WHERE algorithm IN ({family}))))"
     )
-    df = to_frame(read_results([results_dir], sql))
+    df = data.frame(sql)
     if df.empty:
         return df
     df["method"] = [_method(r) for r in df[["algorithm", "k_control", "fill", "local_steps"]]
@@ -146,7 +146,7 @@ def gs_traces(results_dir: str | Path) -> pd.DataFrame:
     acc = df["test_accuracy"] if df["test_accuracy"].notna().any() else df["train_accuracy"]
     df["accuracy"] = acc.astype(float)
     df["time"] = df["time"].astype(float)
-    configs = run_configs(results_dir)
+    configs = data.configs(df["run_id"].unique())
     df["reading"] = [reading_of(READINGS, configs[str(r)]).name for r in df["run_id"]]
     return df
 
@@ -159,25 +159,21 @@ def _method(row) -> str:
     return name + (" fill=aggregate" if fill == "aggregate" else "")
 
 
-def replay_sources(results_dir: str | Path) -> pd.DataFrame:
+def replay_sources(source: ReportData | str | Path) -> pd.DataFrame:
     """Per replay run (k_control sequence): the replayed run and the beta it learned at."""
-    runs = to_frame(
-        read_results([results_dir], "SELECT run_id, exchange_time, config_json FROM runs")
-    )
+    runs = as_data(source).run_frame(["run_id", "exchange_time", "k_sequence_run"])
     rows = []
     beta = dict(zip(runs["run_id"], runs["exchange_time"], strict=True))
-    for rid, text in zip(runs["run_id"], runs["config_json"], strict=True):
-        seq = json.loads(text)["params"].get("k_sequence") if text else None
-        if isinstance(seq, dict):
-            rows.append({"run_id": rid, "source": seq["run"], "learned_at": beta.get(seq["run"])})
+    replays = runs[runs["k_sequence_run"].notna()]
+    for rid, seq in zip(replays["run_id"], replays["k_sequence_run"], strict=True):
+        rows.append({"run_id": rid, "source": seq, "learned_at": beta.get(seq)})
     return pd.DataFrame(rows, columns=["run_id", "source", "learned_at"])
 
 
-def client_contributions(results_dir: str | Path) -> pd.DataFrame:
+def client_contributions(source: ReportData | str | Path) -> pd.DataFrame:
     """Per run and client, the totals the run stored (runs.parquet ``client_summary``): elements
     of the client's offer applied, per round, and the rounds with none applied."""
-    sql = "SELECT run_id, client_summary FROM runs WHERE client_summary IS NOT NULL"
-    runs = to_frame(read_results([results_dir], sql))
+    runs = as_data(source).client_summaries()
     frames = [
         pd.DataFrame(json.loads(text)).assign(run_id=rid)
         for rid, text in zip(runs["run_id"], runs["client_summary"], strict=True)
@@ -200,18 +196,12 @@ def contribution_table(best: pd.DataFrame, contributions: pd.DataFrame) -> pd.Da
     return pd.concat(parts, axis=1).reset_index() if parts else pd.DataFrame()
 
 
-def client_counts(results_dir: str | Path) -> dict[str, int]:
-    """Clients per data set (from the run configs: the partition's, else the data set's)."""
-    runs = to_frame(read_results([results_dir], "SELECT dataset, config_json FROM runs"))
-    out = {}
-    for ds, text in zip(runs["dataset"], runs["config_json"], strict=True):
-        cfg = json.loads(text) if text else {}
-        part = cfg.get("partition")
-        n = part.get("clients") if isinstance(part, dict) else None
-        n = n or cfg.get("dataset", {}).get("clients")
-        if n:
-            out[ds] = int(n)
-    return out
+def client_counts(source: ReportData | str | Path) -> dict[str, int]:
+    """Clients per data set (the runs' ``clients`` fact: the partition's, else the data
+    set's; the last run's where they differ)."""
+    runs = as_data(source).run_frame(["dataset", "clients"])
+    known = runs[runs["clients"].notna()]
+    return {ds: int(n) for ds, n in zip(known["dataset"], known["clients"], strict=True)}
 
 
 # ---- measuring ----------------------------------------------------------------------------
@@ -579,9 +569,10 @@ def _cross_section(page, df, ds, slug, sources, claims, tables, headline):
                              f"beta = {beta:g}"))  # fmt: skip
 
 
-def build(page: Page, results_dir: Path, tables: Path) -> list[Claim]:
+def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
     """Write the family's page; return the paper's section-6 claims as measured here."""
-    df = gs_traces(results_dir)
+    data = as_data(data)  # a results folder will do outside a build
+    df = gs_traces(data)
     claims = _Claims()
     page.text("p", __doc__.split("\n\n", 1)[0].replace("\n", " "), "muted")
     page.text("p", "The paper trains a CNN on FEMNIST (156 writers); a stand-in (e.g. a linear "
@@ -591,8 +582,8 @@ def build(page: Page, results_dir: Path, tables: Path) -> list[Claim]:
     page.text("p", "Readings, recognised from each run's config. " + said, "muted")
     if df.empty:
         return []
-    sources, clients = replay_sources(results_dir), client_counts(results_dir)
-    contributions = client_contributions(results_dir)
+    sources, clients = replay_sources(data), client_counts(data)
+    contributions = client_contributions(data)
     by_name = {r.name: r for r in READINGS}
     several = df.groupby("dataset")["reading"].nunique() > 1
     for reading in READINGS:  # the paper's reading first

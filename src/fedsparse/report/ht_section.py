@@ -12,7 +12,6 @@ at γ = 0.01 (analysis.HELD_STEP) when the sweep ran it there.
 from __future__ import annotations
 
 import html
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from .claims import (
     in_reading,
     reading_of,
 )
+from .data import ReportData, as_data
 from .figures import heatmap_figure, noniid_figure
 from .page import Page
 
@@ -124,9 +124,10 @@ def section_readings(a: an.Analysis) -> dict[str, Reading]:
     """Each data set's reading, recognised from its runs' configs (a data set's name carries
     its generator readings, so every run of it has the same)."""
     first = a.runs.drop_duplicates("section")
+    configs = a.data.configs(first["run_id"])
     return {
-        sec: reading_of(READINGS, json.loads(text) if isinstance(text, str) else {})
-        for sec, text in zip(first["section"], first["config_json"], strict=True)
+        sec: reading_of(READINGS, configs[rid])
+        for sec, rid in zip(first["section"], first["run_id"], strict=True)
     }
 
 
@@ -164,7 +165,7 @@ def _is_held(step) -> bool:
     return bool(np.isclose(float(step), an.HELD_STEP))
 
 
-def held_scoring(results_dir: Path, a: an.Analysis) -> Scoring | None:
+def held_scoring(data: ReportData, a: an.Analysis) -> Scoring | None:
     """The claims scored again with Distributed-IHT held at HELD_STEP, on the data sets where
     it ran there without diverging and its own best step is another one; None if none."""
     cfg = a.configs
@@ -173,7 +174,7 @@ def held_scoring(results_dir: Path, a: an.Analysis) -> Scoring | None:
     sections = ran - _held_is_best(a)
     if not sections:
         return None
-    held = an.with_baseline(a, an.analyse(results_dir, {an.HELD_STEP}), edges=False)
+    held = an.with_baseline(a, an.analyse(data, {an.HELD_STEP}), edges=False)
     r2t, notes = an.rounds_to_target(held)
     r2t = r2t[r2t["section"].isin(sections)].reset_index(drop=True)
     return Scoring("held", held, r2t, notes, wallclock_table(held, r2t), sections)
@@ -185,14 +186,15 @@ def _held_is_best(a: an.Analysis) -> set[str]:
     return set(best.loc[best["stepsize"].map(_is_held), "section"])
 
 
-def build(page: Page, results_dir: Path, tables: Path) -> list[Claim]:
+def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
     """Write the family's page; return the papers' speed-up claims as measured here."""
-    a = an.analyse(results_dir)
+    data = as_data(data)  # a results folder will do outside a build
+    a = an.analyse(data)
     r2t, notes = an.rounds_to_target(a)
     own = Scoring("own", a, r2t, notes, wallclock_table(a, r2t), set(r2t["section"]))
-    held = held_scoring(results_dir, a)
+    held = held_scoring(data, a)
     scorings = [own] if held is None else [own, held]
-    sens = an.grid_sensitivity(results_dir, a, r2t)
+    sens = an.grid_sensitivity(data, a, r2t)
     cells = an.heatmap_table(a)
     reading = section_readings(a)
     noniid = an.noniid_table(a, {s for s, r in reading.items() if r == TEXT})
@@ -281,8 +283,8 @@ def _same_data_as_text(
 def _base_rate_loss(a: an.Analysis, section: str) -> float | None:
     """Simulation II's loss of predicting each client's share of positives for every row (the
     plateau a model that learns nothing else reaches), or None."""
-    text = a.runs.loc[a.runs["section"] == section, "config_json"].iloc[0]
-    d = (json.loads(text) if isinstance(text, str) else {}).get("dataset") or {}
+    rid = a.runs.loc[a.runs["section"] == section, "run_id"].iloc[0]
+    d = a.data.configs([rid])[rid].get("dataset") or {}
     if d.get("kind") != "synthetic" or d.get("task") != "logistic":
         return None
     p = d["positives"] / d["samples_per_client"]

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..edges import EDGE_COLUMNS, edges_text, grid_edges
-from ..results import read_results, to_frame
 from .analysis import label, slugify
+from .data import ReportData, as_data
 from .figures import colour, plt
 
 FINISHED = ("COMPLETE", "PRUNED")
@@ -28,18 +28,19 @@ MIN_TRIALS_FOR_IMPORTANCE = 4
 _LAST = ("test_accuracy", "train_accuracy", "train_loss", "pm_test_accuracy")
 
 
-def optuna_runs(results_dir: str | Path) -> pd.DataFrame:
+def optuna_runs(source: ReportData | str | Path) -> pd.DataFrame:
     """The runs of Optuna studies (trials and held-out re-runs), with ``last_<column>``: the
-    held-out runs' trace values at their last round; empty for grid results."""
+    held-out runs' trace values at their last round; empty for grid results (whose traces are
+    then not read)."""
+    data = as_data(source)
+    if not data.has("study"):
+        return data.frame("SELECT * FROM runs WHERE false")
     last = ", ".join(f"arg_max({c}, round) AS last_{c}" for c in _LAST)
-    return to_frame(
-        read_results(
-            [results_dir],
-            f"""SELECT r.*, t.* EXCLUDE (run_id) FROM runs r LEFT JOIN (
-                  SELECT run_id, {last} FROM traces WHERE trial_state = 'HOLDOUT'
-                  GROUP BY run_id) t USING (run_id)
-                WHERE r.study IS NOT NULL""",
-        )
+    return data.frame(
+        f"""SELECT r.*, t.* EXCLUDE (run_id) FROM runs r LEFT JOIN (
+              SELECT run_id, {last} FROM traces WHERE trial_state = 'HOLDOUT'
+              GROUP BY run_id) t USING (run_id)
+            WHERE r.study IS NOT NULL"""
     )
 
 
@@ -325,9 +326,9 @@ def history_figure(trials: pd.DataFrame, title: str):
     return fig
 
 
-def add_section(page, results_dir: str | Path, tables_dir: Path) -> bool:
+def add_section(page, data: ReportData | str | Path, tables_dir: Path) -> bool:
     """Append the Optuna section to ``page`` (a report _Page); False when there is none."""
-    runs = optuna_runs(results_dir)
+    runs = optuna_runs(data)
     if runs.empty:
         return False
     every = trials_table(runs)

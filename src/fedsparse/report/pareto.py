@@ -18,9 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import FedsparseError
-from ..query import METRICS, open_results, pareto_candidates, pareto_front
-from ..results import HYPERPARAMETER_COLUMNS
+from ..query import METRICS, Results, pareto_candidates, pareto_front
+from ..results import HYPERPARAMETER_COLUMNS, sql_ident
 from .analysis import Analysis, algorithm_order, label
+from .data import ReportData, as_data
 from .figures import colour, plt
 
 PAGE = "pareto.html"
@@ -36,27 +37,29 @@ def anchor(slug: str) -> str:
     return f"front-{slug}"
 
 
-def configurations(results_dir: str | Path, a: Analysis) -> pd.DataFrame:
+def configurations(source: ReportData | str | Path, a: Analysis) -> pd.DataFrame:
     """Every configuration compared, in the sections with more than one algorithm: section,
     slug, metric (its name), value (mean metric), bytes (mean total bytes), eligible, front
-    (overall) and algorithm_front, with its configuration columns."""
+    (overall) and algorithm_front, with its configuration columns. SQL on the build's
+    connection (``fedsparse best --pareto``'s own queries)."""
     frames = []
     done: set[tuple] = set()
-    with open_results([results_dir]) as res:
-        for metric in PARETO_METRICS:
-            try:
-                t = pareto_candidates(res, metric, COLUMN, by=["loss", "partition"])
-            except FedsparseError:  # no run has this metric: the next one
-                continue
-            df = t.to_pandas().rename(
-                columns={f"mean_{metric}": "value", f"mean_{COLUMN}": "bytes"}
-            )
-            df["loss"] = df["loss"].fillna("unknown")  # as the report's sections name them
-            df["partition"] = df["partition"].fillna("natural")
-            keys = list(df[_KEYS].itertuples(index=False, name=None))
-            df = df[[k not in done for k in keys]]  # a data set takes its first metric
-            done |= set(keys)
-            frames.append(df.assign(metric=metric))
+    data = as_data(source)
+    res = Results(data.con, data.folders, [])
+    for metric in PARETO_METRICS:
+        if METRICS[metric][1] == "traces" and not _any_value(data, metric):
+            continue  # no run has it (cheaper to know than the per-run values it would need)
+        try:
+            t = pareto_candidates(res, metric, COLUMN, by=["loss", "partition"])
+        except FedsparseError:  # no run has this metric: the next one
+            continue
+        df = t.to_pandas().rename(columns={f"mean_{metric}": "value", f"mean_{COLUMN}": "bytes"})
+        df["loss"] = df["loss"].fillna("unknown")  # as the report's sections name them
+        df["partition"] = df["partition"].fillna("natural")
+        keys = list(df[_KEYS].itertuples(index=False, name=None))
+        df = df[[k not in done for k in keys]]  # a data set takes its first metric
+        done |= set(keys)
+        frames.append(df.assign(metric=metric))
     if not frames:
         return pd.DataFrame()
     df = pd.concat(frames, ignore_index=True)
@@ -71,6 +74,13 @@ def configurations(results_dir: str | Path, a: Analysis) -> pd.DataFrame:
         on = pareto_front(g["value"].to_numpy(), g["bytes"].to_numpy(), higher)
         df.loc[g.index[on], "algorithm_front"] = True
     return df
+
+
+def _any_value(data: ReportData, metric: str) -> bool:
+    """Whether some trace row has the value of a trace metric (final_test_accuracy: a
+    test_accuracy): one streamed count, no per-run aggregation."""
+    column = sql_ident(metric.removeprefix("final_"))
+    return bool(data.arrow(f"SELECT count({column}) AS n FROM traces").column(0)[0].as_py())
 
 
 def _setting(df: pd.DataFrame) -> pd.Series:

@@ -19,14 +19,13 @@ FedAvg runs belong to several families; here only those on a data set with perso
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..results import HYPERPARAMETER_COLUMNS, read_results, sql_ident, to_frame
+from ..results import HYPERPARAMETER_COLUMNS, sql_ident
 from .analysis import slugify
 from .claims import (
     AUTHORS_CODE,
@@ -40,9 +39,9 @@ from .claims import (
     Reading,
     in_reading,
     reading_of,
-    run_configs,
     verdict_of,
 )
+from .data import ReportData, as_data
 from .figures import plt
 
 PAPER = "Liu et al., sFedHP (seed 002)"
@@ -209,30 +208,24 @@ COLUMNS = (
 )
 
 
-def family_traces(results_dir: str | Path) -> pd.DataFrame:
+def family_traces(source: ReportData | str | Path) -> pd.DataFrame:
     """Trace rows of the family's runs (fedavg only on data sets with personalised runs),
     accuracies in %, with each run's status and data source."""
+    data = as_data(source)
     names = ", ".join(f"'{a}'" for a in (*PERSONALISED, "fedavg"))
     cols = ", ".join(sql_ident(c) for c in (*COLUMNS, *HP))
     sql = f"SELECT {cols} FROM traces WHERE algorithm IN ({names})"
-    df = to_frame(read_results([results_dir], sql))
+    df = data.frame(sql)
     personal = set(df.loc[df["algorithm"].isin(PERSONALISED), "dataset"])
     df = df[(df["algorithm"] != "fedavg") | df["dataset"].isin(personal)].copy()
     for c in ("test_accuracy", "pm_test_accuracy"):
         df[c] = 100.0 * df[c].astype(float)
-    runs = to_frame(read_results([results_dir], "SELECT run_id, status, config_json FROM runs"))
-    runs["source"] = [_source(j) for j in runs["config_json"]]
-    configs = run_configs(results_dir)
+    runs = data.run_frame(["run_id", "status", "source"])
+    runs = runs[runs["run_id"].isin(set(df["run_id"]))].copy()
+    configs = data.configs(runs["run_id"])
     runs["reading"] = [reading_of(READINGS, configs[str(r)]).name for r in runs["run_id"]]
     df = df.merge(runs[["run_id", "status", "source", "reading"]], on="run_id", how="left")
     return _with_configs(df)
-
-
-def _source(config_json) -> str:
-    try:
-        return str(json.loads(config_json)["dataset"].get("source") or "")
-    except (TypeError, ValueError, KeyError, AttributeError):
-        return ""
 
 
 def _fmt_value(v) -> str:
@@ -910,9 +903,9 @@ def _anchored(page, anchor: str, add) -> None:
     page.add("</div>")
 
 
-def build(page, results_dir: Path, tables: Path) -> list[Claim]:
+def build(page, data: ReportData, tables: Path) -> list[Claim]:
     """Write the family's page into ``page``; return its claims."""
-    df = family_traces(results_dir)
+    df = family_traces(as_data(data))
     conventions = " ".join(__doc__.split("\n\n", 2)[1].split())
     page.text("p", conventions.replace("AGREE_PP", f"{AGREE_PP:g}"), cls="muted")
     page.text("p", NOTE, cls="note")

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import read_results, to_frame
 from .analysis import unique_slugs
 from .claims import (
     AGREES,
@@ -34,9 +33,9 @@ from .claims import (
     Reading,
     in_reading,
     reading_of,
-    run_configs,
     verdict_of,
 )
+from .data import ReportData, as_data
 from .figures import plt
 
 __all__ = ["FAMILY", "analyse", "build"]
@@ -79,15 +78,16 @@ READINGS = (
 )
 
 
-def ssca_traces(results_dir: str | Path) -> pd.DataFrame:
+def ssca_traces(source: ReportData | str | Path) -> pd.DataFrame:
     """The trace rows of ssca, ssca_constrained and fedavg runs that ended ok, with each run's
     ``reading``."""
+    data = as_data(source)
     sql = (
         f"SELECT {COLUMNS} FROM traces WHERE algorithm IN ('ssca', 'ssca_constrained', 'fedavg') "
         "AND run_id IN (SELECT run_id FROM runs WHERE status = 'ok')"
     )
-    df = to_frame(read_results([results_dir], sql))
-    configs = run_configs(results_dir)
+    df = data.frame(sql)
+    configs = data.configs(df["run_id"].unique())
     df["reading"] = [reading_of(READINGS, configs[str(r)]).name for r in df["run_id"]]
     return df
 
@@ -381,11 +381,11 @@ def _tradeoff_figure(res: dict, title: str):
     return fig
 
 
-def build(page, results_dir: Path, tables: Path) -> list[Claim]:
+def build(page, data: ReportData, tables: Path) -> list[Claim]:
     """Write the family's page (headings from <h2>, with ids); return the paper's §6 claims
     per data set as ``Claim`` rows, NOT_MEASURED (with the reason) where the results cannot
     speak to one."""
-    df = ssca_traces(results_dir)
+    df = ssca_traces(data)
     page.text("p", __doc__.split("\n\n", 1)[1].replace("\n", " "), cls="muted")
     page.text("p", "The paper prints no numbers (its figures did not survive the text): its "
               "claims are orderings read from Figs. 1-3, checked here on the mean final "
