@@ -1,9 +1,10 @@
-"""Every ``fedsparse ...`` command in a README code block runs, on results shaped like the quick
-sweep's (``config/quick.yaml`` with toy sizes, built as the workflow builds them).
+"""Every ``fedsparse ...`` command in a code block of README.md or of a page of docs/ runs, on
+results shaped like the quick sweep's (``config/quick.yaml`` with toy sizes, built as the
+workflow builds them).
 
 Each block runs in a folder of its own holding ``results/`` and, where the block names them,
 ``results_laptop/`` and ``results_cluster/`` (the same results split by data set, as from two
-machines) and ``run.yaml``. A block that needs other results is marked in the README by an HTML
+machines) and ``run.yaml``. A block that needs other results is marked in its page by an HTML
 comment just before it, ``<!-- needs: config/gs-quick.yaml -->``, and is skipped with that reason.
 A command must exit 0 and show rows: a table of at least one row, or a file it names that exists.
 """
@@ -28,6 +29,7 @@ from fedsparse.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]  # the README and the pages it links to
 NEEDS = re.compile(r"<!--\s*needs:\s*(.*?)\s*-->")
 FENCE = re.compile(r"^(\s*)```")
 SPLIT = ("results_laptop", "results_cluster")  # the merge example's folders from two machines
@@ -86,7 +88,14 @@ def fedsparse_commands(body: list[str]) -> list[list[str]]:
     return commands
 
 
-BLOCKS = readme_blocks(README.read_text())
+README_BLOCKS = readme_blocks(README.read_text())
+PAGE_BLOCKS = {page: readme_blocks(page.read_text()) for page in PAGES}
+BLOCKS = [block for blocks in PAGE_BLOCKS.values() for block in blocks]
+BLOCK_IDS = [
+    f"{page.relative_to(ROOT)}:{block.line}"
+    for page, blocks in PAGE_BLOCKS.items()
+    for block in blocks
+]
 
 
 def quick_shaped() -> dict:
@@ -182,7 +191,7 @@ def run_block(block: Block, toy: Path, dest: Path, capsys, monkeypatch) -> None:
         check_command(argv, rc, out, err, dest)
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"README.md:{b.line}" for b in BLOCKS])
+@pytest.mark.parametrize("block", BLOCKS, ids=BLOCK_IDS)
 def test_readme_block_runs(block, toy, tmp_path, capsys, monkeypatch):
     if block.needs:
         pytest.skip(f"needs {block.needs}")
@@ -190,13 +199,15 @@ def test_readme_block_runs(block, toy, tmp_path, capsys, monkeypatch):
 
 
 def test_the_readme_blocks_are_found():
-    """The parser sees the commands the README documents (a parser that finds none would
-    pass every block)."""
+    """The parser sees the commands the README and docs/ document (a parser that finds none
+    would pass every block), and the README's own tour of the results has some."""
     commands = {argv[0] for b in BLOCKS if not b.needs for argv in b.commands}
     assert {"query", "best", "merge", "report", "run"} <= commands
     sql = [a[1] for b in BLOCKS for a in b.commands if a[0] == "query"]
     assert any("\n" in q and "GROUP BY ALL" in q for q in sql)  # multi-line SQL joined whole
     assert all(b.needs for b in BLOCKS if any(a[0] == "tune" for a in b.commands))
+    in_readme = {argv[0] for b in README_BLOCKS if not b.needs for argv in b.commands}
+    assert {"query", "best"} <= in_readme
 
 
 BROKEN = {  # a README block a user could write, and what the check must say
