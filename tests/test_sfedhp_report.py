@@ -220,6 +220,7 @@ def test_claims_are_measured_where_the_runs_allow(built):
 
     lam20 = one(r"GM / PM accuracy on FMNIST setting 1 at λ = 20 \(Table IV\)")
     assert lam20.paper_value == "GM 85.64 ± 0.04 %, PM 98.42 %" and "2 seeds" in lam20.ours
+    assert lam20.ours.startswith("sFedHP λ=20: GM ")  # which configuration, when several are run
     assert lam20.verdict != NOT_MEASURED and lam20.anchor == "sfedhp-fmnist-toy-table"
     one(r"at λ = 5 \(Table IV\)")
     best = one(r"best GM accuracy of all methods on FMNIST setting 1")

@@ -595,7 +595,8 @@ def table_claims(summary: pd.DataFrame, key, where: str, anchor: str) -> list[Cl
                 PAPER,
                 f"sFedHP's GM / PM accuracy on {name} at λ = {r.lambda1:g} ({table})",
                 f"GM {_paper_text(key, 'sfedhp', gm, True)} %, PM {pm:.2f} %",
-                f"GM {_ours(r, 'gm_best')}; PM {_ours(r, 'pm_best')}",
+                # the configuration's label: a sweep may run sFedHP twice at one λ (anchors)
+                f"{r.label}: GM {_ours(r, 'gm_best')}; PM {_ours(r, 'pm_best')}",
                 verdict_of(all(measured) if measured else None),
                 where,
                 anchor,
