@@ -189,7 +189,8 @@ class _UnreadTimeModel(dict):
     def __getitem__(self, key):
         raise RuntimeError("an algorithm that declares reads_time_model False read its time model")
 
-    get = __getitem__
+    def get(self, key, default=None):
+        return self[key]
 
 
 def _run(cfgs: list[dict[str, Any]], data: FederatedData | None, on_round) -> list[RunResult]:
