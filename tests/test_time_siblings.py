@@ -13,10 +13,11 @@ import pytest
 from fedsparse import experiment
 from fedsparse.algorithms.gradsparse import FABTopK
 from fedsparse.config import normalize_run_config
+from fedsparse.cost import RUN_OVERHEAD_S, known_shape, shard_seconds
 from fedsparse.experiment import run_result, run_results, time_siblings_key
 from fedsparse.pipeline import make_data
 from fedsparse.shard import run_shard, store_path
-from fedsparse.sweep import plan_sweep
+from fedsparse.sweep import plan_sweep, read_plan, write_plan_file
 
 DATA = {"kind": "synthetic", "task": "logistic", "clients": 6, "dim": 40, "support": 8,
         "samples_per_client": 40, "positives": 15}  # fmt: skip
@@ -126,3 +127,48 @@ def test_a_shard_computes_time_siblings_once(tmp_path, monkeypatch, caplog):
         got = got.replace_schema_metadata(alone.trace.schema.metadata)
         assert without_elapsed(got).equals(without_elapsed(alone.trace)), run.config["algorithm"]
     assert math.isfinite(pq.read_table(out / "r.parquet").column("final_objective").to_pylist()[0])
+
+
+def sibling_groups(plan) -> dict[str, set[str]]:
+    """time_siblings_key -> the shards holding its runs (time siblings only)."""
+    groups: dict[str, set[str]] = {}
+    for shard, runs in plan.shards.items():
+        for run in runs:
+            key = time_siblings_key(run.config)
+            if key is not None:
+                groups.setdefault(key, set()).add(shard)
+    return groups
+
+
+@pytest.mark.parametrize("packing", [{"shard_size": 4}, {"shard_size": 1}, {"shard_minutes": 1e-4}])
+def test_shards_never_split_time_siblings_and_flag_the_shared_runs(packing, tmp_path):
+    sweep = {**SWEEP, **packing}
+    plan = plan_sweep(sweep)
+    groups = sibling_groups(plan)
+    assert len(groups) == 2 * 2  # (fab fixed, utopk) x 2 seeds, 3 betas each
+    assert all(len(shards) == 1 for shards in groups.values())
+    assert len(plan.shards) > 2  # and the packing did cut elsewhere
+    for runs in plan.shards.values():
+        assert not runs[0].sibling
+        for before, run in zip(runs, runs[1:], strict=False):
+            # a flagged run shares the computation of the run before it
+            same = time_siblings_key(run.config) == time_siblings_key(before.config) is not None
+            assert run.sibling == (same and run.config["algorithm"] == before.config["algorithm"])
+    assert sum(r.sibling for r in plan.runs) == 2 * 2 * 2  # each group's two later betas
+    # the plan file keeps the flags (a cluster job sizes its shard from them)
+    path = tmp_path / "plan.parquet"
+    write_plan_file(plan, sweep, path)
+    from_file = read_plan(path, sweep)
+    assert {s: r for s, r in from_file.shards.items()} == plan.shards
+
+
+def test_time_siblings_cost_one_computation():
+    plan = plan_sweep({**SWEEP, "algorithms": {"utopk": {}}, "seeds": [0]})
+    (runs,) = plan.shards.values()
+    assert [r.sibling for r in runs] == [False, True, True]
+    shape = known_shape(DATA, None)
+    configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
+    one = shard_seconds(configs[:1], shape)
+    assert shard_seconds(configs, shape, siblings=siblings) == one + 2 * RUN_OVERHEAD_S
+    assert shard_seconds(configs, shape) > shard_seconds(configs, shape, siblings=siblings)
+    assert plan.shard_priority(next(iter(plan.shards))) == round(one + 2 * RUN_OVERHEAD_S)

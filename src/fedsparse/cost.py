@@ -114,21 +114,30 @@ def run_seconds(config: dict[str, Any], shape: DataShape, steps: int | None = No
 
 
 def shard_seconds(
-    configs: list[dict[str, Any]], shape: DataShape, steps: list[int] | None = None
+    configs: list[dict[str, Any]],
+    shape: DataShape,
+    steps: list[int] | None = None,
+    siblings: list[bool] | None = None,
 ) -> float:
     """Estimated seconds of one job running ``configs`` one after another (``steps``: each
-    one's :func:`steps_per_round`, where known already)."""
+    one's :func:`steps_per_round`, where known already; ``siblings``: which runs share the
+    computation of the run before them, and cost only their trace's writing)."""
     steps = [None] * len(configs) if steps is None else steps
+    siblings = [False] * len(configs) if siblings is None else siblings
     return JOB_STARTUP_S + sum(
-        run_seconds(c, shape, s) for c, s in zip(configs, steps, strict=True)
+        RUN_OVERHEAD_S if sibling else run_seconds(c, shape, s)
+        for c, s, sibling in zip(configs, steps, siblings, strict=True)
     )
 
 
 def shard_runtime_minutes(
-    configs: list[dict[str, Any]], shape: DataShape, steps: list[int] | None = None
+    configs: list[dict[str, Any]],
+    shape: DataShape,
+    steps: list[int] | None = None,
+    siblings: list[bool] | None = None,
 ) -> int:
     """A SLURM time limit (minutes) for one job running ``configs`` one after another."""
-    seconds = shard_seconds(configs, shape, steps)
+    seconds = shard_seconds(configs, shape, steps, siblings)
     return max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
 
 
@@ -157,10 +166,11 @@ def job_resources(
     data_spec: dict[str, Any],
     data_dir: str | Path,
     steps: list[int] | None = None,
+    siblings: list[bool] | None = None,
 ) -> dict[str, int]:
     """``runtime`` (minutes) and ``mem_mb`` for a job running ``configs`` on one data set."""
     shape = known_shape(data_spec, data_dir)
     if shape is None:
         return {"runtime": UNKNOWN_RUNTIME_MIN, "mem_mb": UNKNOWN_MEM_MB}
-    runtime = shard_runtime_minutes(configs, shape, steps)
+    runtime = shard_runtime_minutes(configs, shape, steps, siblings)
     return {"runtime": runtime, "mem_mb": job_mem_mb(shape)}

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .cost import known_shape, run_seconds
+from .cost import RUN_OVERHEAD_S, known_shape, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
 
 __all__ = ["DEFAULT_EVERY", "SweepProgress", "duration", "stored_ids", "sweep_progress"]
@@ -89,8 +89,8 @@ class SweepProgress:
             shape = known_shape(plan.datasets[ds]["data"], data_root / ds)
             for run in shard:
                 seconds = np.nan
-                if shape is not None:
-                    seconds = run_seconds(run.config, shape)
+                if shape is not None:  # a time sibling costs only its trace's writing
+                    seconds = RUN_OVERHEAD_S if run.sibling else run_seconds(run.config, shape)
                 out.append(seconds)
         cost = np.array(out, dtype=np.float64)
         known = ~np.isnan(cost)

@@ -6,7 +6,9 @@ estimated minutes of runs, so a sweep of short runs makes a few jobs of minutes 
 than many jobs that spend their time starting up (two Snakemake processes and a Python process
 with its kernels per job, seconds each). Either way ``max_shards`` caps the count: past it,
 shards grow. A shard holds runs of one data set, in plan order, so the seeds of a
-configuration stay together.
+configuration stay together, and a run's time siblings (the same run under time models its
+algorithm does not read, computed once: :func:`fedsparse.experiment.run_results`) are never
+split between shards.
 """
 
 from __future__ import annotations
@@ -17,15 +19,32 @@ import math
 from typing import Any
 
 
-def count_bounds(n: int, size: int) -> list[tuple[int, int]]:
-    """[start, end) of consecutive shards of ``size`` runs (the last one may be smaller)."""
-    return [(k, min(k + size, n)) for k in range(0, n, size)]
+def count_bounds(n: int, size: int, siblings: list[bool] | None = None) -> list[tuple[int, int]]:
+    """[start, end) of consecutive shards of ``size`` runs (the last one may be smaller); a
+    shard grows past ``size`` rather than part a run from the one before it where
+    ``siblings[i]`` (it shares that run's computation)."""
+    bounds, start = [], 0
+    while start < n:
+        end = min(start + size, n)
+        while siblings is not None and end < n and siblings[end]:
+            end += 1
+        bounds.append((start, end))
+        start = end
+    return bounds
 
 
-def cost_bounds(costs: list[float], target: float) -> list[tuple[int, int]]:
+def cost_bounds(
+    costs: list[float], target: float, siblings: list[bool] | None = None
+) -> list[tuple[int, int]]:
     """[start, end) of consecutive shards of about equal estimated cost, as few as hold at
     most ``target`` each: ``ceil(sum / target)`` shards (fewer where there are fewer runs), cut
-    where the running sum is nearest each equal share, so no shard is a small remainder."""
+    where the running sum is nearest each equal share, so no shard is a small remainder; never
+    between a run and the one before it where ``siblings[i]``."""
+    if siblings is not None and any(siblings):
+        starts = [i for i, sibling in enumerate(siblings) if not sibling]  # groups' first runs
+        ends = starts[1:] + [len(costs)]
+        groups = [math.fsum(costs[a:b]) for a, b in zip(starts, ends, strict=True)]
+        return [(starts[a], ends[b - 1]) for a, b in cost_bounds(groups, target)]
     n = len(costs)
     if n == 0:
         return []
@@ -49,13 +68,16 @@ def pack(
     shard_size: int,
     max_shards: int,
     target_s: float | None,
+    siblings_of: dict[str, list[bool]] | None = None,
 ) -> dict[str, list[Any]]:
     """Shard name (``<data set>--<k>``) -> its runs.
 
     ``costs_of`` holds each run's estimated seconds per data set (None where the data set's
     shape is unknown before it is built: its runs go ``shard_size`` a shard); ``target_s``
-    the estimated seconds a shard aims at (None: every data set by count).
+    the estimated seconds a shard aims at (None: every data set by count); ``siblings_of``
+    which runs share the computation of the run before them (kept in its shard).
     """
+    siblings_of = siblings_of or {}
     if target_s is None:
         total = sum(len(r) for r in runs_of.values())
         if total > max_shards * shard_size:
@@ -73,8 +95,11 @@ def pack(
     shards = {}
     for ds, runs in runs_of.items():
         costs = costs_of.get(ds) if target_s is not None else None
+        siblings = siblings_of.get(ds)
         bounds = (
-            count_bounds(len(runs), shard_size) if costs is None else cost_bounds(costs, target_s)
+            count_bounds(len(runs), shard_size, siblings)
+            if costs is None
+            else cost_bounds(costs, target_s, siblings)
         )
         for k, (start, end) in enumerate(bounds):
             shards[f"{ds}--{k:04d}"] = runs[start:end]

@@ -58,7 +58,14 @@ from .config import (
     time_model,
     yaml12_numbers,
 )
-from .cost import job_resources, known_shape, run_seconds, shard_seconds, steps_per_round
+from .cost import (
+    RUN_OVERHEAD_S,
+    job_resources,
+    known_shape,
+    run_seconds,
+    shard_seconds,
+    steps_per_round,
+)
 from .defaults import sweep_default
 from .errors import ConfigError, FedsparseError, did_you_mean
 from .sharding import pack
@@ -93,6 +100,9 @@ class Run:
 
     run_id: str
     config: dict[str, Any]
+    # its trace comes from the computation of the run before it: a time sibling, the same run
+    # under a time model its algorithm does not read (fedsparse.experiment.run_results)
+    sibling: bool = False
 
     @property
     def dataset(self) -> str:
@@ -122,7 +132,8 @@ class Plan:
         """SLURM ``runtime`` (minutes) and ``mem_mb`` for one shard job."""
         runs = self.shards[shard]
         spec = self.datasets[runs[0].dataset]["data"]
-        return job_resources([r.config for r in runs], spec, data_dir, self._steps(shard))
+        configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
+        return job_resources(configs, spec, data_dir, self._steps(shard), siblings)
 
     def shard_priority(self, shard: str) -> int:
         """Estimated seconds of a shard (0 if its data is not yet known): the scheduler
@@ -131,7 +142,8 @@ class Plan:
         shape = known_shape(self.datasets[runs[0].dataset]["data"], None)
         if shape is None:
             return 0
-        return round(shard_seconds([r.config for r in runs], shape, self._steps(shard)))
+        configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
+        return round(shard_seconds(configs, shape, self._steps(shard), siblings))
 
     def _steps(self, shard: str) -> list[int] | None:
         return None if self.shard_steps is None else self.shard_steps(shard)
@@ -220,6 +232,7 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
             axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
                 params = dict(zip(axes, values, strict=True))
+                block = []  # per time model: its normalised config and its seeds' run ids
                 for timing in timings:
                     raw = {
                         "sweep": name,
@@ -239,12 +252,25 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
                     # normalised once: the seeds' configs differ in the seed alone, and share
                     # the rest (a million-run plan holds one config's parts per 50 seeds)
                     cfg = normalize_run_config(raw)
-                    for seed, rid in zip(seeds, run_ids(cfg, seeds), strict=True):
+                    block.append((cfg, run_ids(cfg, seeds)))
+                seconds = [None if costs is None else run_seconds(c, shape) for c, _ in block]
+                if len(block) > 1 and not _reads_time_model(algo, block[0][0]["params"]):
+                    # time siblings: one computation per seed, so a seed's runs are adjacent
+                    # (and never split between shards, fedsparse.sharding)
+                    for s, seed in enumerate(seeds):
+                        for t, (cfg, rids) in enumerate(block):
+                            runs.append(Run(rids[s], {**cfg, "seed": seed}, sibling=t > 0))
+                            if costs is not None:
+                                costs.append(RUN_OVERHEAD_S if t else seconds[0])
+                    continue
+                for (cfg, rids), cost in zip(block, seconds, strict=True):
+                    for seed, rid in zip(seeds, rids, strict=True):
                         runs.append(Run(rid, {**cfg, "seed": seed}))
                     if costs is not None:  # the seeds' runs cost the same
-                        costs += [run_seconds(cfg, shape)] * len(seeds)
+                        costs += [cost] * len(seeds)
     target_s = None if shard_minutes is None else 60 * shard_minutes
-    plan.shards = pack(runs_of, costs_of, shard_size, max_shards, target_s)
+    siblings_of = {ds: [r.sibling for r in runs] for ds, runs in runs_of.items()}
+    plan.shards = pack(runs_of, costs_of, shard_size, max_shards, target_s, siblings_of)
     ids = [r.run_id for r in plan.runs]
     if len(set(ids)) != len(ids):
         raise ConfigError("grid: the sweep lists the same run twice (duplicate values?)")
@@ -387,6 +413,12 @@ def _override_sets(algorithms: dict[str, Any]) -> list[tuple[str, dict[str, Any]
     ]
 
 
+def _reads_time_model(algo: str, params: dict[str, Any]) -> bool:
+    from .algorithms import ALGORITHMS
+
+    return ALGORITHMS[algo].reads_time_model(params)
+
+
 def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[str, list[Any]]:
     """The value lists of each hyperparameter ``algo`` declares, validated."""
     from .algorithms import ALGORITHMS
@@ -431,7 +463,7 @@ def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[st
 PLAN_FILE = "plan.parquet"  # in RESULTS/shards/, next to the shard outputs
 # 2: the data sets in the metadata, for jobs that read the plan; 3: each run's steps per round
 # (fedsparse.cost.steps_per_round), so a job's Snakemake sizes its job without the algorithms
-PLAN_FILE_VERSION = "3"
+PLAN_FILE_VERSION = "4"  # 4: each run's sibling flag
 
 
 class PlanFileError(FedsparseError):
@@ -504,6 +536,7 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
             ("run_id", pa.string()),
             ("config", pa.string()),
             ("steps", pa.int32()),
+            ("sibling", pa.bool_()),
         ],
         metadata={
             b"fedsparse_plan": PLAN_FILE_VERSION.encode(),
@@ -527,6 +560,7 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
                 "run_id": [r.run_id for r in runs],
                 "config": [texts(r.config) for r in runs],  # key order kept
                 "steps": [steps[key] for key in keys],
+                "sibling": [r.sibling for r in runs],
             }
             writer.write_table(pa.table(part, schema=schema), row_group_size=len(runs))
     return True
@@ -594,8 +628,11 @@ def read_plan_shard(path: str | Path, shard: str, sweep: dict[str, Any]) -> list
     Raises PlanFileError, naming the file and the reason, when the file is missing or
     unreadable, was written for another sweep config, or holds no such shard.
     """
-    part = _read_part(path, shard, sweep, ["run_id", "config"])
-    return [Run(rid, json.loads(c)) for rid, c in zip(part["run_id"], part["config"], strict=True)]
+    part = _read_part(path, shard, sweep, ["run_id", "config", "sibling"])
+    return [
+        Run(rid, json.loads(c), sibling)
+        for rid, c, sibling in zip(part["run_id"], part["config"], part["sibling"], strict=True)
+    ]
 
 
 def _read_part(path: str | Path, shard: str, sweep: dict[str, Any], columns: list[str]):
