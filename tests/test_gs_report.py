@@ -208,3 +208,27 @@ def test_fairness_claims_per_k_and_missing_values_are_not_measured(tmp_path):
     best = pd.DataFrame({"method": ["fabtopk", "sendall"], "accuracy": [0.8, float("nan")]})
     ok, text = gs_section._compare(best, "fabtopk", ["sendall"], "accuracy")
     assert ok is None and "no accuracy" in text
+
+
+@pytest.mark.parametrize(
+    ("config_file", "dimension", "reading"),
+    [
+        ("config/gs-paper-cnn.yaml", 430_698, "the paper's setting and CNN"),
+        ("config/gs-paper.yaml", 79_510, "the paper's setting, MLP for the CNN"),
+    ],
+)
+def test_the_paper_configs_are_read_as_the_papers_setting(config_file, dimension, reading):
+    from pathlib import Path
+
+    import yaml
+
+    from fedsparse.report.claims import reading_of
+    from fedsparse.sweep import plan_sweep
+
+    root = Path(__file__).resolve().parent.parent
+    plan = plan_sweep(yaml.safe_load((root / config_file).read_text()))
+    for run in plan.runs:
+        assert gs_section.n_params(run.config) == dimension
+        assert reading_of(gs_section.READINGS, run.config).name == reading, run.config["params"]
+    k = plan.runs[0].config["params"]["k"]
+    assert abs(k / dimension - 1000 / 444_062) < 1e-5  # the paper's k/D
