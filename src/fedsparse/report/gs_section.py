@@ -75,8 +75,8 @@ def n_params(config: dict) -> int | None:
         d, classes = IMAGE_FEATURES[kind]
     elif kind == "synthetic":
         d, classes = ds.get("dim"), 10
-    elif kind == "libsvm" and ds.get("name") in DATASETS:
-        d, classes = DATASETS[ds["name"]].n_features, 10
+    elif kind == "svmlight" and ds.get("source") in DATASETS:  # cifar10, mnist: 10 classes
+        d, classes = DATASETS[ds["source"]].n_features, 10
     else:
         return None
     if d is None:
@@ -100,7 +100,11 @@ def _papers_setting(config: dict) -> bool:
     model, params = config.get("model") or {}, config.get("params") or {}
     part = config.get("partition")
     part = part if isinstance(part, dict) else {"kind": part}
-    clients = part.get("kind") == "dirichlet" and (part.get("clients") or 0) >= MANY_CLIENTS
+    # FEMNIST's writers, Dirichlet clients standing in for them, or CIFAR-10's one-class clients
+    clients = (
+        part.get("kind") in ("dirichlet", "one_class")
+        and (part.get("clients") or 0) >= MANY_CLIENTS
+    )
     writers = part.get("kind") == "natural" and (config.get("dataset") or {}).get("kind") == "leaf"
     if model.get("kind") not in ("mlp", "cnn") or model.get("weights") != "samples":
         return False
@@ -119,8 +123,9 @@ READINGS = (
         PAPER_TEXT,
         "Fig. 4's setting (aggregation weights C_i/C, k/D between 0.1 and 0.5 % against the "
         "paper's 1000/444,062 = 0.225 %, at least 100 Dirichlet clients or FEMNIST's writers "
-        "against its 156) with a CNN (config/gs-paper-cnn.yaml: the paper's network without its "
-        "parameter-free local response normalisation).",
+        "against its 156, or CIFAR-10's 100 one-class clients) with a CNN (config/gs-paper-cnn"
+        ".yaml, config/gs-cifar10.yaml: the paper's network without its parameter-free local "
+        "response normalisation).",
         _papers_setting_cnn,
     ),
     Reading(
@@ -135,7 +140,7 @@ READINGS = (
     Reading(
         "another setting",
         VARIATION,
-        "Not the paper's setting: a linear model, one-class clients, uniform aggregation "
+        "Not the paper's setting: a linear model, few one-class clients, uniform aggregation "
         "weights, fewer clients or another k/D.",
         lambda c: True,
     ),
