@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))
 from numpy_reference import NumpyHardThreshold  # noqa: E402
 
 from fedsparse import kernels as K  # noqa: E402
-from fedsparse.algorithms import ALGORITHMS  # noqa: E402
+from fedsparse.algorithms import ALGORITHMS, registry  # noqa: E402
 from fedsparse.data import FederatedData, simulation  # noqa: E402
 from fedsparse.kernels.rows import prefetch_csr_row  # noqa: E402
 from fedsparse.problem import Problem  # noqa: E402
@@ -447,9 +447,14 @@ def bench_scale(sizes: str, results_max: float) -> list[dict]:
 
 # ---- the other families -------------------------------------------------------------------
 
-# Each family's benchmark is a program of its own beside this one (python benchmarks/ssca.py
-# prints its table); bench(seconds) returns the rows this program records.
-FAMILY_BENCHMARKS = ("gradsparse", "personalized", "ssca")
+# Each family's benchmark is a program of its own beside this one, named as the family's
+# module (python benchmarks/ssca.py prints its table); bench(seconds) returns the rows this
+# program records. A built-in family with such a file is benchmarked: no list to edit here.
+FAMILY_BENCHMARKS = tuple(
+    short
+    for short in (fam.module.rsplit(".", 1)[-1] for fam in registry.families(plugins=False))
+    if (HERE / f"{short}.py").is_file()
+)
 
 
 def bench_family(name: str) -> list[dict]:

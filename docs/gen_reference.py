@@ -172,13 +172,6 @@ TIME_DOCS = {
     "round_latency": "fixed time of a round",
     "exchange_time": "time of a full exchange of D values up and down",
 }
-FAMILIES = {  # algorithm module -> heading (the anchors the family pages link to)
-    "hardthreshold": "Hard thresholding",
-    "gradsparse": "Gradient sparsification",
-    "fedavg": "FedAvg",
-    "ssca": "SSCA",
-    "personalized": "Personalised and hierarchical",
-}
 
 
 def value(v: Any) -> str:
@@ -261,8 +254,8 @@ def hyper_range(h: Any) -> str:
 def generate_configuration() -> str:
     sys.path.insert(0, str(ROOT / "src"))
     from fedsparse import config, model, problem, studies, sweep
-    from fedsparse.algorithms import ALGORITHMS
     from fedsparse.algorithms.base import DEFAULT_TIME_MODEL
+    from fedsparse.algorithms.registry import classes
     from fedsparse.data.registry import DATASETS, IMAGE_SETS
 
     schema = yaml.safe_load(SCHEMA.read_text())
@@ -400,10 +393,10 @@ def generate_configuration() -> str:
         "hyperparameter with no default is required.",
         "",
     ]
-    groups: dict[str, list] = {}
-    for name, cls in ALGORITHMS.items():
+    groups: dict[str, list] = {}  # the headings are the anchors the family pages link to
+    for name, cls in classes(plugins=False).items():  # the built-in ones: no plugin's
         module = cls.__module__.rsplit(".", 1)[-1]
-        groups.setdefault(FAMILIES.get(module, f"Other: {module}"), []).append((name, cls))
+        groups.setdefault(cls.family or f"Other: {module}", []).append((name, cls))
     for heading, members in groups.items():
         lines += [f"### {heading}", ""]
         same: dict[tuple, list] = {}  # algorithms with the same declarations share a table
@@ -449,24 +442,34 @@ def generate_columns() -> str:
     """The column tables of docs/results-schema.md."""
     sys.path.insert(0, str(ROOT / "src"))
     from fedsparse import results
-    from fedsparse.algorithms import ALGORITHMS
+    from fedsparse.algorithms.registry import classes
 
+    builtin = classes(plugins=False)  # a plugin's columns are documented by the plugin
+    schemas = results.schemas_of(builtin.values())
     setters: dict[str, list[str]] = {}
-    for name, cls in ALGORITHMS.items():
+    reporters: dict[str, list[str]] = {}
+    for name, cls in builtin.items():
         for h in cls.hyperparameters:
             setters.setdefault(h.name, []).append(name)
+        for c in cls.trace_columns:
+            reporters.setdefault(c.name, []).append(name)
     lines = [
         BEGIN,
         "",
         f"Schema version {results.SCHEMA_VERSION}. A hyperparameter column is null for the "
-        "algorithms that do not declare it.",
+        "algorithms that do not declare it, a column an algorithm reports for the others. A "
+        "plugin's algorithms add their columns after these "
+        "([adding-an-algorithm.md](adding-an-algorithm.md)).",
         "",
     ]
-    for title, schema in (("trace", results.TRACE_SCHEMA), ("runs table", results.RUNS_SCHEMA)):
+    for title, schema in (("trace", schemas.trace), ("runs table", schemas.runs)):
         rows = []
         for field in schema:
-            who = setters.get(field.name)
-            note = "hyperparameter of " + ", ".join(f"`{a}`" for a in who) if who else ""
+            note = ""
+            if who := setters.get(field.name):
+                note = "hyperparameter of " + ", ".join(f"`{a}`" for a in who)
+            elif who := reporters.get(field.name):
+                note = "reported by " + ", ".join(f"`{a}`" for a in who)
             rows.append((f"`{field.name}`", f"`{field.type}`", note))
         lines += [f"### Columns of the {title}", ""]
         lines += table(("column", "type", "set by"), rows)

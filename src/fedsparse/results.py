@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,180 +40,202 @@ _IDENTITY = [
     ("round_latency", pa.float64()),
     ("exchange_time", pa.float64()),
 ]
-_HYPERPARAMETERS = [  # null where an algorithm has no such parameter
-    ("stepsize", pa.float64()),
-    ("local_steps", pa.int64()),
-    ("sparsity", pa.int64()),
-    ("batch_size", pa.int64()),  # null = full batch
-    ("batch_growth", pa.float64()),
-    ("threshold", pa.string()),  # hard thresholding on networks: all | per_layer
-    ("k", pa.int64()),  # gradient sparsification: elements per message (fixed or initial)
-    ("fill", pa.string()),  # fabtopk's fill rule: client | aggregate
-    ("k_control", pa.string()),  # fixed | online | online_extended | value_ogd | exp3 | ...
-    ("k_sequence", pa.string()),  # k_control sequence: the replayed run's id
-    ("k_min", pa.int64()),  # online k: the search interval (0: the defaults 0.002 D and D)
-    ("k_max", pa.int64()),
-    ("window", pa.int64()),  # online_extended: M_u
-    ("expand", pa.float64()),  # online_extended: alpha
-    ("sampled_clients", pa.int64()),  # fedavg: clients per round (0 = all)
-    ("stepsize_decay", pa.float64()),  # fedavg: step stepsize / t**stepsize_decay
-    ("prox_weight", pa.float64()),  # ssca: tau of the proximal term
-    ("rho_scale", pa.float64()),  # ssca: a1 of rho_t = a1 / t**decay
-    ("gamma_scale", pa.float64()),  # ssca: a2 of gamma_t = a2 / t**(decay + gamma_extra)
-    ("decay", pa.float64()),
-    ("gamma_extra", pa.float64()),
-    ("lambda", pa.float64()),  # ssca: weight of lambda ||w||^2
-    ("cost_limit", pa.float64()),  # ssca_constrained: U in F(w) <= U
-    ("penalty", pa.float64()),  # ssca_constrained: c, the slack's penalty
-    # personalised/hierarchical family (sfedhp, pfedme, hierfavg, fedprox, perfedavg, heurfedamp)
-    ("inner_stepsize", pa.float64()),  # sfedhp/pfedme: the theta step; perfedavg: alpha
-    ("inner_steps", pa.int64()),  # K: theta steps per edge/local round
-    ("edge_rounds", pa.int64()),  # sfedhp: R; hierfavg: kappa2
-    ("lambda1", pa.float64()),  # sfedhp: theta-phi weight
-    ("lambda2", pa.float64()),  # sfedhp: phi-w weight
-    ("gamma1", pa.float64()),  # sfedhp: smooth-l1 weight on theta
-    ("gamma2", pa.float64()),  # sfedhp: smooth-l1 weight on w_i
-    ("rho", pa.float64()),  # sfedhp: smoothing of the l1 norm
-    ("beta", pa.float64()),  # sfedhp/pfedme: cloud relaxation
-    ("edges", pa.int64()),  # sfedhp/hierfavg: edge servers
-    ("sampled_edges", pa.int64()),  # sfedhp: edges aggregated per round (0 = all)
-    ("anchor", pa.string()),  # sfedhp: edge_avg | per_client
-    ("gamma_tiny", pa.float64()),  # sfedhp: gamma after a schedule switch
-    ("density_floor", pa.float64()),  # sfedhp: gamma1 switch below this theta density
-    ("gamma2_rounds", pa.int64()),  # sfedhp: gamma2 switch after these rounds
-    ("zero_tol", pa.float64()),  # sfedhp: |x| <= zero_tol counts as zero
-    ("mu", pa.float64()),  # fedprox: proximal weight
-    ("variant", pa.string()),  # perfedavg: fo | hf
-    ("hvp_delta", pa.float64()),  # perfedavg hf: finite-difference width
-    ("alpha_self", pa.float64()),  # heurfedamp: own weight of the cloud model
-    ("sigma", pa.float64()),  # heurfedamp: cosine-similarity temperature
+# The hyperparameter columns (null where an algorithm has no such parameter) and the trace
+# columns an algorithm reports itself are the algorithms' declarations (Algorithm.hyperparameters
+# and .trace_columns: type int/float/str -> int64/float64/string, and meaning), collected by the
+# registry (fedsparse.algorithms.registry), a plugin's algorithms included. Their positions are
+# part of the contract: the names below are the positions schema version 3 gave them, frozen. A
+# column declared since goes after every column below, in registry order (hyperparameters first);
+# a new algorithm or family edits nothing here.
+_HYPERPARAMETER_POSITIONS = (
+    "stepsize", "local_steps", "sparsity", "batch_size", "batch_growth", "threshold", "k",
+    "fill", "k_control", "k_sequence", "k_min", "k_max", "window", "expand", "sampled_clients",
+    "stepsize_decay", "prox_weight", "rho_scale", "gamma_scale", "decay", "gamma_extra",
+    "lambda", "cost_limit", "penalty", "inner_stepsize", "inner_steps", "edge_rounds",
+    "lambda1", "lambda2", "gamma1", "gamma2", "rho", "beta", "edges", "sampled_edges", "anchor",
+    "gamma_tiny", "density_floor", "gamma2_rounds", "zero_tol", "mu", "variant", "hvp_delta",
+    "alpha_self", "sigma",
+)  # fmt: skip
+# A trace column is (name, type), or a bare name: a column an algorithm declares, at its position.
+_TRACE_COLUMNS: list[tuple[str, pa.DataType] | str] = [
+    # per evaluated round
+    ("round", pa.int64()),
+    ("local_iterations", pa.int64()),
+    ("objective", pa.float64()),
+    ("bytes_up", pa.int64()),
+    ("bytes_down", pa.int64()),
+    ("elapsed_s", pa.float64()),
+    ("status", pa.string()),
+    ("nnz", pa.int64()),
+    ("train_accuracy", pa.float64()),
+    ("support_precision", pa.float64()),
+    ("support_recall", pa.float64()),
+    ("dist_to_truth", pa.float64()),
+    # Optuna studies (null for grid runs): the study, its trial, the trial's final state
+    # (COMPLETE | PRUNED, or HOLDOUT for re-runs of the best trial on fresh seeds) and
+    # the sampler settings as JSON
+    ("study", pa.string()),
+    ("trial_number", pa.int64()),
+    ("trial_state", pa.string()),
+    ("sampler", pa.string()),
+    # accuracy on the held-out test split (classification with a partition test_fraction)
+    ("test_accuracy", pa.float64()),
+    # data loss of the global model without the l2 term: sum_i p_i (mean loss of client i)
+    ("train_loss", pa.float64()),
+    # per-client (personalised) models, each on its own rows; null for algorithms
+    # without them: sum_i p_i f_i(theta_i) (l2 included), total correct / total rows
+    ("pm_objective", pa.float64()),
+    ("pm_train_accuracy", pa.float64()),
+    ("pm_test_accuracy", pa.float64()),
+    "slack", "constraint_value", "sq_norm",  # SSCA's
+    # simulated cumulative time of the run's time_model (config.DEFAULT_TIME_MODEL)
+    ("time", pa.float64()),
+    "k_used", "k_aux", "sign", "min_shared", "idle_clients",  # gradient sparsification's
+    "edge_bytes_up", "edge_bytes_down", "bits", "density", "pm_density",  # personalised, FedAvg
+]  # fmt: skip
+# One row per run: its configuration (identity and hyperparameters), outcome, timings and
+# provenance.
+_RUNS_COLUMNS = [
+    ("rounds", pa.int64()),
+    ("eval_every", pa.int64()),
+    ("dataset_kind", pa.string()),  # synthetic | libsvm
+    ("dataset_task", pa.string()),  # synthetic: linear | logistic
+    ("data_alpha", pa.float64()),  # synthetic non-IID levels (null otherwise)
+    ("data_beta", pa.float64()),
+    ("status", pa.string()),  # ok | diverged
+    ("final_round", pa.int64()),
+    ("final_objective", pa.float64()),
+    ("best_objective", pa.float64()),
+    ("train_time_s", pa.float64()),  # training only (the trace's last elapsed_s)
+    ("wall_time_s", pa.float64()),  # whole run: setup, training, evaluation
+    # the trace's cumulative bytes_up, bytes_down and simulated time at the final round
+    # (a front of accuracy against communication is then a query of runs alone)
+    ("total_bytes_up", pa.int64()),
+    ("total_bytes_down", pa.int64()),
+    ("total_time", pa.float64()),
+    ("config_json", pa.string()),  # the normalised run config
+    # per-client totals as JSON records, for algorithms that keep them (gradient
+    # sparsification: elements applied, idle rounds); null otherwise
+    ("client_summary", pa.string()),
+    ("shard", pa.string()),
+    ("fedsparse_version", pa.string()),
+    ("git_commit", pa.string()),
+    ("python_version", pa.string()),
+    ("numpy_version", pa.string()),
+    ("numba_version", pa.string()),
+    ("host", pa.string()),
+    ("finished_at", pa.string()),  # ISO 8601, UTC
+    # Optuna studies (null for grid runs), as in TRACE_SCHEMA, plus the trial's metric
+    # value and the study's search space (JSON)
+    ("study", pa.string()),
+    ("trial_number", pa.int64()),
+    ("trial_state", pa.string()),
+    ("sampler", pa.string()),
+    ("trial_value", pa.float64()),
+    ("search_space", pa.string()),
+    # multi-objective studies: the trial's values, one per objective, as a JSON list
+    # (trial_value is then the first objective's)
+    ("trial_values", pa.string()),
 ]
+_ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string()}
 
-TRACE_SCHEMA = pa.schema(
-    [
-        *_IDENTITY,
-        *_HYPERPARAMETERS,
-        # per evaluated round
-        ("round", pa.int64()),
-        ("local_iterations", pa.int64()),
-        ("objective", pa.float64()),
-        ("bytes_up", pa.int64()),
-        ("bytes_down", pa.int64()),
-        ("elapsed_s", pa.float64()),
-        ("status", pa.string()),
-        ("nnz", pa.int64()),
-        ("train_accuracy", pa.float64()),
-        ("support_precision", pa.float64()),
-        ("support_recall", pa.float64()),
-        ("dist_to_truth", pa.float64()),
-        # Optuna studies (null for grid runs): the study, its trial, the trial's final state
-        # (COMPLETE | PRUNED, or HOLDOUT for re-runs of the best trial on fresh seeds) and
-        # the sampler settings as JSON
-        ("study", pa.string()),
-        ("trial_number", pa.int64()),
-        ("trial_state", pa.string()),
-        ("sampler", pa.string()),
-        # accuracy on the held-out test split (classification with a partition test_fraction)
-        ("test_accuracy", pa.float64()),
-        # data loss of the global model without the l2 term: sum_i p_i (mean loss of client i)
-        ("train_loss", pa.float64()),
-        # per-client (personalised) models, each on its own rows; null for algorithms
-        # without them: sum_i p_i f_i(theta_i) (l2 included), total correct / total rows
-        ("pm_objective", pa.float64()),
-        ("pm_train_accuracy", pa.float64()),
-        ("pm_test_accuracy", pa.float64()),
-        # constrained methods (ssca_constrained): the server problem's slack s in the round
-        # that produced the row's model (null in round 0) and F(w) - U at the row's model;
-        # sq_norm = ||w||^2 (ssca, ssca_constrained)
-        ("slack", pa.float64()),
-        ("constraint_value", pa.float64()),
-        ("sq_norm", pa.float64()),
-        # simulated cumulative time of the run's time_model (config.DEFAULT_TIME_MODEL)
-        ("time", pa.float64()),
-        # gradient sparsification: the k used in this round (D for sendall; null in row 0)
-        ("k_used", pa.int64()),
-        # online k: this round's k'_m (the auxiliary k of the sign estimate) and the estimated
-        # sign of d tau / dk (+1, -1, 0; null when the losses did not both decrease)
-        ("k_aux", pa.int64()),
-        ("sign", pa.int64()),
-        # gradient sparsification's fairness view of the round: min over clients of |J ∩ J_i|
-        # (the elements of client i's offer that were applied) and the clients with none
-        ("min_shared", pa.int64()),
-        ("idle_clients", pa.int64()),
-        # hierarchical methods: cumulative client<->edge bytes (bytes_up/bytes_down are then
-        # the cloud link); bits: cumulative Remark-1 bits of one edge (sfedhp) or one client
-        # (flat methods), up and down; density of w and mean density of the clients' models
-        ("edge_bytes_up", pa.int64()),
-        ("edge_bytes_down", pa.int64()),
-        ("bits", pa.float64()),
-        ("density", pa.float64()),
-        ("pm_density", pa.float64()),
-    ],
-    metadata={"fedsparse_trace_schema": str(SCHEMA_VERSION)},
-)
-HYPERPARAMETER_COLUMNS = tuple(name for name, _ in _HYPERPARAMETERS)
-# Columns that identify a configuration up to its seed (seeds are averaged over).
-CONFIG_COLUMNS = (
-    "sweep",
-    "dataset",
-    "partition",
-    "algorithm",
-    "loss",
-    "model",
-    "step_time",
-    "round_latency",
-    "exchange_time",
-    *HYPERPARAMETER_COLUMNS,
-)
 
-# One row per run: its configuration, outcome, timings and provenance.
-RUNS_SCHEMA = pa.schema(
-    [
-        *_IDENTITY,
-        *_HYPERPARAMETERS,
-        ("rounds", pa.int64()),
-        ("eval_every", pa.int64()),
-        ("dataset_kind", pa.string()),  # synthetic | libsvm
-        ("dataset_task", pa.string()),  # synthetic: linear | logistic
-        ("data_alpha", pa.float64()),  # synthetic non-IID levels (null otherwise)
-        ("data_beta", pa.float64()),
-        ("status", pa.string()),  # ok | diverged
-        ("final_round", pa.int64()),
-        ("final_objective", pa.float64()),
-        ("best_objective", pa.float64()),
-        ("train_time_s", pa.float64()),  # training only (the trace's last elapsed_s)
-        ("wall_time_s", pa.float64()),  # whole run: setup, training, evaluation
-        # the trace's cumulative bytes_up, bytes_down and simulated time at the final round
-        # (a front of accuracy against communication is then a query of runs alone)
-        ("total_bytes_up", pa.int64()),
-        ("total_bytes_down", pa.int64()),
-        ("total_time", pa.float64()),
-        ("config_json", pa.string()),  # the normalised run config
-        # per-client totals as JSON records, for algorithms that keep them (gradient
-        # sparsification: elements applied, idle rounds); null otherwise
-        ("client_summary", pa.string()),
-        ("shard", pa.string()),
-        ("fedsparse_version", pa.string()),
-        ("git_commit", pa.string()),
-        ("python_version", pa.string()),
-        ("numpy_version", pa.string()),
-        ("numba_version", pa.string()),
-        ("host", pa.string()),
-        ("finished_at", pa.string()),  # ISO 8601, UTC
-        # Optuna studies (null for grid runs), as in TRACE_SCHEMA, plus the trial's metric
-        # value and the study's search space (JSON)
-        ("study", pa.string()),
-        ("trial_number", pa.int64()),
-        ("trial_state", pa.string()),
-        ("sampler", pa.string()),
-        ("trial_value", pa.float64()),
-        ("search_space", pa.string()),
-        # multi-objective studies: the trial's values, one per objective, as a JSON list
-        # (trial_value is then the first objective's)
-        ("trial_values", pa.string()),
-    ],
-    metadata={"fedsparse_runs_schema": str(SCHEMA_VERSION)},
-)
+class Schemas(NamedTuple):
+    """The trace and runs schemas of a set of algorithms, and their hyperparameter columns."""
+
+    trace: pa.Schema
+    runs: pa.Schema
+    hyperparameters: tuple[str, ...]
+
+
+def schemas_of(algorithms: Iterable[type]) -> Schemas:
+    """The schemas of ``algorithms`` (classes declaring ``name``, ``hyperparameters`` and
+    ``trace_columns``): the columns above with the declared ones in their places, then the
+    columns declared since. A column declared twice with two types, a hyperparameter named
+    like another column, or a column placed above that no algorithm declares is a one-line
+    FedsparseError naming the algorithm or the column."""
+    from .errors import FedsparseError
+
+    hyper: dict[str, tuple[pa.DataType, str]] = {}  # name -> (type, first declaring algorithm)
+    reported: dict[str, tuple[pa.DataType, str]] = {}
+    for cls in algorithms:
+        for kind, found in ((cls.hyperparameters, hyper), (cls.trace_columns, reported)):
+            for col in kind:
+                if col.kind not in _ARROW:
+                    raise FedsparseError(f"{cls.name}.{col.name}: kind must be int, float or str")
+                typ, first = found.setdefault(col.name, (_ARROW[col.kind], cls.name))
+                if typ != _ARROW[col.kind]:
+                    raise FedsparseError(
+                        f"{cls.name}.{col.name}: declared {col.kind.__name__}, but {first} "
+                        f"declares {col.name} as {typ}"
+                    )
+    in_trace = dict(c for c in [*_IDENTITY, *_TRACE_COLUMNS] if isinstance(c, tuple))
+    fixed = {*in_trace, *(n for n, _ in _RUNS_COLUMNS), *_TRACE_COLUMNS}
+    for name, (typ, who) in reported.items():
+        if name in hyper or (name in fixed and in_trace.get(name, typ) != typ):
+            raise FedsparseError(f"{who}: trace column {name} is a results column of another kind")
+    for name, (_, who) in hyper.items():
+        if name in fixed:
+            raise FedsparseError(f"{who}: hyperparameter {name} is a results column already")
+
+    def placed(name: str, declared: dict) -> tuple[str, pa.DataType]:
+        if name not in declared:
+            raise FedsparseError(f"results column {name}: no registered algorithm declares it")
+        return name, declared[name][0]
+
+    hps = [placed(n, hyper) for n in _HYPERPARAMETER_POSITIONS]
+    hps_new = [(n, t) for n, (t, _) in hyper.items() if n not in _HYPERPARAMETER_POSITIONS]
+    per_round = [c if isinstance(c, tuple) else placed(c, reported) for c in _TRACE_COLUMNS]
+    reported_new = [(n, t) for n, (t, _) in reported.items() if n not in fixed]
+    trace = pa.schema(
+        [*_IDENTITY, *hps, *per_round, *hps_new, *reported_new],
+        metadata={"fedsparse_trace_schema": str(SCHEMA_VERSION)},
+    )
+    runs = pa.schema(
+        [*_IDENTITY, *hps, *_RUNS_COLUMNS, *hps_new],
+        metadata={"fedsparse_runs_schema": str(SCHEMA_VERSION)},
+    )
+    return Schemas(trace, runs, tuple(n for n, _ in [*hps, *hps_new]))
+
+
+@lru_cache(maxsize=1)
+def _schemas() -> Schemas:
+    from .algorithms.registry import ALGORITHMS
+
+    return schemas_of(ALGORITHMS.values())
+
+
+def _config_columns(hyperparameters: tuple[str, ...]) -> tuple[str, ...]:
+    return (
+        "sweep",
+        "dataset",
+        "partition",
+        "algorithm",
+        "loss",
+        "model",
+        "step_time",
+        "round_latency",
+        "exchange_time",
+        *hyperparameters,
+    )
+
+
+# TRACE_SCHEMA (one row per evaluated round), RUNS_SCHEMA (one row per run),
+# HYPERPARAMETER_COLUMNS and CONFIG_COLUMNS (the columns that identify a configuration up to
+# its seed, which is averaged over) are computed from the registry the first time one is read
+# (module attributes, as they always were).
+_LAZY = {
+    "TRACE_SCHEMA": lambda: _schemas().trace,
+    "RUNS_SCHEMA": lambda: _schemas().runs,
+    "HYPERPARAMETER_COLUMNS": lambda: _schemas().hyperparameters,
+    "CONFIG_COLUMNS": lambda: _config_columns(_schemas().hyperparameters),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The runs columns that summarise a run's trace at its final round, and the trace column each
@@ -221,7 +245,7 @@ TOTALS = {"total_bytes_up": "bytes_up", "total_bytes_down": "bytes_down", "total
 
 def trace_table(rows: list[dict]) -> pa.Table:
     """Trace rows (dicts keyed by column name; missing columns are null) as a typed table."""
-    return rows_table(rows, TRACE_SCHEMA)
+    return rows_table(rows, _schemas().trace)
 
 
 def upgrade(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -259,7 +283,7 @@ def rows_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
         if unknown:
             raise ValueError(
                 f"columns not in the results schema: {', '.join(sorted(unknown))} "
-                "(declare them in fedsparse.results)"
+                "(an algorithm declares the columns it reports in its trace_columns)"
             )
     columns = {f.name: [r.get(f.name) for r in rows] for f in schema}
     return pa.Table.from_pydict(columns, schema=schema)
@@ -340,7 +364,7 @@ def conflicting_runs(con, n_folders: int) -> list[str]:
     if n_folders < 2:
         return []
     skipped = ("elapsed_s", "sweep")
-    compared = ", ".join(sql_ident(f.name) for f in TRACE_SCHEMA if f.name not in skipped)
+    compared = ", ".join(sql_ident(f.name) for f in _schemas().trace if f.name not in skipped)
     rows = con.execute(
         f"""SELECT run_id FROM (
               SELECT run_id, _folder, count(*) AS n, sum(hash({compared})::HUGEINT) AS h
@@ -397,7 +421,7 @@ def one_line(exc: BaseException) -> str:
 
 def _runs_source(con, folder: Path) -> str:
     source = f"read_parquet({sql_quote(str(folder / 'runs.parquet'))})"
-    runs = _conformed(con, source, RUNS_SCHEMA)
+    runs = _conformed(con, source, _schemas().runs)
     if not con.execute(f"SELECT count(*) FROM ({runs}) WHERE total_bytes_up IS NULL").fetchone()[0]:
         return runs
     # runs written before schema 3 (or resumed from a run store they wrote): the TOTALS from
@@ -407,7 +431,7 @@ def _runs_source(con, folder: Path) -> str:
     )
     filled = ", ".join(
         f"CAST(coalesce(r.{sql_ident(n)}, t.{sql_ident(n)}) AS "
-        f"{_SQL_TYPES[RUNS_SCHEMA.field(n).type]}) AS {sql_ident(n)}"
+        f"{_SQL_TYPES[_schemas().runs.field(n).type]}) AS {sql_ident(n)}"
         for n in TOTALS
     )
     return (
@@ -419,7 +443,7 @@ def _runs_source(con, folder: Path) -> str:
 
 def _traces_source(con, folder: Path) -> str:
     if not any((folder / "traces").rglob("*.parquet")):  # a folder without runs
-        return _conformed(con, "(SELECT 1 WHERE false)", TRACE_SCHEMA)
+        return _conformed(con, "(SELECT 1 WHERE false)", _schemas().trace)
     glob = sql_quote(str(folder / "traces" / "**" / "*.parquet"))
     # one folder's files share a schema (aggregate writes them together), so no union_by_name,
     # which would read every file's footer each time a view is bound
@@ -427,7 +451,7 @@ def _traces_source(con, folder: Path) -> str:
         f"read_parquet({glob}, hive_partitioning = true, "
         "hive_types = {'dataset': VARCHAR, 'algorithm': VARCHAR})"
     )
-    return _conformed(con, source, TRACE_SCHEMA)
+    return _conformed(con, source, _schemas().trace)
 
 
 def _conformed(con, source: str, schema: pa.Schema) -> str:

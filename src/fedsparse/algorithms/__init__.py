@@ -1,59 +1,32 @@
-"""Algorithm registry: name in a config -> class."""
+"""The algorithms: ``ALGORITHMS`` (name in a config -> class, see ``registry``), the base
+declarations, and the built-in classes by name (``from fedsparse.algorithms import FedHT``).
+
+Light at import: the classes, and with them the numba kernels, load on first use.
+"""
 
 from __future__ import annotations
 
-from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
-from .fedavg import FedAvg
-from .gradsparse import FABTopK, FUBTopK, PeriodicK, SendAll, UTopK
-from .hardthreshold import DistributedIHT, FedHT, FedIterHT
-from .personalized import FedProx, HeurFedAMP, HierFAVG, PerFedAvg, PFedMe, SFedHP
-from .ssca import SSCA, SSCAConstrained
+from typing import Any
 
-ALGORITHMS: dict[str, type[Algorithm]] = {
-    cls.name: cls
-    for cls in (
-        FedHT,
-        FedIterHT,
-        DistributedIHT,
-        FABTopK,
-        UTopK,
-        FUBTopK,
-        PeriodicK,
-        SendAll,
-        FedAvg,
-        SSCA,
-        SSCAConstrained,
-        SFedHP,
-        PFedMe,
-        HierFAVG,
-        FedProx,
-        PerFedAvg,
-        HeurFedAMP,
-    )
-}
+from .registry import ALGORITHMS, GROUP
 
-__all__ = [
-    "ALGORITHMS",
-    "Algorithm",
-    "DistributedIHT",
-    "FABTopK",
-    "FUBTopK",
-    "FedAvg",
-    "FedHT",
-    "FedProx",
-    "FedIterHT",
-    "HeurFedAMP",
-    "HierFAVG",
-    "Hyperparameter",
-    "PFedMe",
-    "PerFedAvg",
-    "PeriodicK",
-    "RoundCost",
-    "SFedHP",
-    "SSCA",
-    "SSCAConstrained",
-    "SendAll",
-    "UTopK",
-    "dense_bytes",
-    "sparse_bytes",
-]
+_BASE = ("Algorithm", "Column", "Hyperparameter", "RoundCost", "dense_bytes", "sparse_bytes")
+
+__all__ = ["ALGORITHMS", "GROUP", *_BASE]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BASE:
+        from . import base
+
+        return getattr(base, name)
+    if name[:1].isupper():  # a built-in class, by its name
+        import importlib
+
+        from .registry import BUILTIN
+
+        for module in BUILTIN:
+            for cls in importlib.import_module(module).ALGORITHMS:
+                if cls.__name__ == name:
+                    return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -74,6 +74,8 @@ class Hyperparameter:
     # True for a hyperparameter added to an algorithm after runs of it existed: at its
     # default it stays out of the canonical params (and so out of the run id).
     omit_default: bool = False
+    # how figures and labels write it (e.g. "λ1"); "" for its name
+    symbol: str = ""
 
     @property
     def required(self) -> bool:
@@ -111,6 +113,21 @@ class Hyperparameter:
         return value
 
 
+# A declaration's kind -> the Arrow type of its results column (fedsparse.results).
+COLUMN_KINDS = (int, float, str)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A trace column an algorithm reports itself (a key of :meth:`Algorithm.extra_metrics`
+    or :meth:`Algorithm.finish_metrics`): ``kind`` ``int``, ``float`` or ``str`` (int64,
+    float64, string in Parquet), null in the rows of algorithms that do not report it."""
+
+    name: str
+    kind: type
+    doc: str
+
+
 @dataclass
 class RoundCost:
     """What one round cost: bytes sent up (clients to server) and down, summed over
@@ -139,11 +156,20 @@ class RoundCost:
 
 class Algorithm(ABC):
     """Base class: subclasses declare ``name`` and ``hyperparameters`` and implement
-    ``setup``, ``round`` and ``model``."""
+    ``setup``, ``round`` and ``model``.
+
+    The declarations are all the rest of fedsparse reads about an algorithm (the registry,
+    ``fedsparse.algorithms.registry``, collects them): its hyperparameters are the results'
+    typed columns, ``trace_columns`` the trace columns it reports itself, ``family`` its
+    heading in docs/configuration.md, ``label`` and ``colour`` how the report shows it."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
     hyperparameters: ClassVar[tuple[Hyperparameter, ...]]
+    trace_columns: ClassVar[tuple[Column, ...]] = ()
+    family: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # "" for its name
+    colour: ClassVar[str] = ""  # a matplotlib colour; "" for one of the report's spare colours
     # the run's time model; run_trace sets it before setup (never mutated in place)
     time_model: dict[str, float] = DEFAULT_TIME_MODEL
 
@@ -235,7 +261,7 @@ class Algorithm(ABC):
 
     def extra_metrics(self) -> dict[str, Any]:
         """Trace columns the algorithm itself reports (e.g. ``k_used``), read when a round is
-        evaluated (and for round 0); keys must be declared in ``fedsparse.results``."""
+        evaluated (and for round 0); keys must be declared in ``trace_columns``."""
         return {}
 
     def finish_metrics(self, row: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,15 @@ import numpy as np
 
 from .. import kernels as K
 from ..errors import ConfigError
-from .base import Algorithm, Hyperparameter, RoundCost, count_nonzero, dense_bytes, vector_bits
+from .base import (
+    Algorithm,
+    Column,
+    Hyperparameter,
+    RoundCost,
+    count_nonzero,
+    dense_bytes,
+    vector_bits,
+)
 from .hardthreshold import BATCH_SIZE
 
 HYPERPARAMETERS = (
@@ -43,6 +51,14 @@ HYPERPARAMETERS = (
 )
 
 
+# Trace columns of FedAvg and the personalised family (sFedHP's paper counts bits)
+BITS = Column(
+    "bits", float, "cumulative Remark-1 bits of one edge (sfedhp) or one client (flat "
+    "methods), up and down",
+)  # fmt: skip
+DENSITY = Column("density", float, "density of the global model w")
+
+
 def server_stream(seed: int, n_clients: int) -> np.random.Generator:
     """The server's random stream: the run seed's child after the clients' ones
     (:func:`fedsparse.kernels.client_states` spawns children 0..n_clients-1)."""
@@ -53,6 +69,8 @@ class FedAvg(Algorithm):
     name = "fedavg"
     summary = "FedAvg: E local SGD steps (decaying step), p-weighted average of the participants"
     hyperparameters = HYPERPARAMETERS
+    trace_columns = (BITS, DENSITY)
+    family = "FedAvg"
 
     def check_problem(self, where: str = "params") -> None:
         m, n = self.params["sampled_clients"], self.problem.n_clients
@@ -145,3 +163,7 @@ class FedAvg(Algorithm):
     def local_models(self) -> np.ndarray:
         """Each client's model at the end of its last round (non-participants keep theirs)."""
         return self.W_local
+
+
+# The family, as the registry reads it (fedsparse.algorithms.registry).
+ALGORITHMS = (FedAvg,)

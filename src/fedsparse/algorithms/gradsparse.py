@@ -30,7 +30,7 @@ import numpy as np
 from .. import kernels as K
 from ..errors import ConfigError
 from ..kernels import gradsparse as GS
-from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
+from .base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
 
 STEPSIZE = Hyperparameter("stepsize", float, "SGD step size eta", low=0.0, low_open=True)
 BATCH_SIZE = Hyperparameter(
@@ -433,6 +433,18 @@ class _GradientSparsification(Algorithm):
 
     selection: ClassVar[str]  # fab | fub | union | periodic | all
     hyperparameters = (STEPSIZE, BATCH_SIZE, K_ELEMENTS, *CONTROL)
+    family = "Gradient sparsification"
+    trace_columns = (
+        Column("k_used", int, "the k used in this round (D for sendall; null in row 0)"),
+        # online k: this round's k'_m and the estimated sign of d tau / dk
+        Column("k_aux", int, "online k: this round's k'_m, the auxiliary k of the sign estimate"),
+        Column("sign", int, "online k: the estimated sign of d tau / dk (+1, -1, 0; null when "
+               "the losses did not both decrease)"),
+        # the round's fairness view
+        Column("min_shared", int, "min over clients of |J ∩ J_i|: the elements of client i's "
+               "offer that were applied"),
+        Column("idle_clients", int, "the clients none of whose offer was applied"),
+    )  # fmt: skip
 
     @property
     def n_params(self) -> int:
@@ -832,3 +844,8 @@ class SendAll(_GradientSparsification):
     summary = "always-send-all: synchronous minibatch SGD, D values up and down"
     selection = "all"
     hyperparameters = (STEPSIZE, BATCH_SIZE)
+
+
+# The family, as the registry reads it (fedsparse.algorithms.registry).
+ALGORITHMS = (FABTopK, UTopK, FUBTopK, PeriodicK, SendAll)
+REPORT = "fedsparse.report.gs_section"

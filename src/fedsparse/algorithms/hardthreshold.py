@@ -54,6 +54,7 @@ class _LocalSGDHardThreshold(Algorithm):
 
     threshold_locally: ClassVar[bool]
     hyperparameters = (STEPSIZE, SPARSITY, LOCAL_STEPS, BATCH_SIZE, BATCH_GROWTH, THRESHOLD)
+    family = "Hard thresholding"
 
     def check_problem(self, where: str = "params") -> None:
         pb = self.problem
@@ -240,18 +241,21 @@ class _LocalSGDHardThreshold(Algorithm):
 class FedHT(_LocalSGDHardThreshold):
     name = "fedht"
     summary = "Fed-HT: K local SGD steps, server H_tau of the average (dense uplink)"
+    label, colour = "Fed-HT", "tab:blue"
     threshold_locally = False
 
 
 class FedIterHT(_LocalSGDHardThreshold):
     name = "fediterht"
     summary = "FedIter-HT: H_tau after every local step and at the server (sparse both ways)"
+    label, colour = "FedIter-HT", "tab:orange"
     threshold_locally = True
 
 
 class DistributedIHT(_LocalSGDHardThreshold):
     name = "distiht"
     summary = "Distributed-IHT: one stochastic gradient per worker per round, server H_tau"
+    label, colour = "Distributed-IHT", "tab:green"
     threshold_locally = False
     hyperparameters = (
         STEPSIZE,
@@ -263,3 +267,8 @@ class DistributedIHT(_LocalSGDHardThreshold):
         BATCH_GROWTH,
         THRESHOLD,
     )
+
+
+# The family, as the registry reads it (fedsparse.algorithms.registry).
+ALGORITHMS = (FedHT, FedIterHT, DistributedIHT)
+REPORT = "fedsparse.report.ht_section"

@@ -38,6 +38,7 @@ from ..kernels.personalized import (
 )
 from .base import (
     Algorithm,
+    Column,
     Hyperparameter,
     RoundCost,
     count_nonzero,
@@ -45,7 +46,7 @@ from .base import (
     vector_bits,
     vector_bytes,
 )
-from .fedavg import server_stream
+from .fedavg import BITS, DENSITY, server_stream
 
 
 def edge_of(n_clients: int, edges: int, where: str = "params.edges") -> np.ndarray:
@@ -55,8 +56,15 @@ def edge_of(n_clients: int, edges: int, where: str = "params.edges") -> np.ndarr
     return np.arange(n_clients, dtype=np.int64) // (n_clients // edges)
 
 
-def _positive(name: str, doc: str, default: float) -> Hyperparameter:
-    return Hyperparameter(name, float, doc, default=default, low=0.0, low_open=True)
+def _positive(name: str, doc: str, default: float, symbol: str = "") -> Hyperparameter:
+    return Hyperparameter(name, float, doc, default=default, low=0.0, low_open=True, symbol=symbol)
+
+
+# hierarchical methods: cumulative client<->edge bytes (bytes_up/bytes_down are then the cloud
+# link); the clients' models' density (with BITS and DENSITY, FedAvg's columns)
+EDGE_BYTES_UP = Column("edge_bytes_up", int, "cumulative client -> edge bytes")
+EDGE_BYTES_DOWN = Column("edge_bytes_down", int, "cumulative edge -> client bytes")
+PM_DENSITY = Column("pm_density", float, "mean density of the clients' models")
 
 
 def _batch(default: int = 20) -> Hyperparameter:
@@ -70,6 +78,8 @@ class ProxClients(Algorithm):
     """Shared machinery: per-client streams and row permutations, the proximal-step kernel,
     per-client models, edge/bit accounting read by the trace through extra_metrics."""
 
+    family = "Personalised and hierarchical"
+    trace_columns = (EDGE_BYTES_UP, EDGE_BYTES_DOWN, BITS, DENSITY, PM_DENSITY)
     zero_tol = 0.0
 
     def _setup_clients(self) -> None:
@@ -155,6 +165,8 @@ class ProxClients(Algorithm):
 class FlatClients(ProxClients):
     """Flat (client-cloud) baselines: bits per client, no edge link."""
 
+    trace_columns = (BITS, DENSITY, PM_DENSITY)
+
     def add_bits(self, nnz_up: np.ndarray, nnz_down: np.ndarray) -> None:
         d = self.W.size
         self.totals["bits"] += (
@@ -168,15 +180,17 @@ class FlatClients(ProxClients):
 
 
 SFEDHP_HYPERPARAMETERS = (
-    _positive("stepsize", "eta1: the edge model w_i step", 0.05),
-    _positive("inner_stepsize", "eta2: the theta step of the inner solve", 0.05),
+    _positive("stepsize", "eta1: the edge model w_i step", 0.05, "η"),
+    _positive("inner_stepsize", "eta2: the theta step of the inner solve", 0.05, "η2"),
     Hyperparameter("inner_steps", int, "K: theta steps per edge round", default=5, low=1),
     Hyperparameter("edge_rounds", int, "R: edge rounds per global round", default=20, low=1),
-    _positive("lambda1", "theta-phi proximity weight", 25.0),
-    _positive("lambda2", "phi-w proximity weight", 25.0),
-    Hyperparameter("gamma1", float, "smooth-l1 weight on theta", default=0.0, low=0.0),
-    Hyperparameter("gamma2", float, "smooth-l1 weight on w_i", default=0.0, low=0.0),
-    _positive("rho", "smoothing of the l1 norm, rho log cosh(x/rho)", 6e-5),
+    _positive("lambda1", "theta-phi proximity weight", 25.0, "λ1"),
+    _positive("lambda2", "phi-w proximity weight", 25.0, "λ2"),
+    Hyperparameter(
+        "gamma1", float, "smooth-l1 weight on theta", default=0.0, low=0.0, symbol="γ1"
+    ),  # fmt: skip
+    Hyperparameter("gamma2", float, "smooth-l1 weight on w_i", default=0.0, low=0.0, symbol="γ2"),
+    _positive("rho", "smoothing of the l1 norm, rho log cosh(x/rho)", 6e-5, "ρ"),
     Hyperparameter(
         "beta", float, "cloud relaxation w = (1-beta) w + beta mean", default=1.0, low=0.0
     ),  # fmt: skip
@@ -289,7 +303,7 @@ PFEDME_HYPERPARAMETERS = (
     _positive("inner_stepsize", "the theta step of the inner solve", 0.05),
     Hyperparameter("inner_steps", int, "K: theta steps per local round", default=5, low=1),
     Hyperparameter("local_steps", int, "R: local rounds per global round", default=20, low=1),
-    _positive("lambda", "theta-w proximity weight", 25.0),
+    _positive("lambda", "theta-w proximity weight", 25.0, "λ"),
     Hyperparameter(
         "beta", float, "server relaxation w = (1-beta) w + beta mean", default=1.0, low=0.0
     ),  # fmt: skip
@@ -357,6 +371,7 @@ class HierFAVG(ProxClients):
 
     name = "hierfavg"
     summary = "HierFAVG: FedAvg with kappa2 edge aggregations per cloud aggregation"
+    trace_columns = (EDGE_BYTES_UP, EDGE_BYTES_DOWN, BITS, DENSITY)
     hyperparameters = (
         _positive("stepsize", "local SGD step", 0.05),
         Hyperparameter("local_steps", int, "kappa1: SGD steps per edge round", default=1, low=1),
@@ -421,11 +436,12 @@ class FedProx(FlatClients):
 
     name = "fedprox"
     summary = "FedProx: local SGD with a proximal term at w^t, p-weighted mean"
+    trace_columns = (BITS, DENSITY)
     hyperparameters = (
         _positive("stepsize", "local SGD step", 0.05),
         Hyperparameter("local_steps", int, "SGD steps per round", default=20, low=1),
         _batch(),
-        Hyperparameter("mu", float, "proximal weight", default=0.001, low=0.0),
+        Hyperparameter("mu", float, "proximal weight", default=0.001, low=0.0, symbol="μ"),
     )
 
     def setup(self) -> None:
@@ -563,6 +579,7 @@ class HeurFedAMP(FlatClients):
             default=0.5,
             low=0.0,
             high=1.0,
+            symbol="α",
         ),  # fmt: skip
         Hyperparameter("sigma", float, "scale of the cosine similarities", default=1.0, low=0.0),
         Hyperparameter(
@@ -604,3 +621,8 @@ class HeurFedAMP(FlatClients):
         up = int(sum(vector_bytes(k, d) for k in nnz_up))
         down = int(sum(vector_bytes(k, d) for k in nnz_down))
         return RoundCost(up, down, prm["local_steps"])
+
+
+# The family, as the registry reads it (fedsparse.algorithms.registry).
+ALGORITHMS = (SFedHP, PFedMe, HierFAVG, FedProx, PerFedAvg, HeurFedAMP)
+REPORT = "fedsparse.report.sfedhp_section"

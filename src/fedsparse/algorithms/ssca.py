@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import kernels as K
 from ..kernels.ssca import client_batch_grads, ssca_server_step, weighted_rows
-from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes
+from .base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes
 
 PROX_WEIGHT = Hyperparameter(
     "prox_weight", float, "tau: weight of the proximal term tau ||w - w_t||^2", default=0.1,
@@ -51,7 +51,7 @@ BATCH_SIZE = Hyperparameter(
 )  # fmt: skip
 LAMBDA = Hyperparameter(
     "lambda", float, "weight of lambda ||w||^2 in ssca's objective (no 1/2)", default=1e-5,
-    low=0.0,
+    low=0.0, symbol="λ",
 )  # fmt: skip
 COST_LIMIT = Hyperparameter(
     "cost_limit", float, "U: the constraint F(w) <= U", low=0.0, low_open=True
@@ -59,6 +59,12 @@ COST_LIMIT = Hyperparameter(
 PENALTY = Hyperparameter(
     "penalty", float, "c: exact-penalty weight of the slack", default=1e5, low=0.0, low_open=True
 )
+SQ_NORM = Column("sq_norm", float, "||w||^2")
+SLACK = Column(
+    "slack", float, "the server problem's slack s in the round that produced the row's model "
+    "(null in round 0)",
+)  # fmt: skip
+CONSTRAINT_VALUE = Column("constraint_value", float, "F(w) - U at the row's model")
 
 
 def schedules(prm: dict[str, Any], t: int) -> tuple[float, float]:
@@ -86,6 +92,9 @@ def lemma1(
 
 class _SSCA(Algorithm):
     """The clients' round and the shared recursions; subclasses solve the server problem."""
+
+    family = "SSCA"
+    trace_columns = (SQ_NORM,)
 
     def setup(self) -> None:
         pb = self.problem
@@ -162,6 +171,7 @@ class SSCAConstrained(_SSCA):
     hyperparameters = (
         PROX_WEIGHT, RHO_SCALE, GAMMA_SCALE, DECAY, GAMMA_EXTRA, COST_LIMIT, PENALTY, BATCH_SIZE,
     )  # fmt: skip
+    trace_columns = (SLACK, CONSTRAINT_VALUE, SQ_NORM)
 
     def setup(self) -> None:
         super().setup()
@@ -193,3 +203,8 @@ class SSCAConstrained(_SSCA):
             "objective": row["sq_norm"],
             "constraint_value": row["objective"] - self.params["cost_limit"],
         }
+
+
+# The family, as the registry reads it (fedsparse.algorithms.registry).
+ALGORITHMS = (SSCA, SSCAConstrained)
+REPORT = "fedsparse.report.ssca_section"

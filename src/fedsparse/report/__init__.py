@@ -14,7 +14,8 @@ the union of several results folders (merged as ``fedsparse merge`` does) into `
     figures/*.png the figures (also embedded in the pages: each page opens on its own)
     tables/*.csv  the tables, claims.csv the index's claims table
 
-A family is a ``claims.Family`` in its own module; it writes its page and returns its claims.
+A family is a ``claims.Family`` in its own module, which the family's algorithms name
+(``REPORT``, see ``fedsparse.algorithms.registry``); it writes its page and returns its claims.
 Every page reads the results through one ``data.ReportData``, opened once per build: the runs
 table read once, the traces queried with SQL for what a table or figure shows.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import importlib
 import os
 import re
 import shutil
@@ -36,11 +38,12 @@ from pathlib import Path
 import pandas as pd
 
 from .. import __version__
+from ..algorithms.registry import report_pages
 from ..errors import FedsparseError
 from ..query import merge_results
 from ..results import check_results_folder
 from . import analysis as an
-from . import gs_section, ht_section, optuna_section, pareto, sfedhp_section, ssca_section
+from . import optuna_section, pareto
 from .claims import (
     AGREES,
     DERIVED,
@@ -65,12 +68,10 @@ FRONTS_TITLE = "Accuracy against communication: fronts"
 # a claim about communication (sFedHP's fewer bits, FAB-top-k at a fixed time): cites the fronts
 COMMUNICATION = re.compile(r"\bbits?\b|\bbytes?\b|communicat|time budget|fixed time", re.I)
 
-# Each family's page, in the order of the index (the seeds' order).
-FAMILIES: tuple[Family, ...] = (
-    ht_section.FAMILY,
-    sfedhp_section.FAMILY,
-    gs_section.FAMILY,
-    ssca_section.FAMILY,
+# Each family's page, in the order of the index: the registry's (the seeds' order, then any
+# plugin's). A family names its page module in REPORT; the module defines FAMILY.
+FAMILIES: tuple[Family, ...] = tuple(
+    importlib.import_module(module).FAMILY for module in report_pages()
 )
 
 

@@ -31,13 +31,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..algorithms import ALGORITHMS
+from ..algorithms.registry import classes
 from ..edges import EDGE_COLUMNS, edge_warning, edges_text, grid_edges
 from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, to_frame
 from .claims import AGREES, DISAGREES, NO_CLAIM, NOT_MEASURED
 from .data import ReportData, as_data
 
 HP = list(HYPERPARAMETER_COLUMNS)
-LABELS = {"fedht": "Fed-HT", "fediterht": "FedIter-HT", "distiht": "Distributed-IHT"}
+# display names the algorithms declare (Algorithm.label); the others show their names
+LABELS = {name: cls.label for name, cls in ALGORITHMS.items() if cls.label}
+# the built-in algorithms label a configuration as they always did (config_label)
+BUILT_IN = frozenset(classes(plugins=False))
 ORDER = ("distiht", "fedht", "fediterht")
 BASELINE = "distiht"
 HEATMAP_ALGORITHMS = ("fedht", "fediterht")
@@ -112,6 +117,12 @@ def label(algorithm: str) -> str:
     return LABELS.get(algorithm, algorithm)
 
 
+def _value(v, full_ok: bool = False) -> str:
+    if full_ok and pd.isna(v):
+        return "full"
+    return f"{v:g}" if isinstance(v, float | int | np.number) else str(v)
+
+
 def algorithm_order(algorithms) -> list[str]:
     known = [a for a in ORDER if a in set(algorithms)]
     return known + sorted(set(algorithms) - set(ORDER))
@@ -133,8 +144,16 @@ def unique_slugs(names: list[str]) -> dict[str, str]:
     return slugs
 
 
-def config_label(row: pd.Series) -> str:
-    """Short human-readable hyperparameter setting, e.g. 'γ=0.01, K=5, τ=200, b=10'."""
+def config_label(row: pd.Series, algorithm: str | None = None) -> str:
+    """Short human-readable hyperparameter setting, e.g. 'γ=0.01, K=5, τ=200, b=10'. A
+    plugin's algorithm: each hyperparameter it declares, by its symbol (or name)."""
+    cls = ALGORITHMS.get(algorithm) if algorithm not in BUILT_IN else None
+    if cls is not None:
+        return ", ".join(
+            f"{h.symbol or h.name}={_value(row.get(h.name), h.full_ok)}"
+            for h in cls.hyperparameters
+            if pd.notna(row.get(h.name)) or h.full_ok
+        )
     parts = []
     for col, sym in (("stepsize", "γ"), ("local_steps", "K"), ("sparsity", "τ")):
         if pd.notna(row.get(col)):
@@ -248,7 +267,10 @@ def _analyse(data: ReportData, stepsizes: set[float] | None) -> Analysis:
     stats = [c for c in configs.columns if c not in ("config_id", *keys, *HP)]
     configs = configs[["config_id", "section", "algorithm", *HP, *stats]]
     configs["valid"] = configs["diverged"].eq(0) & configs["mean_final"].notna()
-    configs["config"] = [config_label(row) for _, row in configs[HP].iterrows()]
+    configs["config"] = [
+        config_label(row, algo)
+        for algo, (_, row) in zip(configs["algorithm"], configs[HP].iterrows(), strict=True)
+    ]
 
     best = (
         configs[configs["valid"]]

@@ -15,10 +15,12 @@ from matplotlib.colors import LogNorm, Normalize  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
+from ..algorithms import ALGORITHMS  # noqa: E402
 from .analysis import algorithm_order, label  # noqa: E402
 
 DPI = 110
-_FIXED = {"fedht": "tab:blue", "fediterht": "tab:orange", "distiht": "tab:green"}
+# the colours the algorithms declare (Algorithm.colour); the others take a spare one
+_FIXED = {name: cls.colour for name, cls in ALGORITHMS.items() if cls.colour}
 _SPARE = ["tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
 DIV_COLOUR = "#d0d0d0"
 HEATMAP_DECADES_CAP = 1e4  # colour scale spans at most 4 decades above the best cell

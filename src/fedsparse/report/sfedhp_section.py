@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..algorithms import ALGORITHMS
 from ..results import HYPERPARAMETER_COLUMNS, sql_ident
 from .analysis import slugify
 from .claims import (
@@ -65,18 +66,13 @@ LABEL_PARAMS = {
     "perfedavg": ("stepsize", "inner_stepsize"),
 }
 SPARSITY = ("gamma1", "gamma2", "rho", "zero_tol", "density_floor", "gamma2_rounds", "gamma_tiny")
-SYMBOLS = {
-    "rho": "ρ",
-    "lambda": "λ",
-    "lambda1": "λ1",
-    "lambda2": "λ2",
-    "gamma1": "γ1",
-    "gamma2": "γ2",
-    "mu": "μ",
-    "alpha_self": "α",
-    "stepsize": "η",
-    "inner_stepsize": "η2",
-}
+# how a label writes a hyperparameter: the symbol its declaration gives it (Hyperparameter.
+# symbol), the first declaration among PERSONALISED's; its name where none gives one
+SYMBOLS: dict[str, str] = {}
+for _algo in PERSONALISED:
+    for _h in ALGORITHMS[_algo].hyperparameters:
+        if _h.symbol:
+            SYMBOLS.setdefault(_h.name, _h.symbol)
 
 # ---- the paper's numbers (spec seed-002 §5), % -------------------------------------------
 # Tables II-V: per method (PM, GM); sFedHP and pFedMe per lambda, HeurFedAMP per alpha.
