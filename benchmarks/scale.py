@@ -14,10 +14,16 @@ sizes and local-step counts), each stage runs in a process of its own, timed fro
   aggregate  N synthesised runs x 201 evaluated rounds (values of a real trace) in shard
              files -> traces/ and runs.parquet
   query      fedsparse query: a group-by over every trace row
+  merge      fedsparse merge of those results into another folder (up to --merge-max runs)
   report     fedsparse report of those results (skipped above --report-max runs)
 
-Results (aggregate, query, report) are synthesised up to --results-max runs: 10^6 runs are
-2 x 10^8 trace rows, an hour of synthesis on a 2-core machine before anything is measured.
+Results (aggregate, query, merge, report) are synthesised up to --results-max runs: 10^6 runs
+are 2 x 10^8 trace rows, an hour of synthesis on a 2-core machine before anything is measured.
+Above it, --sample-every K synthesises every K-th shard of the plan (shards of the size they
+have at N) and aggregates their trace files K times over ("aggregate-replay": the traces of N
+runs, each shard's K times; the runs table is the sample's), then queries those traces:
+
+    python benchmarks/scale.py --sizes 1e6 --results-max 0 --sample-every 24   # ~15 minutes
 """
 
 from __future__ import annotations
@@ -68,10 +74,10 @@ def sweep_of(n: int) -> dict:
     return cfg
 
 
-def synthesise_results(cfg: dict, folder: Path) -> tuple[int, int]:
-    """Shard files of the sweep's runs, every trace a real 200-round trace's values with the
-    objective scaled per run; then aggregated by ``fedsparse``'s own step (measured by the
-    caller). Returns (runs, trace rows)."""
+def synthesise_results(cfg: dict, folder: Path, every: int = 1) -> tuple[int, int]:
+    """Shard files of the sweep's runs (of every ``every``-th shard), every trace a real
+    200-round trace's values with the objective scaled per run; then aggregated by
+    ``fedsparse``'s own step (measured by the caller). Returns (runs, trace rows) written."""
     import fedsparse
     from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
     from fedsparse.sweep import plan_sweep
@@ -89,8 +95,10 @@ def synthesise_results(cfg: dict, folder: Path) -> tuple[int, int]:
     rng = np.random.default_rng(0)
     shards = folder / "shards"
     files = []
-    rows = 0
-    for name, runs in plan.shards.items():
+    rows = n_runs = 0
+    for name in list(plan.shards)[::every]:
+        runs = plan.shards[name]
+        n_runs += len(runs)
         n, r = len(runs), base.num_rows
         take = pa.array(np.tile(np.arange(r), n))
         table = base.take(take)
@@ -136,18 +144,24 @@ def synthesise_results(cfg: dict, folder: Path) -> tuple[int, int]:
         files.append(name)
         rows += table.num_rows
     (folder / "shards.json").write_text(json.dumps(files))
-    return len(plan.runs), rows
+    return n_runs, rows
 
 
 AGGREGATE = """
 import json, sys
 from pathlib import Path
-from fedsparse.aggregate import aggregate
-folder = Path(sys.argv[1])
+from fedsparse import aggregate as a
+folder, every = Path(sys.argv[1]), int(sys.argv[2])
 names = json.loads((folder / "shards.json").read_text())
-aggregate([folder / f"shards/{n}.parquet" for n in names],
-          [folder / f"shards/{n}.runs.parquet" for n in names],
-          folder / "results/traces", folder / "results/runs.parquet")
+traces = [folder / f"shards/{n}.parquet" for n in names]
+runs = [folder / f"shards/{n}.runs.parquet" for n in names]
+out = folder / "results"
+if every == 1:
+    a.aggregate(traces, runs, out / "traces", out / "runs.parquet")
+else:  # the aggregate rule's steps, the trace files K times over (their runs would be refused)
+    staged_runs = a._write_runs(runs, out / "runs.parquet")
+    staged = a.stage_traces(a._sorted_traces(traces * every), out / "traces")
+    a.install(staged, out / "traces", staged_runs, out / "runs.parquet")
 """
 PLAN = """
 import sys, yaml
@@ -163,7 +177,8 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from scale import synthesise_results
 folder = Path(sys.argv[2])
-print(synthesise_results(yaml.safe_load((folder / "sweep.yaml").read_text()), folder)[1])
+cfg = yaml.safe_load((folder / "sweep.yaml").read_text())
+print(synthesise_results(cfg, folder, int(sys.argv[3]))[1])
 """
 COUNT = """
 import json, sys, yaml
@@ -181,7 +196,13 @@ read_plan_shard(sys.argv[2], sys.argv[3], cfg)
 """
 
 
-def bench(sizes: list[int], report_max: int, results_max: int) -> list[dict]:
+def bench(
+    sizes: list[int],
+    report_max: int,
+    results_max: int,
+    merge_max: int = int(1e5),
+    sample_every: int = 0,
+) -> list[dict]:
     rows = []
     snakemake = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
     for n in sizes:
@@ -220,21 +241,38 @@ def bench(sizes: list[int], report_max: int, results_max: int) -> list[dict]:
                 "job-runs",
                 run_measured([*py, READ_SHARD, str(tmp / "sweep.yaml"), plan_file, shard]),
             )
-            if runs > results_max:  # the planning stages only
+            every = 1 if runs <= results_max else sample_every
+            if every < 1:  # the planning stages only
                 continue
             t = time.perf_counter()
             synth = subprocess.run(  # in a child, for the same reason as COUNT
-                [sys.executable, "-c", SYNTHESISE, str(Path(__file__).parent), str(tmp)],
+                [
+                    sys.executable,
+                    "-c",
+                    SYNTHESISE,
+                    str(Path(__file__).parent),
+                    str(tmp),
+                    str(every),
+                ],
                 capture_output=True,
                 text=True,
                 check=True,
             )
             trace_rows = int(synth.stdout)
-            print(f"  ({trace_rows:,} trace rows synthesised in {time.perf_counter() - t:.0f} s)")
-            row("aggregate", run_measured([*py, AGGREGATE, str(tmp)]))
+            print(
+                f"  ({trace_rows:,} trace rows synthesised in {time.perf_counter() - t:.0f} s"
+                + (f", every {every}th shard, aggregated {every} times over)" if every > 1 else ")")
+            )
+            stage = "aggregate" if every == 1 else "aggregate-replay"
+            row(stage, run_measured([*py, AGGREGATE, str(tmp), str(every)]))
             sql = "SELECT algorithm, count(*) AS n, avg(objective) FROM traces GROUP BY algorithm"
             fedsparse = [sys.executable, "-m", "fedsparse.cli"]
             row("query", run_measured([*fedsparse, "query", sql, str(tmp / "results")]))
+            if every > 1:  # a replayed run's traces are there K times: no merge or report
+                continue
+            if runs <= merge_max:
+                merged = [*fedsparse, "merge", str(tmp / "results"), "-o", str(tmp / "merged")]
+                row("merge", run_measured(merged))
             if runs <= report_max:
                 report = [*fedsparse, "report", str(tmp / "results")]
                 row("report", run_measured(report))
@@ -248,10 +286,22 @@ def main() -> None:
     parser.add_argument(
         "--results-max", type=float, default=2e5, help="largest size whose results are synthesised"
     )
+    parser.add_argument(
+        "--merge-max", type=float, default=1e5, help="largest size merged (fedsparse merge)"
+    )
+    parser.add_argument(
+        "--sample-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="above --results-max: synthesise every K-th shard, aggregate it K times over",
+    )
     parser.add_argument("-o", "--output", type=Path, help="write the rows as JSON here")
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
-    rows = bench(sizes, int(args.report_max), int(args.results_max))
+    rows = bench(
+        sizes, int(args.report_max), int(args.results_max), int(args.merge_max), args.sample_every
+    )
     if args.output:
         args.output.write_text(json.dumps(rows, indent=1))
 

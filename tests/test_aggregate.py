@@ -8,12 +8,21 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 from conftest import SMALL_LINEAR, file_digests, run_sweep
 
-from fedsparse.aggregate import aggregate, read_traces
+from fedsparse import aggregate as agg
+from fedsparse.aggregate import (
+    PARTITIONING,
+    ROW_GROUP_ROWS,
+    aggregate,
+    read_traces,
+    write_traces_dataset,
+)
 from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
 from fedsparse.sweep import plan_sweep
 
@@ -120,3 +129,84 @@ def test_kill_minus_nine_during_aggregation_leaves_the_previous_results_whole(sh
         if k.split("/")[0] in ("traces", "runs.parquet")
     }
     assert after == before
+
+
+def _mixed_traces(rows: int = 200_000, null_typed: bool = False) -> pa.Table:
+    """Trace rows of six partitions, in blocks and interleaved row by row, most columns null
+    (null-typed, as aggregation reads a shard's empty columns, if ``null_typed``)."""
+    rng = np.random.default_rng(0)
+    block = np.repeat(np.arange(rows // 5000), 5000)[:rows]
+    part = np.where(block % 4 == 3, rng.integers(0, 6, rows), block % 6)  # some batches mixed
+    columns = {
+        "run_id": pa.array([f"{i // 201:08x}" for i in range(rows)]),
+        "dataset": pa.array(np.array(["a", "b c", "d/e"])[part % 3]),
+        "algorithm": pa.array(np.array(["fedht", "distiht"])[part // 3]),
+        "round": pa.array(np.arange(rows) % 201),
+        "objective": pa.array(rng.random(rows)),
+    }
+    empty = {f.name: pa.nulls(rows, pa.null() if null_typed else f.type) for f in TRACE_SCHEMA}
+    return pa.table({f.name: columns.get(f.name, empty[f.name]) for f in TRACE_SCHEMA})
+
+
+def _cut(table: pa.Table, sizes: list[int]) -> list[pa.RecordBatch]:
+    batches, start, i = [], 0, 0
+    while start < table.num_rows:
+        n = sizes[i % len(sizes)]
+        batches.extend(table.slice(start, n).combine_chunks().to_batches())
+        start, i = start + n, i + 1
+    return batches
+
+
+def test_the_writer_writes_what_pyarrows_dataset_writer_wrote(tmp_path):
+    # aggregate and merge used pyarrow's dataset writer (whose queue grew with the sweep):
+    # the same batches give the same files, byte for byte
+    batches = _cut(_mixed_traces(), [1000, 70_000, 5, 32_768, 40_000, 131_073, 17])
+    pads.write_dataset(
+        pa.RecordBatchReader.from_batches(TRACE_SCHEMA, iter(batches)),
+        tmp_path / "pyarrow",
+        format="parquet",
+        partitioning=PARTITIONING,
+        basename_template="part-{i}.parquet",
+        existing_data_behavior="overwrite_or_ignore",
+        use_threads=False,
+        preserve_order=True,
+        min_rows_per_group=ROW_GROUP_ROWS,
+        max_rows_per_group=4 * ROW_GROUP_ROWS,
+    )
+    write_traces_dataset(iter(batches), tmp_path / "ours")
+    want = file_digests(tmp_path / "pyarrow")
+    assert len(want) == 6 and file_digests(tmp_path / "ours") == want
+
+
+def test_the_writer_holds_a_bounded_number_of_rows(tmp_path, monkeypatch):
+    # a slow disk: reading stays at most a few row groups ahead of writing
+    written = [0]
+    write_group = agg._DatasetWriter._write_group
+
+    def slowly(self, part, group):
+        time.sleep(0.01)
+        write_group(self, part, group)
+        written[0] += sum(b.num_rows for b in group or [])
+
+    monkeypatch.setattr(agg._DatasetWriter, "_write_group", slowly)
+    # waiting in 6 partitions, row groups queued or being written (< 2 x ROW_GROUP_ROWS each
+    # from batches of ROW_GROUP_ROWS), and the batch at hand
+    bound = (6 + 2 * (agg.WRITES_AHEAD + 1) + 1) * ROW_GROUP_ROWS
+    ahead = []
+
+    def watched(batches):
+        read = 0
+        for b in batches:
+            read += b.num_rows
+            ahead.append(read - written[0])
+            yield b
+
+    traces = _mixed_traces(600_000, null_typed=True)
+    write_traces_dataset(watched(_cut(traces, [ROW_GROUP_ROWS])), tmp_path / "traces")
+    assert max(ahead) <= bound < traces.num_rows
+    assert written[0] == traces.num_rows
+    some = ["run_id", "round", "objective"]
+    got = pq.read_table(tmp_path / "traces", columns=some)
+    assert got.sort_by([("run_id", "ascending"), ("round", "ascending")]).equals(
+        traces.select(some)
+    )
