@@ -113,14 +113,7 @@ def open_results(folders: Sequence[str | Path]) -> Iterator[Results]:
         con.execute(f"SET allowed_directories = [{dirs}]")
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
-        if conflicts:
-            shown = ", ".join(conflicts[:3]) + (", ..." if len(conflicts) > 3 else "")
-            warnings.warn(
-                f"{len(conflicts)} run(s) have different trace rows in different folders "
-                f"(kept: the folder where the run is ok, else the first given): {shown}",
-                ResultsConflictWarning,
-                stacklevel=3,
-            )
+        _warn_conflicts(conflicts, stacklevel=4)
         yield Results(con, paths, conflicts)
     finally:
         con.close()
@@ -721,15 +714,16 @@ def _merge_views(
         con.close()
 
 
-def _warn_conflicts(conflicts: list[str]) -> None:
-    """The warning :func:`open_results` gives for runs whose trace rows differ."""
+def _warn_conflicts(conflicts: list[str], stacklevel: int = 3) -> None:
+    """Warn of runs whose trace rows differ between the folders read (``stacklevel`` as
+    :func:`warnings.warn` counts it from here: 3 is the caller's caller)."""
     if conflicts:
         shown = ", ".join(conflicts[:3]) + (", ..." if len(conflicts) > 3 else "")
         warnings.warn(
             f"{len(conflicts)} run(s) have different trace rows in different folders "
             f"(kept: the folder where the run is ok, else the first given): {shown}",
             ResultsConflictWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 
