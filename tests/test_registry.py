@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Schema version 3 as it was written by hand before the registry (name:type, s string,
 # i int64, d double): the columns, their types and positions are a contract.
-TRACE_V3 = """
+IDENTITY_AND_HYPERPARAMETERS_V3 = """
     run_id:s sweep:s dataset:s partition:s algorithm:s loss:s model:s seed:i step_time:d
     round_latency:d exchange_time:d stepsize:d local_steps:i sparsity:i batch_size:i
     batch_growth:d threshold:s k:i fill:s k_control:s k_sequence:s k_min:i k_max:i
@@ -30,7 +30,10 @@ TRACE_V3 = """
     gamma_scale:d decay:d gamma_extra:d lambda:d cost_limit:d penalty:d inner_stepsize:d
     inner_steps:i edge_rounds:i lambda1:d lambda2:d gamma1:d gamma2:d rho:d beta:d edges:i
     sampled_edges:i anchor:s gamma_tiny:d density_floor:d gamma2_rounds:i zero_tol:d mu:d
-    variant:s hvp_delta:d alpha_self:d sigma:d round:i local_iterations:i objective:d
+    variant:s hvp_delta:d alpha_self:d sigma:d
+"""
+TRACE_ONLY_V3 = """
+    round:i local_iterations:i objective:d
     bytes_up:i bytes_down:i elapsed_s:d status:s nnz:i train_accuracy:d
     support_precision:d support_recall:d dist_to_truth:d study:s trial_number:i
     trial_state:s sampler:s test_accuracy:d train_loss:d pm_objective:d
@@ -38,21 +41,16 @@ TRACE_V3 = """
     k_used:i k_aux:i sign:i min_shared:i idle_clients:i edge_bytes_up:i edge_bytes_down:i
     bits:d density:d pm_density:d
 """
-RUNS_V3 = """
-    run_id:s sweep:s dataset:s partition:s algorithm:s loss:s model:s seed:i step_time:d
-    round_latency:d exchange_time:d stepsize:d local_steps:i sparsity:i batch_size:i
-    batch_growth:d threshold:s k:i fill:s k_control:s k_sequence:s k_min:i k_max:i
-    window:i expand:d sampled_clients:i stepsize_decay:d prox_weight:d rho_scale:d
-    gamma_scale:d decay:d gamma_extra:d lambda:d cost_limit:d penalty:d inner_stepsize:d
-    inner_steps:i edge_rounds:i lambda1:d lambda2:d gamma1:d gamma2:d rho:d beta:d edges:i
-    sampled_edges:i anchor:s gamma_tiny:d density_floor:d gamma2_rounds:i zero_tol:d mu:d
-    variant:s hvp_delta:d alpha_self:d sigma:d rounds:i eval_every:i dataset_kind:s
+RUNS_ONLY_V3 = """
+    rounds:i eval_every:i dataset_kind:s
     dataset_task:s data_alpha:d data_beta:d status:s final_round:i final_objective:d
     best_objective:d train_time_s:d wall_time_s:d total_bytes_up:i total_bytes_down:i
     total_time:d config_json:s client_summary:s shard:s fedsparse_version:s git_commit:s
     python_version:s numpy_version:s numba_version:s host:s finished_at:s study:s
     trial_number:i trial_state:s sampler:s trial_value:d search_space:s trial_values:s
 """
+TRACE_V3 = IDENTITY_AND_HYPERPARAMETERS_V3 + TRACE_ONLY_V3
+RUNS_V3 = IDENTITY_AND_HYPERPARAMETERS_V3 + RUNS_ONLY_V3
 TYPES = {"s": pa.string(), "i": pa.int64(), "d": pa.float64()}
 
 
