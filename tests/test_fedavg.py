@@ -14,7 +14,7 @@ from test_networks import np_loss_grad
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, FedAvg
-from fedsparse.algorithms.fedavg import server_stream
+from fedsparse.algorithms.common import server_stream
 from fedsparse.errors import ConfigError
 from fedsparse.problem import Problem
 

@@ -244,7 +244,8 @@ def test_float64_is_the_default_and_keeps_run_ids():
 )
 def test_bad_dtypes_fail_at_config_time_naming_the_key(model, message):
     raw = {
-        "dataset": {"kind": "synthetic", "task": "logistic", "clients": 2, "dim": 5},
+        # a valid data set (the data set is checked first: it decides a model's default loss)
+        "dataset": {"kind": "synthetic", "task": "logistic", "clients": 2, "dim": 5, "support": 2},
         "model": {"loss": "logistic", **model},
         "algorithm": "fedavg",
         "params": {"stepsize": 0.1},

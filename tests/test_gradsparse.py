@@ -1066,6 +1066,29 @@ def test_sequence_replays_exactly_the_recorded_k(tmp_path):
     assert normalize_run_config(cfg) == cfg  # the canonical form normalises to itself
 
 
+def test_the_algorithm_receives_the_sequence_resolved(tmp_path):
+    """The config holds the replay's canonical form only; fedsparse.replay resolves it to the
+    recorded k for the algorithm, which reads no file (and refuses an unresolved value)."""
+    from fedsparse.replay import KSequence, resolved_params
+
+    src = online_source(tmp_path)
+    params = normalize_run_config(replay_cfg(tmp_path / "src.parquet"))["params"]
+    assert set(params["k_sequence"]) == {"path", "run", "sha256"}
+    resolved = resolved_params(params)
+    seq = resolved["k_sequence"]
+    assert isinstance(seq, KSequence) and seq.canonical() == params["k_sequence"]
+    np.testing.assert_array_equal(seq.ks, src["k_used"].iloc[1:])
+    assert {k: v for k, v in resolved.items() if k != "k_sequence"} == {
+        k: v for k, v in params.items() if k != "k_sequence"
+    }
+    fixed = {"stepsize": 0.1, "k": 6}
+    assert resolved_params(fixed) is fixed  # no replay: the params as they are
+    pb = Problem(make_data("logistic"), "logistic", 0.0, "uniform")
+    assert ALGORITHMS["fubtopk"](pb, resolved, 0).replayed() is seq.ks
+    with pytest.raises(TypeError, match="resolved_params"):
+        ALGORITHMS["fubtopk"](pb, params, 0).check_problem()
+
+
 def test_sequence_from_a_results_folder_and_a_sparser_trace(tmp_path):
     from fedsparse.aggregate import write_traces_dataset
     from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic

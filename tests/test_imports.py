@@ -128,3 +128,42 @@ print(" ".join(m for m in heavy if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_a_family_imports_only_the_layers_below_it():
+    # A family reads shared declarations from algorithms.base and algorithms.common, never from
+    # another family, and nothing above it: no results, config or replay reading (a replayed
+    # k sequence reaches the algorithm resolved, fedsparse.replay).
+    from fedsparse.algorithms.registry import BUILTIN
+
+    below = {
+        "fedsparse.algorithms.base",
+        "fedsparse.algorithms.common",
+        "fedsparse.defaults",
+        "fedsparse.errors",
+        "fedsparse.kernels",
+        "fedsparse.problem",
+    }
+    g = graph()
+    for family in BUILTIN:
+        above = {m for m in g[family] if m not in below and not m.startswith("fedsparse.kernels.")}
+        assert above == set(), family
+
+
+def test_the_results_schema_imports_no_kernels():
+    # fedsparse query, best and merge build the results schema from the algorithm classes'
+    # declarations; the families name their kernels lazily (algorithms.common.LazyModule), so
+    # numba, SciPy and the kernels (~0.7 s) load only when a run calls one.
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import fedsparse.results as r
+from fedsparse.algorithms import ALGORITHMS
+assert r.RUNS_SCHEMA and r.TRACE_SCHEMA and len(ALGORITHMS) > 10
+heavy = ("numba", "scipy", "fedsparse.kernels", "fedsparse.problem")
+print(" ".join(m for m in heavy if m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

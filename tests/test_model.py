@@ -304,3 +304,61 @@ def test_linear_traces_are_those_of_the_release_before(raw, rid, objectives):
     expected = [float.fromhex(v) for v in objectives.split()]
     np.testing.assert_allclose(trace["objective"].to_numpy(float), expected, rtol=1e-13)
     assert (trace["model"] == "linear").all() and trace["pm_objective"].isna().all()
+
+
+# How the kernels name the fields of Problem.kernel_model, in its order: an algorithm passes
+# ``*problem.kernel_model`` (``*problem.kernel_model.linear``: the last two) into these slots.
+KERNEL_MODEL_ARGS = ("sizes", "bias", "act", "loss", "l2")
+
+
+def kernel_parameters(kernel) -> list[str]:
+    import inspect
+
+    return list(inspect.signature(kernel.py_func).parameters)
+
+
+def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
+    from conftest import make_data
+
+    from fedsparse import kernels as K
+    from fedsparse.kernels import gradsparse as GS
+    from fedsparse.kernels import personalized as KP
+    from fedsparse.kernels import ssca as KS
+    from fedsparse.model import ACTIVATIONS
+    from fedsparse.problem import KernelModel, Problem
+
+    assert KernelModel._fields == ("sizes", "bias", "activation_code", "loss_code", "l2")
+    network_kernels = [
+        K.mlp_batch_grad,
+        K.mlp_local_sgd_round,
+        GS.accumulate_offers_mlp,
+        KS.client_batch_grads,
+        KP.mlp_prox_steps,
+        KP.sfedhp_round,
+        KP.pfedme_round,
+        KP.hierfavg_round,
+    ]
+    for kernel in network_kernels:
+        names = kernel_parameters(kernel)
+        at = names.index("sizes")
+        assert tuple(names[at : at + 5]) == KERNEL_MODEL_ARGS, kernel.__name__
+    linear_kernels = [
+        K.batch_grad,
+        K.local_sgd_round,
+        K.local_sgd_round_csr,
+        GS.accumulate_offers,
+        KP.prox_steps,
+    ]
+    for kernel in linear_kernels:
+        names = kernel_parameters(kernel)
+        at = names.index("loss")
+        assert tuple(names[at : at + 2]) == KERNEL_MODEL_ARGS[3:], kernel.__name__
+
+    model = {"kind": "mlp", "hidden": [5], "activation": "tanh", "bias": True}
+    pb = Problem(make_data("softmax"), "softmax", 1e-3, model=model)
+    km = pb.kernel_model
+    np.testing.assert_array_equal(km.sizes, pb.network.kernel_sizes())
+    assert km.bias is pb.network.bias is True
+    assert km.activation_code == ACTIVATIONS.index("tanh")
+    assert km.loss_code == K.LOSS_CODES["softmax"]
+    assert km.l2 == pb.l2 == 1e-3 and km.linear == (km.loss_code, km.l2)

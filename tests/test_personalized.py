@@ -25,7 +25,7 @@ from fedsparse.algorithms import (
     SFedHP,
 )
 from fedsparse.algorithms.base import vector_bits, vector_bytes
-from fedsparse.algorithms.fedavg import server_stream
+from fedsparse.algorithms.common import server_stream
 from fedsparse.data import FederatedData
 from fedsparse.errors import ConfigError
 from fedsparse.kernels.personalized import smooth_l1

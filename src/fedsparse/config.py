@@ -207,6 +207,7 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
     """Validate a run config and return its canonical form (defaults filled in)."""
     from .algorithms import ALGORITHMS
     from .problem import LOSS_TASKS
+    from .replay import canonical_params
 
     if not isinstance(raw, dict):
         raise ConfigError("config: must be a mapping")
@@ -220,10 +221,11 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
             f"algorithm: unknown algorithm {algorithm!r}{did_you_mean(algorithm, ALGORITHMS)} "
             f"(known: {', '.join(ALGORITHMS)})"
         )
-    model = normalize_model(raw.get("model", {}))
+    dataset = normalize_dataset(raw["dataset"])
+    model = normalize_model(with_default_loss(raw.get("model", {}), dataset))
     cfg = {
         "sweep": _string(raw.get("sweep", "single"), "sweep"),
-        "dataset": normalize_dataset(raw["dataset"]),
+        "dataset": dataset,
         "partition": None,
         "model": model,
         "algorithm": algorithm,
@@ -234,6 +236,7 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
             raw.get("eval_every", SWEEP_DEFAULTS["eval_every"]), "eval_every", low=1
         ),
     }
+    cfg["params"] = canonical_params(cfg["params"])  # a replayed k sequence, read now
     timing = time_model(raw)
     if timing != DEFAULT_TIME_MODEL:  # at the default: absent, so run ids do not change
         cfg["time_model"] = timing
@@ -356,6 +359,14 @@ def default_loss(ds: dict[str, Any]) -> str:
     if ds.get("kind") in ("svmlight", "idx", "leaf"):
         return DEFAULT_LOSS[ds["task"]]
     return "logistic" if ds.get("task") == "logistic" else "least_squares"
+
+
+def with_default_loss(model: Any, ds: dict[str, Any]) -> Any:
+    """``model`` with the data's :func:`default_loss` where it names no loss (a softmax for
+    images, not least squares on class numbers)."""
+    if isinstance(model, dict) and "loss" not in model:
+        return {**model, "loss": default_loss(ds)}
+    return model
 
 
 def partition_label(partition: str | dict[str, Any]) -> str:

@@ -9,6 +9,8 @@ which also score per-client (personalised) models on each client's own rows.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import kernels as K
@@ -34,9 +36,29 @@ def one_blas_thread() -> None:
     threadpool_limits(1, user_api="blas")
 
 
+class KernelModel(NamedTuple):
+    """The model and loss as the training kernels take them, in their argument order: a call
+    passes ``*problem.kernel_model`` where a kernel takes ``sizes, bias, activation_code,
+    loss_code, l2`` (the network kernels of ``kernels.mlp``/``kernels.cnn`` and the kernels
+    built on them), ``*problem.kernel_model.linear`` where a linear-model kernel takes
+    ``loss_code, l2``. numba's kernels take loose arguments: this is where they are bundled."""
+
+    sizes: np.ndarray  # layer widths, or a cnn's 2-D layer table (kernels.cnn)
+    bias: bool
+    activation_code: int  # kernels.mlp's activation codes
+    loss_code: int  # kernels.LOSS_CODES
+    l2: float
+
+    @property
+    def linear(self) -> tuple[int, float]:
+        """(loss_code, l2): the arguments of the fast linear kernels."""
+        return self.loss_code, self.l2
+
+
 class Problem:
     """Federated objective of ``loss`` on ``data``; the parameter W has shape :attr:`shape`
-    ((n_outputs, d) for a linear model without intercept, (1, n_params) otherwise).
+    ((n_outputs, d) for a linear model without intercept, (1, n_params) otherwise). The
+    algorithms hand the model to the training kernels as one bundle, :attr:`kernel_model`.
 
     Parameters
     ----------
@@ -66,8 +88,6 @@ class Problem:
             )
         self.data = data
         self.loss = loss
-        self.loss_code = K.LOSS_CODES[loss]
-        self.l2 = float(l2)
         self.weights = weights
         sizes = data.client_sizes.astype(np.float64)
         self.p = (
@@ -77,9 +97,13 @@ class Problem:
         )
         self.n_outputs = max(data.n_classes, 2) if loss == "softmax" else 1
         self.network = Network.from_config(model or {}, data.n_features, self.n_outputs)
-        # as the kernels take it: layer widths, or a cnn's 2-D layer table (kernels.cnn)
-        self.sizes = self.network.kernel_sizes()
-        self.activation_code = ACTIVATIONS.index(self.network.activation)  # kernels.mlp's codes
+        self.kernel_model = KernelModel(
+            self.network.kernel_sizes(),
+            self.network.bias,
+            ACTIVATIONS.index(self.network.activation),
+            K.LOSS_CODES[loss],
+            float(l2),
+        )
         if not self.network.fast_linear:
             one_blas_thread()
         self.true_support = None if data.x_true is None else np.flatnonzero(data.x_true)
@@ -91,6 +115,24 @@ class Problem:
         """The problem of a normalised run config's ``model`` section on ``data``."""
         structure = {k: v for k, v in model.items() if k not in ("loss", "l2", "weights")}
         return cls(data, model["loss"], model["l2"], model["weights"], structure)
+
+    @property
+    def l2(self) -> float:
+        """The ridge weight (every client's loss adds ``l2/2 * ||W||^2``)."""
+        return self.kernel_model.l2
+
+    @property
+    def loss_code(self) -> int:
+        return self.kernel_model.loss_code
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """The network's layer widths, or a cnn's layer table, as the kernels take them."""
+        return self.kernel_model.sizes
+
+    @property
+    def activation_code(self) -> int:
+        return self.kernel_model.activation_code
 
     @property
     def fast_linear(self) -> bool:

@@ -47,15 +47,14 @@ _IDENTITY = [
 # part of the contract: the names below are the positions schema version 3 gave them, frozen. A
 # column declared since goes after every column below, in registry order (hyperparameters first);
 # a new algorithm or family edits nothing here.
-_HYPERPARAMETER_POSITIONS = (
-    "stepsize", "local_steps", "sparsity", "batch_size", "batch_growth", "threshold", "k",
-    "fill", "k_control", "k_sequence", "k_min", "k_max", "window", "expand", "sampled_clients",
-    "stepsize_decay", "prox_weight", "rho_scale", "gamma_scale", "decay", "gamma_extra",
-    "lambda", "cost_limit", "penalty", "inner_stepsize", "inner_steps", "edge_rounds",
-    "lambda1", "lambda2", "gamma1", "gamma2", "rho", "beta", "edges", "sampled_edges", "anchor",
-    "gamma_tiny", "density_floor", "gamma2_rounds", "zero_tol", "mu", "variant", "hvp_delta",
-    "alpha_self", "sigma",
-)  # fmt: skip
+_HYPERPARAMETER_POSITIONS = tuple(
+    "stepsize local_steps sparsity batch_size batch_growth threshold k fill k_control "
+    "k_sequence k_min k_max window expand sampled_clients stepsize_decay prox_weight "
+    "rho_scale gamma_scale decay gamma_extra lambda cost_limit penalty inner_stepsize "
+    "inner_steps edge_rounds lambda1 lambda2 gamma1 gamma2 rho beta edges sampled_edges "
+    "anchor gamma_tiny density_floor gamma2_rounds zero_tol mu variant hvp_delta alpha_self "
+    "sigma".split()
+)
 # A trace column is (name, type), or a bare name: a column an algorithm declares, at its position.
 _TRACE_COLUMNS: list[tuple[str, pa.DataType] | str] = [
     # per evaluated round
@@ -87,12 +86,25 @@ _TRACE_COLUMNS: list[tuple[str, pa.DataType] | str] = [
     ("pm_objective", pa.float64()),
     ("pm_train_accuracy", pa.float64()),
     ("pm_test_accuracy", pa.float64()),
-    "slack", "constraint_value", "sq_norm",  # SSCA's
+    # SSCA's
+    "slack",
+    "constraint_value",
+    "sq_norm",
     # simulated cumulative time of the run's time_model (config.DEFAULT_TIME_MODEL)
     ("time", pa.float64()),
-    "k_used", "k_aux", "sign", "min_shared", "idle_clients",  # gradient sparsification's
-    "edge_bytes_up", "edge_bytes_down", "bits", "density", "pm_density",  # personalised, FedAvg
-]  # fmt: skip
+    # gradient sparsification's
+    "k_used",
+    "k_aux",
+    "sign",
+    "min_shared",
+    "idle_clients",
+    # personalised, FedAvg
+    "edge_bytes_up",
+    "edge_bytes_down",
+    "bits",
+    "density",
+    "pm_density",
+]
 # One row per run: its configuration (identity and hyperparameters), outcome, timings and
 # provenance.
 _RUNS_COLUMNS = [

@@ -48,7 +48,6 @@ from .config import (
     as_integer,
     as_number,
     check_keys,
-    default_loss,
     divergence_factor,
     normalize_dataset,
     normalize_model,
@@ -56,6 +55,7 @@ from .config import (
     normalize_run_config,
     run_ids,
     time_model,
+    with_default_loss,
     yaml12_numbers,
 )
 from .cost import (
@@ -327,7 +327,7 @@ def _datasets(value: Any) -> dict[str, dict[str, Any]]:
                 if isinstance(entry["data"], dict)
                 else entry["data"]
             )
-            model = normalize_model(entry.get("model", {"loss": default_loss(data)}))
+            model = normalize_model(with_default_loss(entry.get("model", {}), data))
             partition = normalize_partition(entry.get("partition"), data)
         except ConfigError as exc:
             msg = str(exc)

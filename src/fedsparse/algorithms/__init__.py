@@ -1,7 +1,8 @@
 """The algorithms: ``ALGORITHMS`` (name in a config -> class, see ``registry``), the base
 declarations, and the built-in classes by name (``from fedsparse.algorithms import FedHT``).
 
-Light at import: the classes, and with them the numba kernels, load on first use.
+Light at import: the classes load on first use, and their numba kernels only when a run
+first calls one (``common.LazyModule``).
 """
 
 from __future__ import annotations

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ..defaults import DEFAULT_TIME_MODEL
 from ..errors import ConfigError, did_you_mean
-from ..problem import Problem
+
+if TYPE_CHECKING:  # the problem (and with it the kernels) is imported where a run starts
+    from ..problem import Problem
 
 DENSE_VALUE_BYTES = 8  # float64
 SPARSE_ENTRY_BYTES = 12  # float64 value + int32 index
@@ -161,7 +163,8 @@ class Algorithm(ABC):
     The declarations are all the rest of fedsparse reads about an algorithm (the registry,
     ``fedsparse.algorithms.registry``, collects them): its hyperparameters are the results'
     typed columns, ``trace_columns`` the trace columns it reports itself, ``family`` its
-    heading in docs/configuration.md, ``label`` and ``colour`` how the report shows it."""
+    heading in docs/configuration.md, ``label``, ``colour`` and ``report_order`` how the report
+    shows it."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -170,6 +173,9 @@ class Algorithm(ABC):
     family: ClassVar[str] = ""
     label: ClassVar[str] = ""  # "" for its name
     colour: ClassVar[str] = ""  # a matplotlib colour; "" for one of the report's spare colours
+    # where the report lists it: the algorithms with a report_order first, by it (e.g. a family's
+    # baseline before its methods); None: after them, by name
+    report_order: ClassVar[int | None] = None
     # the run's time model; run_trace sets it before setup (never mutated in place)
     time_model: dict[str, float] = DEFAULT_TIME_MODEL
 

@@ -17,23 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import kernels as K
 from ..errors import ConfigError
-from .base import (
-    Algorithm,
-    Column,
-    Hyperparameter,
-    RoundCost,
-    count_nonzero,
-    dense_bytes,
-    vector_bits,
-)
-from .hardthreshold import BATCH_SIZE
+from .base import Algorithm, Hyperparameter, RoundCost, count_nonzero, dense_bytes, vector_bits
+from .common import BITS, DENSITY, LOCAL_STEP_BATCH_SIZE, LazyModule, server_stream, stepsize
+
+K = LazyModule("fedsparse.kernels")
 
 HYPERPARAMETERS = (
-    Hyperparameter("stepsize", float, "initial local step size a", low=0.0, low_open=True),
+    stepsize("initial local step size a"),
     Hyperparameter("local_steps", int, "E: local SGD steps per round", default=1, low=1),
-    BATCH_SIZE,  # the same declaration as the hard-thresholding family's
+    LOCAL_STEP_BATCH_SIZE,  # the same declaration as the hard-thresholding family's
     Hyperparameter(
         "sampled_clients",
         int,
@@ -49,20 +42,6 @@ HYPERPARAMETERS = (
         low=0.0,
     ),
 )
-
-
-# Trace columns of FedAvg and the personalised family (sFedHP's paper counts bits)
-BITS = Column(
-    "bits", float, "cumulative Remark-1 bits of one edge (sfedhp) or one client (flat "
-    "methods), up and down",
-)  # fmt: skip
-DENSITY = Column("density", float, "density of the global model w")
-
-
-def server_stream(seed: int, n_clients: int) -> np.random.Generator:
-    """The server's random stream: the run seed's child after the clients' ones
-    (:func:`fedsparse.kernels.client_states` spawns children 0..n_clients-1)."""
-    return np.random.default_rng(np.random.SeedSequence(seed).spawn(n_clients + 1)[-1])
 
 
 class FedAvg(Algorithm):
@@ -105,18 +84,32 @@ class FedAvg(Algorithm):
         common = (self.perm, rng, prm["local_steps"], batch, lr)
         if pb.fast_linear:
             K.local_sgd_round(
-                data.kernel_X, data.y, ptr, self.W, W_local, *common,
-                pb.loss_code, pb.l2, 0, self.work,
-            )  # fmt: skip
+                data.kernel_X,
+                data.y,
+                ptr,
+                self.W,
+                W_local,
+                *common,
+                *pb.kernel_model.linear,
+                0,
+                self.work,
+            )
             return
         rows = int(data.client_sizes.max()) if batch <= 0 else batch
         if rows > self.work_rows:
             self.work = K.mlp_thread_work(pb.sizes, rows)
             self.work_rows = rows
         K.mlp_local_sgd_round(
-            data.kernel_X, data.y, ptr, self.W[0], W_local[:, 0], *common,
-            pb.sizes, pb.network.bias, pb.activation_code, pb.loss_code, pb.l2, 0, self.work,
-        )  # fmt: skip
+            data.kernel_X,
+            data.y,
+            ptr,
+            self.W[0],
+            W_local[:, 0],
+            *common,
+            *pb.kernel_model,
+            0,
+            self.work,
+        )
 
     def round(self, t: int) -> RoundCost:
         pb, prm = self.problem, self.params
@@ -133,8 +126,7 @@ class FedAvg(Algorithm):
             # one kernel call per participant on its own slices: the same streams and rows
             # as in a round of all clients, so client i's work never depends on the draw
             for i in who:
-                self._local(ptr[i : i + 2], self.W_local[i : i + 1], self.rng[i : i + 1],
-                            batch, lr)  # fmt: skip
+                self._local(ptr[i : i + 2], self.W_local[i : i + 1], self.rng[i : i + 1], batch, lr)
             p = pb.p[who] / pb.p[who].sum()
             K.aggregate(self.W_local[who], p, self.W.shape[1], self.W, self.scratch)
             n = who.size

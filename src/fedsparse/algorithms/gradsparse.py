@@ -17,30 +17,22 @@ ties go to the lower index everywhere (selection kernels in ``kernels.gradsparse
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, ClassVar
 
-import numba
 import numpy as np
 
-from .. import kernels as K
 from ..errors import ConfigError
-from ..kernels import gradsparse as GS
 from .base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
+from .common import LazyModule, batch_size, stepsize
 
-STEPSIZE = Hyperparameter("stepsize", float, "SGD step size eta", low=0.0, low_open=True)
-BATCH_SIZE = Hyperparameter(
-    "batch_size",
-    int,
-    "minibatch size of each client's gradient, or 'full' (deterministic)",
-    default=32,
-    low=1,
-    full_ok=True,
-)
+K = LazyModule("fedsparse.kernels")
+GS = LazyModule("fedsparse.kernels.gradsparse")
+numba = LazyModule("numba")
+
+STEPSIZE = stepsize("SGD step size eta")
+BATCH_SIZE = batch_size("minibatch size of each client's gradient, or 'full' (deterministic)", 32)
 K_ELEMENTS = Hyperparameter("k", int, "elements per sparse message (1 <= k <= D)", low=1)
 FILL = Hyperparameter(
     "fill",
@@ -71,27 +63,41 @@ CONTROL = (
         omit_default=True,
     ),
     Hyperparameter(
-        "k_min", int, "online k: lower end of K (0: max(2, ceil(0.002 D)))", default=0, low=0,
+        "k_min",
+        int,
+        "online k: lower end of K (0: max(2, ceil(0.002 D)))",
+        default=0,
+        low=0,
         omit_default=True,
     ),
     Hyperparameter(
         "k_max", int, "online k: upper end of K (0: D)", default=0, low=0, omit_default=True
     ),
     Hyperparameter(
-        "window", int, "online_extended: M_u, rounds per window", default=20, low=1,
+        "window",
+        int,
+        "online_extended: M_u, rounds per window",
+        default=20,
+        low=1,
         omit_default=True,
     ),
     Hyperparameter(
-        "expand", float, "online_extended: alpha, the window range's widening", default=1.5,
-        low=1.0, omit_default=True,
+        "expand",
+        float,
+        "online_extended: alpha, the window range's widening",
+        default=1.5,
+        low=1.0,
+        omit_default=True,
     ),
     Hyperparameter(
-        "k_sequence", str,
+        "k_sequence",
+        str,
         "sequence: the run whose k_used to replay, 'PATH#RUN_ID' (PATH a results folder or a "
         "trace .parquet; '#RUN_ID' may be left out when PATH holds one such run)",
-        default="", omit_default=True,
+        default="",
+        omit_default=True,
     ),
-)  # fmt: skip
+)
 # which k_control each of these keys belongs to
 _ONLY_WITH = {
     "k_min": SEARCH,
@@ -263,8 +269,9 @@ class Exp3K:
 
     def choose(self, m: int, rng: np.random.Generator) -> int:
         p = self.probabilities()
-        self.arm = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), "right")),
-                       p.size - 1)  # fmt: skip
+        self.arm = min(
+            int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), "right")), p.size - 1
+        )
         self.p_arm = float(p[self.arm])
         return int(self.arms[self.arm])
 
@@ -323,111 +330,6 @@ class SequenceK:
         return None
 
 
-# ---- recorded k sequences (k_control: sequence) -------------------------------------------
-
-
-@dataclass(frozen=True)
-class KSequence:
-    """A run's recorded k: ``ks[m - 1]`` is round m's k (a round between two recorded
-    ones takes the k of the next recorded round, so exact at every round only for a source
-    with eval_every 1); ``sha256`` hashes the recorded (round, k_used) pairs; ``k`` is the
-    source's own k hyperparameter (None if it has none)."""
-
-    path: str
-    run: str
-    sha256: str
-    ks: np.ndarray
-    k: int | None
-
-    def canonical(self) -> dict[str, str]:
-        return {"path": self.path, "run": self.run, "sha256": self.sha256}
-
-
-def load_k_sequence(value: Any, where: str = "params.k_sequence") -> KSequence:
-    """The sequence a ``k_sequence`` value names: 'PATH', 'PATH#RUN_ID', or its canonical
-    mapping {path, run, sha256} (then the content must still hash the same). Every problem
-    is a one-line ConfigError naming ``where``."""
-    if isinstance(value, dict):
-        unknown = set(value) - {"path", "run", "sha256"}
-        if unknown or not isinstance(value.get("path"), str):
-            raise ConfigError(f"{where}: must be 'PATH#RUN_ID' or a mapping {{path, run, sha256}}")
-        path, run, expected = value["path"], value.get("run"), value.get("sha256")
-    elif isinstance(value, str) and value.strip():
-        path, _, run = value.strip().partition("#")
-        run, expected = run or None, None
-    else:
-        raise ConfigError(f"{where}: give the run to replay as 'PATH#RUN_ID', got {value!r}")
-    src = Path(path).expanduser()
-    stamp = _stamp(src, where)
-    seq = _read_sequence(str(src), run, stamp, where)
-    seq = KSequence(path, seq.run, seq.sha256, seq.ks, seq.k)
-    if expected is not None and expected != seq.sha256:
-        raise ConfigError(f"{where}: the k sequence in {path} changed since the config was read")
-    return seq
-
-
-def _stamp(src: Path, where: str) -> tuple[int, int]:
-    """A modification stamp of a trace file or results folder (a changed source is reread)."""
-    probe = src / "runs.parquet" if src.is_dir() else src
-    try:
-        st = probe.stat()
-    except OSError:
-        raise ConfigError(
-            f"{where}: no trace file or results folder at {src} (run the sweep that records "
-            "the sequence first)"
-        ) from None
-    return st.st_mtime_ns, st.st_size
-
-
-@lru_cache(maxsize=16)
-def _read_sequence(src: str, run: str | None, stamp: tuple[int, int], where: str) -> KSequence:
-    rows = _sequence_rows(Path(src), run, where)
-    runs = sorted(set(rows["run_id"]))
-    if not runs:
-        which = f"run {run}" if run else "any run"
-        raise ConfigError(f"{where}: no k_used rows of {which} in {src}")
-    if len(runs) > 1:
-        raise ConfigError(
-            f"{where}: {src} holds {len(runs)} runs with k_used; name one as PATH#RUN_ID"
-        )
-    rounds = np.asarray(rows["round"], np.int64)
-    ks = np.asarray(rows["k_used"], np.int64)
-    order = np.argsort(rounds, kind="stable")
-    rounds, ks = rounds[order], ks[order]
-    if rounds[0] < 1 or (np.diff(rounds) <= 0).any() or (ks < 1).any():
-        raise ConfigError(f"{where}: run {runs[0]} in {src} has a malformed k_used trace")
-    digest = hashlib.sha256(np.stack([rounds, ks]).astype("<i8").tobytes()).hexdigest()
-    k = next((int(v) for v in rows["k"] if v is not None), None)
-    full = np.repeat(ks, np.diff(np.concatenate([[0], rounds])))
-    return KSequence(src, runs[0], digest, full, k)
-
-
-def _sequence_rows(src: Path, run: str | None, where: str) -> dict[str, list]:
-    """run_id, round, k, k_used of the trace rows with a k_used, from a folder or a file."""
-    import pyarrow.parquet as pq
-
-    from ..errors import FedsparseError
-    from ..results import read_results, sql_quote
-
-    cols = ["run_id", "round", "k", "k_used"]
-    try:
-        if src.is_dir():
-            only = f" AND run_id = {sql_quote(run)}" if run else ""
-            sql = f"SELECT {', '.join(cols)} FROM traces WHERE k_used IS NOT NULL{only}"
-            table = read_results([src], sql)
-        else:
-            table = pq.read_table(src, columns=cols)
-    except (FedsparseError, OSError, ValueError, KeyError) as exc:
-        msg = " ".join(str(exc).split())
-        raise ConfigError(f"{where}: cannot read a k_used trace from {src} ({msg})") from None
-    out = table.to_pydict()
-    keep = [
-        i for i, (r, k) in enumerate(zip(out["run_id"], out["k_used"], strict=True))
-        if k is not None and (run is None or r == run)
-    ]  # fmt: skip
-    return {c: [out[c][i] for i in keep] for c in cols}
-
-
 class _GradientSparsification(Algorithm):
     """Shared state and round; subclasses set ``selection``."""
 
@@ -438,13 +340,20 @@ class _GradientSparsification(Algorithm):
         Column("k_used", int, "the k used in this round (D for sendall; null in row 0)"),
         # online k: this round's k'_m and the estimated sign of d tau / dk
         Column("k_aux", int, "online k: this round's k'_m, the auxiliary k of the sign estimate"),
-        Column("sign", int, "online k: the estimated sign of d tau / dk (+1, -1, 0; null when "
-               "the losses did not both decrease)"),
+        Column(
+            "sign",
+            int,
+            "online k: the estimated sign of d tau / dk (+1, -1, 0; null when "
+            "the losses did not both decrease)",
+        ),
         # the round's fairness view
-        Column("min_shared", int, "min over clients of |J ∩ J_i|: the elements of client i's "
-               "offer that were applied"),
+        Column(
+            "min_shared",
+            int,
+            "min over clients of |J ∩ J_i|: the elements of client i's offer that were applied",
+        ),
         Column("idle_clients", int, "the clients none of whose offer was applied"),
-    )  # fmt: skip
+    )
 
     @property
     def n_params(self) -> int:
@@ -456,7 +365,7 @@ class _GradientSparsification(Algorithm):
         if isinstance(params, dict) and "k_init" in params:
             params = cls._k_init_as_k(params, where)
         source = params.get("k_sequence") if isinstance(params, dict) else None
-        if isinstance(source, dict):  # canonical (already read): checked by load_k_sequence
+        if isinstance(source, dict):  # canonical (already read): checked by fedsparse.replay
             params = {key: v for key, v in params.items() if key != "k_sequence"}
         out = super().validate_params(params, where)
         if isinstance(source, dict):
@@ -468,8 +377,10 @@ class _GradientSparsification(Algorithm):
         for key, controls in _ONLY_WITH.items():
             if key in out and control not in controls:
                 raise ConfigError(f"{where}.{key}: only with k_control {' or '.join(controls)}")
-        if control == "sequence":
-            return cls._validate_sequence(out, where)
+        if control == "sequence":  # its source is read where the config is normalised
+            if "k_sequence" not in out:  # (fedsparse.replay.canonical_params)
+                raise ConfigError(f"{where}.k_sequence: required by k_control sequence")
+            return out
         if control == "fixed":
             return out
         k_min, k_max = full["k_min"] or 1, full["k_max"]
@@ -497,20 +408,6 @@ class _GradientSparsification(Algorithm):
             )
         params["k"] = k_init
         return params
-
-    @staticmethod
-    def _validate_sequence(out: dict[str, Any], where: str) -> dict[str, Any]:
-        """Read the replayed run now (a bad source fails the config, not a job later) and keep
-        its canonical form: the content's hash identifies it, as model.init's file does."""
-        if "k_sequence" not in out:
-            raise ConfigError(f"{where}.k_sequence: required by k_control sequence")
-        seq = load_k_sequence(out["k_sequence"], f"{where}.k_sequence")
-        if seq.k is not None and out["k"] != seq.k:
-            raise ConfigError(
-                f"{where}.k: {out['k']} is not the replayed run's k {seq.k} (a replay keeps "
-                "its source's k, the trace's label of where the sequence started)"
-            )
-        return {**out, "k_sequence": seq.canonical()}
 
     @classmethod
     def with_defaults(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -554,13 +451,23 @@ class _GradientSparsification(Algorithm):
                 f"{where}.k_max: {self.param('k_max')} is larger than the number of model "
                 f"parameters D = {D} of dataset {self.problem.data.name}"
             )
-        if self.control == "sequence":
-            seq = load_k_sequence(self.params["k_sequence"], f"{where}.k_sequence")
-            if seq.ks.max() > D:
-                raise ConfigError(
-                    f"{where}.k_sequence: the recorded k reaches {seq.ks.max()}, more than the "
-                    f"D = {D} parameters of dataset {self.problem.data.name}"
-                )
+        if self.control == "sequence" and self.replayed().max() > D:
+            raise ConfigError(
+                f"{where}.k_sequence: the recorded k reaches {self.replayed().max()}, more than "
+                f"the D = {D} parameters of dataset {self.problem.data.name}"
+            )
+
+    def replayed(self) -> np.ndarray:
+        """k_control sequence: the k of each round (``ks[m - 1]`` is round m's), from the
+        resolved sequence this run was built with (fedsparse.replay.resolved_params reads the
+        recorded run; an algorithm reads no files)."""
+        seq = self.params["k_sequence"]
+        if not hasattr(seq, "ks"):
+            raise TypeError(
+                "k_sequence: build the algorithm with the resolved sequence "
+                "(fedsparse.replay.resolved_params), not its config value"
+            )
+        return seq.ks
 
     @property
     def online(self) -> bool:
@@ -570,8 +477,8 @@ class _GradientSparsification(Algorithm):
         """This run's k controller and the largest k it can play (the offers' width)."""
         control, k = self.control, self.params["k"]
         if control == "sequence":
-            seq = load_k_sequence(self.params["k_sequence"])
-            return SequenceK(seq.ks), int(seq.ks.max())
+            ks = self.replayed()
+            return SequenceK(ks), int(ks.max())
         k_min, k_max = self.k_range()
         if control == "value_ogd":
             return ValueOGD(k, k_min, k_max), k_max
@@ -635,25 +542,52 @@ class _GradientSparsification(Algorithm):
         """a_i += minibatch gradient at w for every client; offers of size k (0: none)."""
         pb, data = self.problem, self.problem.data
         batch = self._batch()
-        idx, val = (self.idx, self.val) if k == self.idx.shape[1] or k == 0 else (
-            np.empty((pb.n_clients, k), np.int64), np.empty((pb.n_clients, k))
-        )  # fmt: skip
+        idx, val = (
+            (self.idx, self.val)
+            if k == self.idx.shape[1] or k == 0
+            else (np.empty((pb.n_clients, k), np.int64), np.empty((pb.n_clients, k)))
+        )
         if pb.fast_linear:
             GS.accumulate_offers(
-                data.kernel_X, data.y, data.client_ptr, self.W, self.A, self.perm, self.rng,
-                batch, pb.loss_code, pb.l2, k, idx, val, self.G, self.S, self.sel,
+                data.kernel_X,
+                data.y,
+                data.client_ptr,
+                self.W,
+                self.A,
+                self.perm,
+                self.rng,
+                batch,
+                *pb.kernel_model.linear,
+                k,
+                idx,
+                val,
+                self.G,
+                self.S,
+                self.sel,
                 self.counts,
-            )  # fmt: skip
+            )
         else:
             rows = int(data.client_sizes.max()) if batch <= 0 else batch
             if rows > self.work_rows:
                 self.work = K.mlp_thread_work(pb.sizes, rows)
                 self.work_rows = rows
             GS.accumulate_offers_mlp(
-                data.kernel_X, data.y, data.client_ptr, self.W[0], self.A, self.perm, self.rng,
-                batch, pb.sizes, pb.network.bias, pb.activation_code, pb.loss_code, pb.l2, k,
-                idx, val, self.work, self.sel, self.counts,
-            )  # fmt: skip
+                data.kernel_X,
+                data.y,
+                data.client_ptr,
+                self.W[0],
+                self.A,
+                self.perm,
+                self.rng,
+                batch,
+                *pb.kernel_model,
+                k,
+                idx,
+                val,
+                self.work,
+                self.sel,
+                self.counts,
+            )
         self.offers = (idx, val)
 
     def _values(self, k: int, down: int | None = None) -> tuple[int, int]:
@@ -777,8 +711,13 @@ class _GradientSparsification(Algorithm):
         points = (w_prev, w) if w_aux is None else (w_prev, w, w_aux)
         L = np.array([[self._sample_loss(v, h) for h in self.samples] for v in points]) @ pb.p
         aux = None if w_aux is None else float(L[2])
-        return {"prev": float(L[0]), "cur": float(L[1]), "aux": aux, "theta": theta,
-                "theta_aux": theta_aux}  # fmt: skip
+        return {
+            "prev": float(L[0]),
+            "cur": float(L[1]),
+            "aux": aux,
+            "theta": theta,
+            "theta_aux": theta_aux,
+        }
 
     def _sample_loss(self, w: np.ndarray, row: int) -> float:
         """f_{i,h}(w): the loss of one row (l2 term included)."""
@@ -787,13 +726,10 @@ class _GradientSparsification(Algorithm):
         if pb.fast_linear:
             G, S = self.loss_work
             return K.batch_grad(
-                data.kernel_X, data.y, rows, w.reshape(pb.shape), pb.loss_code, pb.l2, G[0], S
+                data.kernel_X, data.y, rows, w.reshape(pb.shape), *pb.kernel_model.linear, G[0], S
             )
         g, work = self.loss_work
-        return K.mlp_batch_grad(
-            data.kernel_X, data.y, rows, w, pb.sizes, pb.network.bias, pb.activation_code,
-            pb.loss_code, pb.l2, g, work,
-        )  # fmt: skip
+        return K.mlp_batch_grad(data.kernel_X, data.y, rows, w, *pb.kernel_model, g, work)
 
     @property
     def model(self) -> np.ndarray:

@@ -16,21 +16,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from .. import kernels as K
 from ..errors import ConfigError
 from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
+from .common import LOCAL_STEP_BATCH_SIZE, LazyModule, stepsize
 
-STEPSIZE = Hyperparameter("stepsize", float, "constant step size gamma", low=0.0, low_open=True)
+K = LazyModule("fedsparse.kernels")
+
+STEPSIZE = stepsize("constant step size gamma")
 SPARSITY = Hyperparameter("sparsity", int, "tau: non-zeros kept per class by H_tau", low=1)
 LOCAL_STEPS = Hyperparameter("local_steps", int, "K: local steps per round", default=5, low=1)
-BATCH_SIZE = Hyperparameter(
-    "batch_size",
-    int,
-    "minibatch size per local step, or 'full' (deterministic)",
-    default=10,
-    low=1,
-    full_ok=True,
-)
 BATCH_GROWTH = Hyperparameter(
     "batch_growth",
     float,
@@ -53,7 +47,14 @@ class _LocalSGDHardThreshold(Algorithm):
     """Shared implementation; subclasses set the local thresholding and upload encoding."""
 
     threshold_locally: ClassVar[bool]
-    hyperparameters = (STEPSIZE, SPARSITY, LOCAL_STEPS, BATCH_SIZE, BATCH_GROWTH, THRESHOLD)
+    hyperparameters = (
+        STEPSIZE,
+        SPARSITY,
+        LOCAL_STEPS,
+        LOCAL_STEP_BATCH_SIZE,
+        BATCH_GROWTH,
+        THRESHOLD,
+    )
     family = "Hard thresholding"
 
     def check_problem(self, where: str = "params") -> None:
@@ -153,18 +154,10 @@ class _LocalSGDHardThreshold(Algorithm):
         bytes_down = n * sparse_bytes(np.count_nonzero(self.W))  # broadcast of H_tau(x_t)
         data = pb.data
         batch = self.batch_at(t)
-        common = (
-            self.perm,
-            self.rng,
-            prm["local_steps"],
-            batch,
-            prm["stepsize"],
-            pb.loss_code,
-            pb.l2,
-            prm["sparsity"] if self.threshold_locally else 0,
-        )
+        steps = (self.perm, self.rng, prm["local_steps"], batch, prm["stepsize"])
+        tau_local = prm["sparsity"] if self.threshold_locally else 0  # 0: no local H_tau
+        model = pb.kernel_model
         if not pb.fast_linear:
-            net = pb.network
             rows = int(pb.data.client_sizes.max()) if batch <= 0 else batch
             if rows > self.work_rows:
                 self.work = K.mlp_thread_work(pb.sizes, rows)
@@ -175,11 +168,9 @@ class _LocalSGDHardThreshold(Algorithm):
                 data.client_ptr,
                 self.W[0],
                 self.W_local[:, 0],
-                *common[:5],
-                pb.sizes,
-                net.bias,
-                pb.activation_code,
-                *common[5:],
+                *steps,
+                *model,
+                tau_local,
                 self.work,
                 *self._layer_bounds(),
             )
@@ -198,12 +189,22 @@ class _LocalSGDHardThreshold(Algorithm):
                 self.W,
                 support,
                 *self.compact,
-                *common,
+                *steps,
+                *model.linear,
+                tau_local,
                 self.work,
             )
         else:
             K.local_sgd_round(
-                data.kernel_X, data.y, data.client_ptr, self.W, self.W_local, *common, self.work
+                data.kernel_X,
+                data.y,
+                data.client_ptr,
+                self.W,
+                self.W_local,
+                *steps,
+                *model.linear,
+                tau_local,
+                self.work,
             )
         if not self.threshold_locally:
             bytes_up = n * dense_bytes(self.W.size)
@@ -242,6 +243,7 @@ class FedHT(_LocalSGDHardThreshold):
     name = "fedht"
     summary = "Fed-HT: K local SGD steps, server H_tau of the average (dense uplink)"
     label, colour = "Fed-HT", "tab:blue"
+    report_order = 1
     threshold_locally = False
 
 
@@ -249,6 +251,7 @@ class FedIterHT(_LocalSGDHardThreshold):
     name = "fediterht"
     summary = "FedIter-HT: H_tau after every local step and at the server (sparse both ways)"
     label, colour = "FedIter-HT", "tab:orange"
+    report_order = 2
     threshold_locally = True
 
 
@@ -256,6 +259,7 @@ class DistributedIHT(_LocalSGDHardThreshold):
     name = "distiht"
     summary = "Distributed-IHT: one stochastic gradient per worker per round, server H_tau"
     label, colour = "Distributed-IHT", "tab:green"
+    report_order = 0  # the baseline: first
     threshold_locally = False
     hyperparameters = (
         STEPSIZE,
@@ -263,7 +267,7 @@ class DistributedIHT(_LocalSGDHardThreshold):
         Hyperparameter(
             "local_steps", int, "always 1 (one gradient per round)", default=1, low=1, high=1
         ),
-        BATCH_SIZE,
+        LOCAL_STEP_BATCH_SIZE,
         BATCH_GROWTH,
         THRESHOLD,
     )

@@ -24,18 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 
-from .. import kernels as K
 from ..errors import ConfigError
-from ..kernels.personalized import (
-    hierfavg_round,
-    mlp_prox_steps,
-    pfedme_round,
-    prox_steps,
-    sfedhp_round,
-)
 from .base import (
     Algorithm,
     Column,
@@ -46,7 +37,11 @@ from .base import (
     vector_bits,
     vector_bytes,
 )
-from .fedavg import BITS, DENSITY, server_stream
+from .common import BITS, DENSITY, LazyModule, batch_size, server_stream, stepsize
+
+K = LazyModule("fedsparse.kernels")
+KP = LazyModule("fedsparse.kernels.personalized")
+numba = LazyModule("numba")
 
 
 def edge_of(n_clients: int, edges: int, where: str = "params.edges") -> np.ndarray:
@@ -67,11 +62,7 @@ EDGE_BYTES_DOWN = Column("edge_bytes_down", int, "cumulative edge -> client byte
 PM_DENSITY = Column("pm_density", float, "mean density of the clients' models")
 
 
-def _batch(default: int = 20) -> Hyperparameter:
-    return Hyperparameter(
-        "batch_size", int, "minibatch size, or 'full' (deterministic)", default=default, low=1,
-        full_ok=True,
-    )  # fmt: skip
+BATCH_SIZE = batch_size("minibatch size, or 'full' (deterministic)", 20)
 
 
 class ProxClients(Algorithm):
@@ -101,19 +92,33 @@ class ProxClients(Algorithm):
         which = np.ascontiguousarray(which, dtype=np.int64)
         common = (self.perm, self.rng, steps, batch, fresh, stepsize, weight, gamma, rho)
         if pb.fast_linear:
-            prox_steps(
-                data.kernel_X, data.y, data.client_ptr, thetas, anchors, which, *common,
-                pb.loss_code, pb.l2, self.work,
-            )  # fmt: skip
+            KP.prox_steps(
+                data.kernel_X,
+                data.y,
+                data.client_ptr,
+                thetas,
+                anchors,
+                which,
+                *common,
+                *pb.kernel_model.linear,
+                self.work,
+            )
             return
         rows = int(data.client_sizes.max()) if batch <= 0 else batch
         if rows > self.work_rows:
             self.work = K.mlp_thread_work(pb.sizes, max(rows, 1), dense=not data.is_sparse)
             self.work_rows = rows
-        mlp_prox_steps(
-            data.kernel_X, data.y, data.client_ptr, thetas[:, 0], anchors[:, 0], which, *common,
-            pb.sizes, pb.network.bias, pb.activation_code, pb.loss_code, pb.l2, self.work,
-        )  # fmt: skip
+        KP.mlp_prox_steps(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            thetas[:, 0],
+            anchors[:, 0],
+            which,
+            *common,
+            *pb.kernel_model,
+            self.work,
+        )
 
     @property
     def batch(self) -> int:
@@ -124,8 +129,7 @@ class ProxClients(Algorithm):
     def model_args(self) -> tuple:
         """(mlp, sizes, bias, activation, loss, l2): the model as the round kernels take it."""
         pb = self.problem
-        return (not pb.fast_linear, pb.sizes, pb.network.bias, pb.activation_code,
-                pb.loss_code, pb.l2)  # fmt: skip
+        return (not pb.fast_linear, *pb.kernel_model)
 
     def round_work(self) -> tuple:
         """Per-thread work space of the whole-round kernels: (G, S, X0, A, D, E, coef)."""
@@ -180,32 +184,30 @@ class FlatClients(ProxClients):
 
 
 SFEDHP_HYPERPARAMETERS = (
-    _positive("stepsize", "eta1: the edge model w_i step", 0.05, "η"),
+    stepsize("eta1: the edge model w_i step", default=0.05, symbol="η"),
     _positive("inner_stepsize", "eta2: the theta step of the inner solve", 0.05, "η2"),
     Hyperparameter("inner_steps", int, "K: theta steps per edge round", default=5, low=1),
     Hyperparameter("edge_rounds", int, "R: edge rounds per global round", default=20, low=1),
     _positive("lambda1", "theta-phi proximity weight", 25.0, "λ1"),
     _positive("lambda2", "phi-w proximity weight", 25.0, "λ2"),
-    Hyperparameter(
-        "gamma1", float, "smooth-l1 weight on theta", default=0.0, low=0.0, symbol="γ1"
-    ),  # fmt: skip
+    Hyperparameter("gamma1", float, "smooth-l1 weight on theta", default=0.0, low=0.0, symbol="γ1"),
     Hyperparameter("gamma2", float, "smooth-l1 weight on w_i", default=0.0, low=0.0, symbol="γ2"),
     _positive("rho", "smoothing of the l1 norm, rho log cosh(x/rho)", 6e-5, "ρ"),
     Hyperparameter(
         "beta", float, "cloud relaxation w = (1-beta) w + beta mean", default=1.0, low=0.0
-    ),  # fmt: skip
+    ),
     Hyperparameter("edges", int, "N: edge servers (must divide the clients)", default=4, low=1),
     Hyperparameter(
         "sampled_edges", int, "S: edges aggregated per round (0: all)", default=0, low=0
-    ),  # fmt: skip
-    _batch(),
+    ),
+    BATCH_SIZE,
     Hyperparameter(
         "anchor",
         str,
         "theta's anchor: the edge mean phi_i or the client's phi_ij",
         default="edge_avg",
         choices=("edge_avg", "per_client"),
-    ),  # fmt: skip
+    ),
     Hyperparameter("gamma_tiny", float, "gamma after a schedule switch", default=1e-5, low=0.0),
     Hyperparameter(
         "density_floor",
@@ -214,17 +216,17 @@ SFEDHP_HYPERPARAMETERS = (
         default=0.0,
         low=0.0,
         high=1.0,
-    ),  # fmt: skip
+    ),
     Hyperparameter(
         "gamma2_rounds",
         int,
         "gamma2 -> gamma_tiny after this many rounds (0: off)",
         default=0,
         low=0,
-    ),  # fmt: skip
+    ),
     Hyperparameter(
         "zero_tol", float, "|x| <= zero_tol counts as zero (density, bits)", default=1e-4, low=0.0
-    ),  # fmt: skip
+    ),
 )
 
 
@@ -276,13 +278,33 @@ class SFedHP(ProxClients):
         phi_e = np.empty_like(w_e)
         phi_c = np.empty_like(self.thetas)
         edge_bytes = np.zeros((N, 2), np.int64)
-        sfedhp_round(
-            data.kernel_X, data.y, data.client_ptr, w, self.thetas, w_e, phi_e, phi_c,
-            prm["edge_rounds"], prm["inner_steps"], self.batch, prm["stepsize"],
-            prm["inner_stepsize"], prm["lambda1"], prm["lambda2"], gamma1, gamma2, prm["rho"],
-            prm["anchor"] == "per_client", self.zero_tol, self.perm, self.rng,
-            *self.model_args(), self.round_work(), edge_bytes,
-        )  # fmt: skip
+        KP.sfedhp_round(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            w,
+            self.thetas,
+            w_e,
+            phi_e,
+            phi_c,
+            prm["edge_rounds"],
+            prm["inner_steps"],
+            self.batch,
+            prm["stepsize"],
+            prm["inner_stepsize"],
+            prm["lambda1"],
+            prm["lambda2"],
+            gamma1,
+            gamma2,
+            prm["rho"],
+            prm["anchor"] == "per_client",
+            self.zero_tol,
+            self.perm,
+            self.rng,
+            *self.model_args(),
+            self.round_work(),
+            edge_bytes,
+        )
         S = prm["sampled_edges"]
         chosen = np.arange(N) if S in (0, N) else np.sort(self.server.choice(N, S, replace=False))
         nnz_up, nnz_down = self.nnz(w_e[chosen]), self.nnz(w[None])[0]
@@ -299,18 +321,18 @@ class SFedHP(ProxClients):
 
 
 PFEDME_HYPERPARAMETERS = (
-    _positive("stepsize", "eta: the local model w_i step", 0.05),
+    stepsize("eta: the local model w_i step", default=0.05),
     _positive("inner_stepsize", "the theta step of the inner solve", 0.05),
     Hyperparameter("inner_steps", int, "K: theta steps per local round", default=5, low=1),
     Hyperparameter("local_steps", int, "R: local rounds per global round", default=20, low=1),
     _positive("lambda", "theta-w proximity weight", 25.0, "λ"),
     Hyperparameter(
         "beta", float, "server relaxation w = (1-beta) w + beta mean", default=1.0, low=0.0
-    ),  # fmt: skip
+    ),
     Hyperparameter(
         "sampled_clients", int, "clients aggregated per round (0: all)", default=0, low=0
-    ),  # fmt: skip
-    _batch(),
+    ),
+    BATCH_SIZE,
 )
 
 
@@ -338,11 +360,24 @@ class PFedMe(FlatClients):
         n, d = pb.n_clients, self.W.size
         w = self.W
         w_c = np.empty_like(self.thetas)
-        pfedme_round(
-            data.kernel_X, data.y, data.client_ptr, w, self.thetas, w_c, prm["local_steps"],
-            prm["inner_steps"], self.batch, prm["stepsize"], prm["inner_stepsize"],
-            prm["lambda"], self.perm, self.rng, *self.model_args(), self.round_work(),
-        )  # fmt: skip
+        KP.pfedme_round(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            w,
+            self.thetas,
+            w_c,
+            prm["local_steps"],
+            prm["inner_steps"],
+            self.batch,
+            prm["stepsize"],
+            prm["inner_stepsize"],
+            prm["lambda"],
+            self.perm,
+            self.rng,
+            *self.model_args(),
+            self.round_work(),
+        )
         m = prm["sampled_clients"]
         chosen = np.arange(n) if m in (0, n) else np.sort(self.server.choice(n, m, replace=False))
         nnz_up, nnz_down = self.nnz(w_c[chosen]), self.nnz(w[None])[0]
@@ -373,13 +408,13 @@ class HierFAVG(ProxClients):
     summary = "HierFAVG: FedAvg with kappa2 edge aggregations per cloud aggregation"
     trace_columns = (EDGE_BYTES_UP, EDGE_BYTES_DOWN, BITS, DENSITY)
     hyperparameters = (
-        _positive("stepsize", "local SGD step", 0.05),
+        stepsize("local SGD step", default=0.05),
         Hyperparameter("local_steps", int, "kappa1: SGD steps per edge round", default=1, low=1),
         Hyperparameter(
             "edge_rounds", int, "kappa2: edge rounds per cloud round", default=20, low=1
-        ),  # fmt: skip
+        ),
         Hyperparameter("edges", int, "edge servers (must divide the clients)", default=4, low=1),
-        _batch(),
+        BATCH_SIZE,
     )
 
     @classmethod
@@ -403,11 +438,24 @@ class HierFAVG(ProxClients):
         n, N, d = pb.n_clients, prm["edges"], self.W.size
         w_e = np.empty((N, *self.W.shape))
         edge_bytes = np.zeros((N, 2), np.int64)
-        hierfavg_round(
-            data.kernel_X, data.y, data.client_ptr, self.W, self.thetas, w_e, pb.p,
-            prm["edge_rounds"], prm["local_steps"], self.batch, prm["stepsize"], self.perm,
-            self.rng, *self.model_args(), self.round_work(), edge_bytes,
-        )  # fmt: skip
+        KP.hierfavg_round(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            self.W,
+            self.thetas,
+            w_e,
+            pb.p,
+            prm["edge_rounds"],
+            prm["local_steps"],
+            self.batch,
+            prm["stepsize"],
+            self.perm,
+            self.rng,
+            *self.model_args(),
+            self.round_work(),
+            edge_bytes,
+        )
         self.totals["edge_bytes_up"] += int(edge_bytes[:, 0].sum())
         self.totals["edge_bytes_down"] += prm["edge_rounds"] * n * dense_bytes(d)
         down = self.nnz(self.W[None])[0]
@@ -438,9 +486,9 @@ class FedProx(FlatClients):
     summary = "FedProx: local SGD with a proximal term at w^t, p-weighted mean"
     trace_columns = (BITS, DENSITY)
     hyperparameters = (
-        _positive("stepsize", "local SGD step", 0.05),
+        stepsize("local SGD step", default=0.05),
         Hyperparameter("local_steps", int, "SGD steps per round", default=20, low=1),
-        _batch(),
+        BATCH_SIZE,
         Hyperparameter("mu", float, "proximal weight", default=0.001, low=0.0, symbol="μ"),
     )
 
@@ -452,8 +500,18 @@ class FedProx(FlatClients):
         pb, prm = self.problem, self.params
         d, n = self.W.size, pb.n_clients
         self.thetas[:] = self.W
-        self.prox(self.thetas, self.W[None], np.zeros(n, np.int64), prm["local_steps"],
-                  prm["batch_size"], True, prm["stepsize"], prm["mu"], 0.0, 1.0)  # fmt: skip
+        self.prox(
+            self.thetas,
+            self.W[None],
+            np.zeros(n, np.int64),
+            prm["local_steps"],
+            prm["batch_size"],
+            True,
+            prm["stepsize"],
+            prm["mu"],
+            0.0,
+            1.0,
+        )
         nnz_up, nnz_down = self.nnz(self.thetas), self.nnz(self.W[None])
         self.W = weighted_mean(self.thetas, pb.p, self.scratch)
         self.add_bits(nnz_up, np.repeat(nnz_down, n))
@@ -481,13 +539,13 @@ class PerFedAvg(FlatClients):
     name = "perfedavg"
     summary = "Per-FedAvg: first-order (or Hessian-free) MAML, one-step personalisation"
     hyperparameters = (
-        _positive("stepsize", "beta: the outer (meta) step", 0.05),
+        stepsize("beta: the outer (meta) step", default=0.05),
         _positive("inner_stepsize", "alpha: the adaptation step", 0.05),
         Hyperparameter("local_steps", int, "meta steps per round", default=20, low=1),
-        _batch(),
+        BATCH_SIZE,
         Hyperparameter(
             "variant", str, "fo: first order; hf: Hessian-free", default="fo", choices=("fo", "hf")
-        ),  # fmt: skip
+        ),
         _positive("hvp_delta", "hf: finite-difference width of the Hessian-vector product", 1e-3),
     )
 
@@ -525,10 +583,9 @@ class PerFedAvg(FlatClients):
         if rows.size == 0:
             G[:] = pb.l2 * W
         elif pb.fast_linear:
-            K.batch_grad(data.kernel_X, data.y, rows, W, pb.loss_code, pb.l2, G, self.s)
+            K.batch_grad(data.kernel_X, data.y, rows, W, *pb.kernel_model.linear, G, self.s)
         else:
-            K.mlp_batch_grad(data.kernel_X, data.y, rows, W[0], pb.sizes, pb.network.bias,
-                             pb.activation_code, pb.loss_code, pb.l2, G[0], self.gwork)  # fmt: skip
+            K.mlp_batch_grad(data.kernel_X, data.y, rows, W[0], *pb.kernel_model, G[0], self.gwork)
         return G
 
     def round(self, t: int) -> RoundCost:
@@ -569,9 +626,9 @@ class HeurFedAMP(FlatClients):
     name = "heurfedamp"
     summary = "HeurFedAMP: attentive personalised cloud models by cosine similarity"
     hyperparameters = (
-        _positive("stepsize", "local SGD step", 0.05),
+        stepsize("local SGD step", default=0.05),
         Hyperparameter("local_steps", int, "SGD steps per round", default=20, low=1),
-        _batch(),
+        BATCH_SIZE,
         Hyperparameter(
             "alpha_self",
             float,
@@ -580,11 +637,9 @@ class HeurFedAMP(FlatClients):
             low=0.0,
             high=1.0,
             symbol="α",
-        ),  # fmt: skip
+        ),
         Hyperparameter("sigma", float, "scale of the cosine similarities", default=1.0, low=0.0),
-        Hyperparameter(
-            "lambda", float, "weight of the proximal term at u_i", default=1.0, low=0.0
-        ),  # fmt: skip
+        Hyperparameter("lambda", float, "weight of the proximal term at u_i", default=1.0, low=0.0),
     )
 
     def setup(self) -> None:
@@ -613,8 +668,18 @@ class HeurFedAMP(FlatClients):
         n, d = pb.n_clients, self.W.size
         U = self.cloud_models()
         self.thetas[:] = U
-        self.prox(self.thetas, U, np.arange(n, dtype=np.int64), prm["local_steps"],
-                  prm["batch_size"], True, prm["stepsize"], prm["lambda"], 0.0, 1.0)  # fmt: skip
+        self.prox(
+            self.thetas,
+            U,
+            np.arange(n, dtype=np.int64),
+            prm["local_steps"],
+            prm["batch_size"],
+            True,
+            prm["stepsize"],
+            prm["lambda"],
+            0.0,
+            1.0,
+        )
         nnz_up, nnz_down = self.nnz(self.thetas), self.nnz(U)
         self.W = weighted_mean(self.thetas, pb.p, self.scratch)
         self.add_bits(nnz_up, nnz_down)

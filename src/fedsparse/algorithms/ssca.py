@@ -25,34 +25,51 @@ from typing import Any
 
 import numpy as np
 
-from .. import kernels as K
-from ..kernels.ssca import client_batch_grads, ssca_server_step, weighted_rows
 from .base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes
+from .common import LazyModule, batch_size
+
+K = LazyModule("fedsparse.kernels")
+KS = LazyModule("fedsparse.kernels.ssca")
 
 PROX_WEIGHT = Hyperparameter(
-    "prox_weight", float, "tau: weight of the proximal term tau ||w - w_t||^2", default=0.1,
-    low=0.0, low_open=True,
-)  # fmt: skip
+    "prox_weight",
+    float,
+    "tau: weight of the proximal term tau ||w - w_t||^2",
+    default=0.1,
+    low=0.0,
+    low_open=True,
+)
 RHO_SCALE = Hyperparameter(
-    "rho_scale", float, "a1: rho_t = a1 / t**decay (surrogate averaging)", default=0.9,
-    low=0.0, low_open=True, high=1.0,
-)  # fmt: skip
+    "rho_scale",
+    float,
+    "a1: rho_t = a1 / t**decay (surrogate averaging)",
+    default=0.9,
+    low=0.0,
+    low_open=True,
+    high=1.0,
+)
 GAMMA_SCALE = Hyperparameter(
-    "gamma_scale", float, "a2: gamma_t = a2 / t**(decay + gamma_extra) (iterate averaging)",
-    default=0.9, low=0.0, low_open=True, high=1.0,
-)  # fmt: skip
+    "gamma_scale",
+    float,
+    "a2: gamma_t = a2 / t**(decay + gamma_extra) (iterate averaging)",
+    default=0.9,
+    low=0.0,
+    low_open=True,
+    high=1.0,
+)
 DECAY = Hyperparameter("decay", float, "alpha: the schedules' exponent", default=0.3, low=0.0)
 GAMMA_EXTRA = Hyperparameter(
     "gamma_extra", float, "gamma's exponent exceeds rho's by this", default=0.05, low=0.0
 )
-BATCH_SIZE = Hyperparameter(
-    "batch_size", int, "B: minibatch per client per round, or 'full'", default=10, low=1,
-    full_ok=True,
-)  # fmt: skip
+BATCH_SIZE = batch_size("B: minibatch per client per round, or 'full'", 10)
 LAMBDA = Hyperparameter(
-    "lambda", float, "weight of lambda ||w||^2 in ssca's objective (no 1/2)", default=1e-5,
-    low=0.0, symbol="λ",
-)  # fmt: skip
+    "lambda",
+    float,
+    "weight of lambda ||w||^2 in ssca's objective (no 1/2)",
+    default=1e-5,
+    low=0.0,
+    symbol="λ",
+)
 COST_LIMIT = Hyperparameter(
     "cost_limit", float, "U: the constraint F(w) <= U", low=0.0, low_open=True
 )
@@ -61,9 +78,10 @@ PENALTY = Hyperparameter(
 )
 SQ_NORM = Column("sq_norm", float, "||w||^2")
 SLACK = Column(
-    "slack", float, "the server problem's slack s in the round that produced the row's model "
-    "(null in round 0)",
-)  # fmt: skip
+    "slack",
+    float,
+    "the server problem's slack s in the round that produced the row's model (null in round 0)",
+)
 CONSTRAINT_VALUE = Column("constraint_value", float, "F(w) - U at the row's model")
 
 
@@ -119,13 +137,21 @@ class _SSCA(Algorithm):
         sum_i p_i f_i (the paper's f-hat, l2 term included)."""
         pb = self.problem
         d = pb.data
-        client_batch_grads(
-            d.kernel_X, d.y, d.client_ptr, self.w, self.perm, self.rng, self.batch,
-            pb.sizes, pb.network.bias, pb.activation_code, pb.loss_code, pb.l2,
-            self.G, self.losses, self.work,
-        )  # fmt: skip
+        KS.client_batch_grads(
+            d.kernel_X,
+            d.y,
+            d.client_ptr,
+            self.w,
+            self.perm,
+            self.rng,
+            self.batch,
+            *pb.kernel_model,
+            self.G,
+            self.losses,
+            self.work,
+        )
         if combine:
-            weighted_rows(self.G, pb.p, self.g)
+            KS.weighted_rows(self.G, pb.p, self.g)
         return float(K.weighted_sum(self.losses, pb.p))
 
     def cost(self, extra_up: int) -> RoundCost:
@@ -158,7 +184,7 @@ class SSCA(_SSCA):
         # rho (g - 2 tau w); w_bar = -(acc + 2 lambda beta) / (2 tau) (16)-(17);
         # w = (1 - gamma) w + gamma w_bar: one fused pass over the d coordinates
         pb = self.problem
-        ssca_server_step(self.G, pb.p, self.w, self.beta, self.acc, self.g, rho, gamma, tau, lam)
+        KS.ssca_server_step(self.G, pb.p, self.w, self.beta, self.acc, self.g, rho, gamma, tau, lam)
         return self.cost(0)
 
     def finish_metrics(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -169,8 +195,15 @@ class SSCAConstrained(_SSCA):
     name = "ssca_constrained"
     summary = "mini-batch SSCA (Algorithm 2): min ||w||^2 s.t. F(w) <= U, Lemma 1 server step"
     hyperparameters = (
-        PROX_WEIGHT, RHO_SCALE, GAMMA_SCALE, DECAY, GAMMA_EXTRA, COST_LIMIT, PENALTY, BATCH_SIZE,
-    )  # fmt: skip
+        PROX_WEIGHT,
+        RHO_SCALE,
+        GAMMA_SCALE,
+        DECAY,
+        GAMMA_EXTRA,
+        COST_LIMIT,
+        PENALTY,
+        BATCH_SIZE,
+    )
     trace_columns = (SLACK, CONSTRAINT_VALUE, SQ_NORM)
 
     def setup(self) -> None:

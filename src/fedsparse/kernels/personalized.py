@@ -49,9 +49,25 @@ def _apply(theta, g, anchor, stepsize, weight, gamma, rho):
 
 @njit(parallel=True, cache=True)
 def prox_steps(
-    X, y, ptr, thetas, anchors, which, perm, rng, steps, batch, fresh, stepsize, weight, gamma,
-    rho, loss, l2, work,
-):  # fmt: skip
+    X,
+    y,
+    ptr,
+    thetas,
+    anchors,
+    which,
+    perm,
+    rng,
+    steps,
+    batch,
+    fresh,
+    stepsize,
+    weight,
+    gamma,
+    rho,
+    loss,
+    l2,
+    work,
+):
     """Proximal steps of every client of a linear model (module docstring).
 
     Parameters
@@ -88,9 +104,28 @@ def prox_steps(
 
 @njit(parallel=True, cache=True)
 def mlp_prox_steps(
-    X, y, ptr, thetas, anchors, which, perm, rng, steps, batch, fresh, stepsize, weight, gamma,
-    rho, sizes, bias, act, loss, l2, work,
-):  # fmt: skip
+    X,
+    y,
+    ptr,
+    thetas,
+    anchors,
+    which,
+    perm,
+    rng,
+    steps,
+    batch,
+    fresh,
+    stepsize,
+    weight,
+    gamma,
+    rho,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
+):
     """:func:`prox_steps` for MLPs: ``thetas`` (n_clients, n_params), ``anchors``
     (n_anchors, n_params), ``work`` from :func:`fedsparse.kernels.mlp_thread_work`."""
     n_clients = ptr.shape[0] - 1
@@ -145,8 +180,31 @@ def _message_bytes(V, tol):
 
 
 @njit(cache=True)
-def _inner_solve(X, y, ptr, u, T, anchor, perm, rng, steps, batch, stepsize, weight, gamma,
-                 rho, mlp, sizes, bias, act, loss, l2, G, s, wt):  # fmt: skip
+def _inner_solve(
+    X,
+    y,
+    ptr,
+    u,
+    T,
+    anchor,
+    perm,
+    rng,
+    steps,
+    batch,
+    stepsize,
+    weight,
+    gamma,
+    rho,
+    mlp,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    G,
+    s,
+    wt,
+):
     """``steps`` proximal steps of client ``u`` on one minibatch drawn from its stream."""
     rows = draw_minibatch(perm, ptr, u, batch, rng)
     for _ in range(steps):
@@ -157,10 +215,37 @@ def _inner_solve(X, y, ptr, u, T, anchor, perm, rng, steps, batch, stepsize, wei
 
 @njit(parallel=True, cache=True)
 def sfedhp_round(
-    X, y, ptr, w, thetas, w_e, phi_e, phi_c, edge_rounds, steps, batch, eta1, eta2, lam1, lam2,
-    gamma1, gamma2, rho, per_client, tol, perm, rng, mlp, sizes, bias, act, loss, l2, work,
+    X,
+    y,
+    ptr,
+    w,
+    thetas,
+    w_e,
+    phi_e,
+    phi_c,
+    edge_rounds,
+    steps,
+    batch,
+    eta1,
+    eta2,
+    lam1,
+    lam2,
+    gamma1,
+    gamma2,
+    rho,
+    per_client,
+    tol,
+    perm,
+    rng,
+    mlp,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
     edge_bytes,
-):  # fmt: skip
+):
     """One global round of every edge of sFedHP (spec seed-002 §2.3), edges in parallel.
 
     Client u is under edge u // J, J = n_clients / n_edges. Per edge: w_e = phi_e = w and
@@ -194,9 +279,31 @@ def sfedhp_round(
             for u in range(e * J, (e + 1) * J):
                 anchor = phi_c[u] if per_client else Pe
                 down += _message_bytes(anchor, tol)
-                _inner_solve(X, y, ptr, u, thetas[u], anchor, perm, rng, steps, batch, eta2,
-                             lam1, gamma1, rho, mlp, sizes, bias, act, loss, l2, G[t], S[t],
-                             wt)  # fmt: skip
+                _inner_solve(
+                    X,
+                    y,
+                    ptr,
+                    u,
+                    thetas[u],
+                    anchor,
+                    perm,
+                    rng,
+                    steps,
+                    batch,
+                    eta2,
+                    lam1,
+                    gamma1,
+                    rho,
+                    mlp,
+                    sizes,
+                    bias,
+                    act,
+                    loss,
+                    l2,
+                    G[t],
+                    S[t],
+                    wt,
+                )
                 up += _message_bytes(thetas[u], tol)
             Pe[:, :] = 0.0
             for u in range(e * J, (e + 1) * J):
@@ -220,9 +327,28 @@ def sfedhp_round(
 
 @njit(parallel=True, cache=True)
 def pfedme_round(
-    X, y, ptr, w, thetas, w_c, local_rounds, steps, batch, eta, eta_inner, lam, perm, rng, mlp,
-    sizes, bias, act, loss, l2, work,
-):  # fmt: skip
+    X,
+    y,
+    ptr,
+    w,
+    thetas,
+    w_c,
+    local_rounds,
+    steps,
+    batch,
+    eta,
+    eta_inner,
+    lam,
+    perm,
+    rng,
+    mlp,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
+):
     """One global round of every pFedMe client, clients in parallel: theta = w_c[u] = w, then
     ``local_rounds`` times ``steps`` proximal steps (step ``eta_inner``, weight ``lam``) on one
     minibatch anchored at w_c[u], and w_c[u] -= eta lam (w_c[u] - theta). ``work`` as in
@@ -237,8 +363,31 @@ def pfedme_round(
         T[:, :] = w
         Wu[:, :] = w
         for _ in range(local_rounds):
-            _inner_solve(X, y, ptr, u, T, Wu, perm, rng, steps, batch, eta_inner, lam, 0.0, 1.0,
-                         mlp, sizes, bias, act, loss, l2, G[t], S[t], wt)  # fmt: skip
+            _inner_solve(
+                X,
+                y,
+                ptr,
+                u,
+                T,
+                Wu,
+                perm,
+                rng,
+                steps,
+                batch,
+                eta_inner,
+                lam,
+                0.0,
+                1.0,
+                mlp,
+                sizes,
+                bias,
+                act,
+                loss,
+                l2,
+                G[t],
+                S[t],
+                wt,
+            )
             for r in range(c):
                 wu, th = Wu[r], T[r]
                 for j in range(wu.shape[0]):
@@ -247,9 +396,28 @@ def pfedme_round(
 
 @njit(parallel=True, cache=True)
 def hierfavg_round(
-    X, y, ptr, w, thetas, w_e, p, edge_rounds, steps, batch, stepsize, perm, rng, mlp, sizes,
-    bias, act, loss, l2, work, edge_bytes,
-):  # fmt: skip
+    X,
+    y,
+    ptr,
+    w,
+    thetas,
+    w_e,
+    p,
+    edge_rounds,
+    steps,
+    batch,
+    stepsize,
+    perm,
+    rng,
+    mlp,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
+    edge_bytes,
+):
     """One global round of every HierFAVG edge, edges in parallel: w_e = w, then
     ``edge_rounds`` times every client u of the edge runs ``steps`` SGD steps from w_e (a fresh
     minibatch each) and w_e = sum_u p_u theta_u / sum_u p_u. ``edge_bytes[e, 0]``: the bytes
@@ -277,8 +445,9 @@ def hierfavg_round(
                 for _s in range(steps):
                     if b < n:
                         sample_without_replacement(perm, lo, n, b, rng, u)
-                    _grad(X, y, perm[lo : lo + b], T, G[t], mlp, sizes, bias, act, loss, l2,
-                          S[t], wt)  # fmt: skip
+                    _grad(
+                        X, y, perm[lo : lo + b], T, G[t], mlp, sizes, bias, act, loss, l2, S[t], wt
+                    )
                     for r in range(c):
                         th, g = T[r], G[t][r]
                         for j in range(th.shape[0]):

@@ -101,9 +101,18 @@ def ssca_server_step(G, p, w, beta, acc, g, rho, gamma, tau, lam):
         hi = min(lo + _CHUNK, P)
         _weighted_chunk(G, p, lo, hi, g)
         _server_chunk(
-            g[lo:hi], w[lo:hi], beta[lo:hi], acc[lo:hi], rho, keep_rho, gamma, keep_gamma,
-            two_tau, two_lam, denom,
-        )  # fmt: skip
+            g[lo:hi],
+            w[lo:hi],
+            beta[lo:hi],
+            acc[lo:hi],
+            rho,
+            keep_rho,
+            gamma,
+            keep_gamma,
+            two_tau,
+            two_lam,
+            denom,
+        )
 
 
 @njit(cache=True, error_model="numpy")

@@ -21,6 +21,7 @@ import pyarrow as pa
 from ..algorithms import ALGORITHMS
 from ..config import run_id
 from ..errors import ConfigError
+from ..replay import resolved_params
 from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
 from ..studies import METRICS, StudySpec
 from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
@@ -89,8 +90,12 @@ def _reserve(study, spec: StudySpec, storage, parts: Path):
                         None if state == "PRUNED" else value if isinstance(value, list) else [value]
                     )
                     storage.set_trial_state_values(t._trial_id, TrialState[state], values)
-                    log.info("study %s: trial %d was saved, not told; %s", spec.name, t.number,
-                             state.lower())  # fmt: skip
+                    log.info(
+                        "study %s: trial %d was saved, not told; %s",
+                        spec.name,
+                        t.number,
+                        state.lower(),
+                    )
                 else:
                     storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
                     log.info("study %s: trial %d was abandoned; failed", spec.name, t.number)
@@ -296,7 +301,8 @@ def check_space_on_data(spec: StudySpec, data) -> None:
     for corner in spec.corners():
         cfg = spec.run_config(corner, spec.seeds[0])
         try:
-            ALGORITHMS[spec.algorithm](problem, cfg["params"], 0).check_problem()
+            params = resolved_params(cfg["params"])
+            ALGORITHMS[spec.algorithm](problem, params, 0).check_problem()
         except ConfigError as exc:
             raise ConfigError(f"space: {spec.algorithm} on {spec.dataset}: {exc}") from None
 

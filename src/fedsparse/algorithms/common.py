@@ -1,0 +1,65 @@
+"""Declarations several families share: the step-size and batch-size hyperparameters, the
+server's random stream, the Remark-1 bits and density trace columns of FedAvg and the
+personalised family, and the lazy handle through which a family names its kernels.
+
+A family imports these from here, never from another family's module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from .base import Column, Hyperparameter
+
+
+def stepsize(doc: str, **declared: Any) -> Hyperparameter:
+    """The ``stepsize`` hyperparameter: a float > 0, required unless ``default`` is declared
+    (``declared``: the other fields of :class:`~fedsparse.algorithms.base.Hyperparameter`)."""
+    return Hyperparameter("stepsize", float, doc, low=0.0, low_open=True, **declared)
+
+
+def batch_size(doc: str, default: int) -> Hyperparameter:
+    """The ``batch_size`` hyperparameter: rows per minibatch (>= 1), or ``'full'`` (stored as
+    None, the kernels' 0: every local row, deterministic)."""
+    return Hyperparameter("batch_size", int, doc, default=default, low=1, full_ok=True)
+
+
+# The minibatch of one local SGD step: the hard-thresholding family's and FedAvg's (FedAvg is
+# Fed-HT with sparsity = every parameter, bit for bit, so it declares the same).
+LOCAL_STEP_BATCH_SIZE = batch_size("minibatch size per local step, or 'full' (deterministic)", 10)
+
+
+def server_stream(seed: int, n_clients: int) -> np.random.Generator:
+    """The server's random stream: the run seed's child after the clients' ones
+    (:func:`fedsparse.kernels.client_states` spawns children 0..n_clients-1)."""
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(n_clients + 1)[-1])
+
+
+# Trace columns of FedAvg and the personalised family (sFedHP's paper counts bits)
+BITS = Column(
+    "bits",
+    float,
+    "cumulative Remark-1 bits of one edge (sfedhp) or one client (flat methods), up and down",
+)
+DENSITY = Column("density", float, "density of the global model w")
+
+
+class LazyModule:
+    """A module imported when one of its attributes is first read. The families name their
+    kernels (and numba) through these: the kernels load when a run first calls one, not when
+    the registry imports the classes for their declarations (``fedsparse query``, ``best`` and
+    ``merge`` build the results schema from them, and never run a kernel)."""
+
+    __slots__ = ("module_name",)
+
+    def __init__(self, module_name: str):
+        self.module_name = module_name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self.module_name), attr)
+
+    def __repr__(self) -> str:
+        return f"LazyModule({self.module_name!r})"
