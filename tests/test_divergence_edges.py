@@ -32,6 +32,7 @@ from fedsparse.experiment import is_diverged
 from fedsparse.query import best_configurations, open_results
 from fedsparse.report import analysis as an
 from fedsparse.report import build_report
+from fedsparse.report import ht_analysis as ht
 from fedsparse.report.figures import objective_figure, plt
 from fedsparse.sweep import plan_sweep
 
@@ -280,9 +281,9 @@ def test_an_algorithm_that_diverged_everywhere_on_the_papers_grid_says_so(monkey
     note = "No rounds-to-target table: every Distributed-IHT configuration diverged."
     monkeypatch.setattr(an, "analyse", lambda results_dir, stepsizes=None: small)
     monkeypatch.setattr(
-        an, "rounds_to_target", lambda _: (r2t[r2t["section"] == "s"].head(1), {"t": note})
+        ht, "rounds_to_target", lambda _: (r2t[r2t["section"] == "s"].head(1), {"t": note})
     )
-    sens = an.grid_sensitivity("unused", small, r2t)
+    sens = ht.grid_sensitivity("unused", small, r2t)
     fedht = sens[(sens["section"] == "s") & (sens["algorithm"] == "fedht")]
     fedht = fedht.reset_index(drop=True)
     assert len(fedht) == 2 and fedht.loc[0, "grid"].startswith("papers'")

@@ -68,6 +68,13 @@ def results(tmp_path_factory):
         for control in ("online", "online_extended", "value_ogd", "exp3", "bandit")
     ]  # fmt: skip
     stage1 = write_folder(root / "stage1", fixed + learned)
+    # stage1 and six more configurations at fixed k (another step size): test_the_page_reads...
+    wider = [config(a, {**p, "stepsize": 0.25}, 10.0) for a, p in (
+        ("fabtopk", base()), ("fubtopk", base()), ("utopk", base()), ("periodick", base()),
+        ("sendall", {"stepsize": 0.5, "batch_size": 10}),
+        ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
+    )]  # fmt: skip
+    write_folder(root / "wider", wider, stage1)
     alg3 = [t for t, _ in stage1 if t["k_control"][0].as_py() == "online_extended"]
     replays = [
         config("fabtopk", base(k_control="sequence",
@@ -139,28 +146,83 @@ def test_without_replays_the_cross_application_is_not_measured(results, tmp_path
 
 
 def test_cross_matrix_and_its_claim_from_known_losses():
-    rows = []
-    loss = {(1.0, 1.0): 0.2, (10.0, 1.0): 0.3, (1.0, 10.0): 0.5, (10.0, 10.0): 0.4}
-    for (learned, beta), value in loss.items():
-        rid = f"r{learned}-{beta}"
-        for t in (0.0, 5.0, 10.0):  # loss falls linearly to `value` at time 10
-            rows.append({"run_id": rid, "k_control": "sequence", "exchange_time": beta,
-                         "time": t, "loss": 1.0 - (1.0 - value) * t / 10.0})  # fmt: skip
-    df = pd.DataFrame(rows)
-    sources = pd.DataFrame({"run_id": df["run_id"].unique()})
-    sources["learned_at"] = [float(r.split("-")[0][1:]) for r in sources["run_id"]]
-    matrix = gs_section.cross_matrix(df, sources)
+    """A cell is the mean over a cell's replays (NaN-skipping) at the column's budget."""
+    loss = {(1.0, 1.0): [0.1, 0.3], (10.0, 1.0): [0.3, float("nan")], (1.0, 10.0): [0.5],
+            (10.0, 10.0): [0.4]}  # fmt: skip
+    replays = pd.DataFrame(
+        [{"run_id": f"r{learned}-{beta}-{k}", "exchange_time": beta, "learned_at": learned,
+          "loss": value}
+         for (learned, beta), values in loss.items() for k, value in enumerate(values)]
+        + [{"run_id": "lost", "exchange_time": 1.0, "learned_at": None, "loss": 0.0}]
+    )  # fmt: skip
+    matrix = gs_section.cross_matrix(replays)
     assert matrix.loc[1.0, 1.0] == pytest.approx(0.2)
-    assert matrix.loc[10.0, 1.0] == pytest.approx(0.3)
+    assert matrix.loc[10.0, 1.0] == pytest.approx(0.3)  # the replay without a value is skipped
     assert gs_section.diagonal_wins(matrix) == (2, 2)
     matrix.loc[10.0, 10.0] = 0.9
     assert gs_section.diagonal_wins(matrix) == (1, 2)
 
 
-def test_at_time_interpolates_and_refuses_past_the_end():
-    run = pd.DataFrame({"time": [0.0, 2.0, 4.0], "loss": [1.0, 0.5, 0.3]})
-    assert gs_section.at_time(run, 1.0, "loss") == pytest.approx(0.75)
-    assert pd.isna(gs_section.at_time(run, 5.0, "loss"))
+def test_values_at_the_budget_are_np_interp_over_the_known_rows(tmp_path):
+    """The SQL interpolation gives np.interp's numbers over the rows where the value is known
+    (the loss: train_loss, else the objective), and NaN past the run's last such row."""
+    from fedsparse.report.data import ReportData
+    from fedsparse.results import RUNS_SCHEMA, rows_table, trace_table, write_parquet_atomic
+
+    time = [0.0, 0.7, 2.1, 4.0]
+    loss = [1.0, None, 0.45, 0.3]  # round 1 has only its objective
+    objective = [1.1, 0.8, 0.5, 0.35]
+    accuracy = [0.1, None, 0.6, 0.65]
+    budgets = [-1.0, 0.0, 0.3, 0.7, 1.9, 2.1, 3.3, 4.0, 4.0 + 5e-10, 4.0 + 2e-9, 9.0]
+    rows, runs = [], []
+    for k in range(len(budgets)):
+        rid = f"r{k}"
+        runs.append({"run_id": rid, "dataset": "toy", "algorithm": "fabtopk", "status": "ok"})
+        for r, t in enumerate(time):
+            rows.append({"run_id": rid, "dataset": "toy", "algorithm": "fabtopk", "round": r,
+                         "time": t, "train_loss": loss[r], "objective": objective[r],
+                         "test_accuracy": accuracy[r]})  # fmt: skip
+    write_traces_dataset(trace_table(rows), tmp_path / "traces")
+    write_parquet_atomic(rows_table(runs, RUNS_SCHEMA), tmp_path / "runs.parquet")
+    frame = pd.DataFrame(runs).assign(budget=budgets, test_rows=3)
+    with ReportData(tmp_path) as data:
+        got = gs_section.GsTraces(data, frame).at_budget(frame).set_index("run_id")
+    seen_loss = [v if v is not None else o for v, o in zip(loss, objective, strict=True)]
+    acc_time = [t for t, a in zip(time, accuracy, strict=True) if a is not None]
+    acc = [a for a in accuracy if a is not None]
+    for k, budget in enumerate(budgets):
+        past = budget > time[-1] + 1e-9
+        want_loss = np.nan if past else np.interp(budget, time, seen_loss)
+        want_acc = np.nan if past else np.interp(budget, acc_time, acc)
+        for column, want in (("loss", want_loss), ("accuracy", want_acc)):
+            value = got.loc[f"r{k}", column]
+            assert (pd.isna(value) and past) or value == want, (budget, column, value, want)
+    assert got.loc["r2", "loss"] == np.interp(0.3, time, seen_loss) != 1.0  # interpolated
+    assert pd.isna(got.loc["r9", "loss"]) and got.loc["r8", "loss"] == 0.3  # 1e-9 past: last
+
+
+def test_more_configurations_add_a_row_per_run_not_their_traces(results, tmp_path):
+    """The page reads one row per run from the traces (its last time, its values at the
+    budget) and the rows its figures draw (each method's best configuration, the k_m runs,
+    the fairness view per method and round): six more configurations at fixed k add at most
+    two rows per run to what it reads, not their trace rows. (In this toy every run is its
+    method's only configuration, so the figures draw every run's rows.)"""
+    from fedsparse.report.data import ReportData
+
+    read, runs, rows = {}, {}, {}
+    for name in ("stage1", "wider"):
+        out = tmp_path / name
+        (out / "tables").mkdir(parents=True)
+        with ReportData(results / name) as data:
+            claims = gs_section.build(Page(out), data, out / "tables")
+            read[name] = sum(n for sql, n in data.queries if "traces" in sql)
+            runs[name] = data.runs_table.num_rows
+            rows[name] = int(data.frame("SELECT count(*) AS n FROM traces")["n"].iloc[0])
+        assert claims
+    extra = runs["wider"] - runs["stage1"]
+    assert extra == 6
+    assert read["wider"] - read["stage1"] <= 2 * extra
+    assert rows["wider"] - rows["stage1"] == 6 * 41  # what loading the traces would have added
 
 
 def test_an_empty_folder_gives_no_claims(tmp_path):
@@ -194,15 +256,13 @@ def test_without_replays_every_claim_anchor_exists(results, tmp_path):
 def test_fairness_claims_per_k_and_missing_values_are_not_measured(tmp_path):
     """A sweep over k gives FAB's fairness claim once per k (it crashed); a comparison with a
     missing accuracy is not measured (it said 'does not agree')."""
-    rows = [
-        {"method": "fabtopk", "algorithm": "fabtopk", "k": k, "min_shared": 10, "idle_clients": 0,
-         "exchange_time": 1.0,
-         "round": r, "run_id": f"r{k}"}
-        for k in (100, 1000) for r in (1, 2)
-    ]  # fmt: skip
+    counts = pd.DataFrame(
+        [{"method": "fabtopk", "k": k, "round": r, "shared_min": 10, "shared_sum": 10,
+          "shared_n": 1, "idle_max": 0, "idle_sum": 0, "idle_n": 1, "idle_rounds": 0}
+         for k in (100, 1000) for r in (1, 2)]
+    )  # fmt: skip
     claims = gs_section._Claims()
-    gs_section._fairness(Page(tmp_path), pd.DataFrame(rows), "toy", "toy", 1.0, 10, claims,
-                         tmp_path, "toy")  # fmt: skip
+    gs_section._fairness(Page(tmp_path), counts, "toy", "toy", 1.0, 10, claims, tmp_path, "toy")
     fab = [c for c in claims.rows if c.claim.startswith("FAB-top-k: every client")]
     assert [c.where for c in fab] == ["toy (k = 100)", "toy (k = 1000)"]
     best = pd.DataFrame({"method": ["fabtopk", "sendall"], "accuracy": [0.8, float("nan")]})

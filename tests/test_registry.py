@@ -87,11 +87,14 @@ def test_the_registry_lists_the_built_in_families_in_the_papers_order():
     pages = [p.rsplit(".", 1)[-1] for p in registry.report_pages()]
     assert pages == ["ht_section", "sfedhp_section", "gs_section", "ssca_section"]
     from fedsparse.report import FAMILIES
-    from fedsparse.report.analysis import LABELS
+    from fedsparse.report.analysis import LABELS, algorithm_order
     from fedsparse.report.figures import colour
 
     assert [f.key for f in FAMILIES] == ["ht", "sfedhp", "gs", "ssca"]
     assert LABELS == {"fedht": "Fed-HT", "fediterht": "FedIter-HT", "distiht": "Distributed-IHT"}
+    # declared report_order first (Distributed-IHT, the baseline, leads), the others by name
+    mixed = ["zeta", "fedavg", "fediterht", "fedht", "distiht", "ssca"]
+    assert algorithm_order(mixed) == ["distiht", "fedht", "fediterht", "fedavg", "ssca", "zeta"]
     assert [colour(a) for a in ("fedht", "fediterht", "distiht")] == [
         "tab:blue", "tab:orange", "tab:green"
     ]  # fmt: skip

@@ -25,7 +25,6 @@ from fedsparse.report.sfedhp_section import (
     build,
     config_summary,
     convex_claims,
-    family_traces,
     lambda_table,
     paper_setting,
     paper_values,
@@ -240,7 +239,7 @@ def test_claims_are_measured_where_the_runs_allow(built):
 
 
 def test_sparse_run_is_sparser_and_cheaper(results):
-    summary = config_summary(run_scores(family_traces(results)))
+    summary = config_summary(run_scores(results))
     dnn = summary[summary["dataset"] == "fmnist-toy"].set_index("label")
     sparse = [m for m in dnn.index if "γ1" in m][0]
     assert dnn.loc[sparse, "density"] < dnn.loc["sFedHP λ=20", "density"]
@@ -250,9 +249,8 @@ def test_sparse_run_is_sparser_and_cheaper(results):
 
 
 def test_claims_without_runs_are_not_measured(results):
-    traces = family_traces(results)
-    summary = config_summary(run_scores(traces))
-    claims = convex_claims(summary[summary["dataset"] == "fmnist-toy"], traces)
+    summary = config_summary(run_scores(results))
+    claims = convex_claims(summary[summary["dataset"] == "fmnist-toy"], results)
     assert [c.verdict for c in claims] == [NOT_MEASURED, NOT_MEASURED]
     assert "config/sfedhp-convex.yaml" in claims[0].ours
     no_sparse = summary[~sparse_mask(summary)]
@@ -271,6 +269,55 @@ def test_figures_are_written(built):
     assert {"sfedhp-fmnist-toy-accuracy", "sfedhp-mlr-toy-accuracy", "sfedhp-fmnist-toy-lambda",
             "sfedhp-fmnist-toy-sparse"} <= names  # fmt: skip
     assert html.count("data:image/png;base64,") == len(names)
+
+
+def _with_more_seeds(results: Path, dest: Path, copies: int = 2) -> Path:
+    """``results`` with every run there ``copies`` more times, under new run ids and seeds (the
+    same configurations, more seeds), as a results folder at ``dest``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from fedsparse.aggregate import write_traces_dataset
+    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, read_results, write_parquet_atomic
+
+    def copied(table: pa.Table) -> pa.Table:
+        parts = [table]
+        for k in range(1, copies + 1):
+            ids = pc.binary_join_element_wise(table["run_id"], pa.scalar(f"copy{k}"), "-")
+            seeds = pc.add(table["seed"], pa.scalar(100 * k, pa.int64()))
+            part = table.set_column(table.schema.get_field_index("run_id"), "run_id", ids)
+            parts.append(part.set_column(part.schema.get_field_index("seed"), "seed", seeds))
+        return pa.concat_tables(parts)
+
+    traces = read_results([results], "SELECT * FROM traces")
+    write_traces_dataset(
+        copied(traces.select(TRACE_SCHEMA.names).cast(TRACE_SCHEMA)), dest / "traces"
+    )
+    runs = read_results([results], "SELECT * FROM runs")
+    runs = runs.select(RUNS_SCHEMA.names).cast(RUNS_SCHEMA)
+    write_parquet_atomic(copied(runs), dest / "runs.parquet")
+    return dest
+
+
+def test_more_seeds_add_a_row_per_run_not_their_traces(results, tmp_path):
+    """From the traces the page reads one row per run (its scores) and the per-round means
+    over seeds that its figures draw: two more seeds of every configuration add one row per
+    run to what it reads, not their trace rows."""
+    from fedsparse.report.data import ReportData
+
+    wider = _with_more_seeds(results, tmp_path / "wider")
+    read, runs, rows = {}, {}, {}
+    for name, folder in (("base", results), ("wider", wider)):
+        out = tmp_path / f"page-{name}"
+        out.mkdir()
+        with ReportData(folder) as data:
+            build(Page(out), data, out)
+            read[name] = sum(n for sql, n in data.queries if "traces" in sql)
+            runs[name] = data.runs_table.num_rows
+            rows[name] = int(data.frame("SELECT count(*) AS n FROM traces")["n"].iloc[0])
+    assert runs["wider"] == 3 * runs["base"] and rows["wider"] == 3 * rows["base"]
+    assert read["wider"] - read["base"] == runs["wider"] - runs["base"]
+    assert read["base"] < rows["base"]
 
 
 # ---- the family's sweep configs --------------------------------------------------------------

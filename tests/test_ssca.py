@@ -528,8 +528,9 @@ def test_override_sets_are_for_grids_and_must_be_mappings():
 # ---- the report section ----------------------------------------------------------------------
 
 
-def report_rows(seeds=(0,), alg2_batches=(100,)) -> pd.DataFrame:
-    """Hand-made traces: two rounds per run, the final values chosen per setting."""
+def report_rows(seeds=(0,), alg2_batches=(100,)) -> list[dict]:
+    """Hand-made traces: three evaluated rounds per run, the final values chosen per
+    setting."""
     rows = []
 
     def add(algorithm, F, sq=1.0, slack=None, **prm):
@@ -563,16 +564,33 @@ def report_rows(seeds=(0,), alg2_batches=(100,)) -> pd.DataFrame:
     for b, e, F in ((1, 1, 1.0), (10, 1, 0.7), (100, 1, 0.4), (5, 2, 0.65), (50, 2, 0.45)):
         add("fedavg", F, batch_size=b, local_steps=e, stepsize=0.1, stepsize_decay=0.0)
         add("fedavg", F + 0.5, batch_size=b, local_steps=e, stepsize=1.0, stepsize_decay=0.0)
-    return pd.DataFrame(rows)
+    return rows
 
 
-def test_report_section_checks_the_papers_claims():
+def report_folder(root, rows: list[dict]):
+    """Hand-made trace rows as a results folder: the traces, and a runs table in which every
+    run ended ok (an open ReportData over it)."""
+    from fedsparse.aggregate import write_traces_dataset
+    from fedsparse.report.data import ReportData
+    from fedsparse.results import RUNS_SCHEMA, rows_table, trace_table, write_parquet_atomic
+
+    write_traces_dataset(trace_table(rows), root / "traces")
+    runs = {}
+    for row in rows:  # a run's identity and hyperparameters, from its first row
+        keep = {k: v for k, v in row.items() if k in RUNS_SCHEMA.names}
+        runs.setdefault(row["run_id"], {**keep, "status": "ok"})
+    write_parquet_atomic(rows_table(list(runs.values()), RUNS_SCHEMA), root / "runs.parquet")
+    return ReportData(root)
+
+
+def test_report_section_checks_the_papers_claims(tmp_path):
     """The claims from hand-made final rows: orderings, SGD's best step per (B, E),
     Algorithm 2's settling, U's control of F and the trade-off comparison, as Claim rows."""
     from fedsparse.report.claims import AGREES, DISAGREES, NOT_MEASURED, Claim
-    from fedsparse.report.ssca_section import PAPER, analyse
+    from fedsparse.report.ssca_section import PAPER, analyse, ssca_runs
 
-    res = analyse(report_rows(seeds=(0, 1, 2)), where="toy data", slug="toy")
+    with report_folder(tmp_path / "a", report_rows(seeds=(0, 1, 2))) as data:
+        res = analyse(data, ssca_runs(data), where="toy data", slug="toy")
     assert all(isinstance(c, Claim) for c in res["claims"])
     assert {c.paper for c in res["claims"]} == {PAPER}
     assert {c.where for c in res["claims"]} == {"toy data"}
@@ -606,18 +624,20 @@ def test_report_section_checks_the_papers_claims():
     assert (res["sgd_final"]["stepsize"] == 0.1).all() and len(res["sgd_final"]) == 5
 
     # Algorithm 2 at two batch sizes: both settle by round 10, at the same round -> no ordering
-    res = analyse(report_rows(alg2_batches=(10, 100)), where="toy data", slug="toy")
+    with report_folder(tmp_path / "b", report_rows(alg2_batches=(10, 100))) as data:
+        res = analyse(data, ssca_runs(data), where="toy data", slug="toy")
     by = {c.claim: c for c in res["claims"]}
     assert by[alg2_b].verdict == DISAGREES and "B = 10: 10; B = 100: 10" in by[alg2_b].ours
 
 
-def test_report_claims_not_measured_without_runs():
+def test_report_claims_not_measured_without_runs(tmp_path):
     """Without Algorithm 2 (or SGD) runs, their claims come back NOT_MEASURED with the reason."""
     from fedsparse.report.claims import NOT_MEASURED
-    from fedsparse.report.ssca_section import analyse
+    from fedsparse.report.ssca_section import analyse, ssca_runs
 
-    df = report_rows()
-    res = analyse(df[df["algorithm"] == "ssca"], where="toy data", slug="toy")
+    with report_folder(tmp_path, report_rows()) as data:
+        df = ssca_runs(data)
+        res = analyse(data, df[df["algorithm"] == "ssca"], where="toy data", slug="toy")
     claims = res["claims"]
     alg2 = [c for c in claims if "Algorithm 2" in c.claim]
     assert len(alg2) == 4 and all(c.verdict == NOT_MEASURED for c in alg2)
@@ -628,20 +648,19 @@ def test_report_claims_not_measured_without_runs():
     assert claims[0].verdict != NOT_MEASURED  # Algorithm 1's ordering over B is measured
 
 
-def test_report_family_page_has_the_claims_anchors(tmp_path, monkeypatch):
+def test_report_family_page_has_the_claims_anchors(tmp_path):
     """build() writes the family's page from <h2> down, with an element for every claim's
     anchor, returns the claims and writes tables/ssca_claims.csv."""
     from fedsparse.report import FAMILIES, ssca_section
     from fedsparse.report.page import Page
 
-    df = report_rows(seeds=(0, 1))
-    monkeypatch.setattr(ssca_section, "ssca_traces", lambda results_dir: df)
+    report_folder(tmp_path / "results", report_rows(seeds=(0, 1))).close()
     fam = ssca_section.FAMILY
     assert fam.key == "ssca" and fam.algorithms == frozenset({"ssca", "ssca_constrained"})
     assert fam.title == "Mini-batch SSCA (seed 004)" and fam.paper == ssca_section.PAPER
     page = Page(tmp_path)
     (tmp_path / "tables").mkdir()
-    claims = fam.build(page, tmp_path, tmp_path / "tables")
+    claims = fam.build(page, tmp_path / "results", tmp_path / "tables")
     doc = page.write(fam.page_name(), fam.title).read_text()
     assert "<h1" not in doc and '<h2 id="ssca-toy_data">toy data</h2>' in doc
     for c in claims:
@@ -649,3 +668,31 @@ def test_report_family_page_has_the_claims_anchors(tmp_path, monkeypatch):
     saved = pd.read_csv(tmp_path / "tables" / "ssca_claims.csv")
     assert list(saved["verdict"]) == [c.verdict for c in claims]
     assert "ssca" in {f.key for f in FAMILIES}  # the report builds this page
+
+
+def test_the_page_reads_each_runs_last_row_and_the_curves_it_draws(tmp_path):
+    """From the traces the page reads each run's last row and the per-round means its figures
+    draw: eight more SGD runs of 60 rounds (a worse step size, so no best configuration
+    changes) add one row each to what it reads, not their 480 trace rows."""
+    from fedsparse.report import ssca_section
+    from fedsparse.report.page import Page
+
+    base = report_rows(seeds=(0, 1))
+    extra = [
+        {"run_id": f"slow-{seed}-{b}", "dataset": "toy data", "algorithm": "fedavg",
+         "seed": seed, "round": rnd, "train_loss": 3.0 - rnd / 100, "test_accuracy": 0.1,
+         "batch_size": b, "local_steps": 1, "stepsize": 9.0, "stepsize_decay": 0.0}
+        for seed in (0, 1, 2, 3) for b in (1, 10) for rnd in range(60)
+    ]  # fmt: skip
+    read, trace_rows = {}, {}
+    for name, rows in (("base", base), ("wider", base + extra)):
+        out = tmp_path / name
+        (out / "tables").mkdir(parents=True)
+        with report_folder(out / "results", rows) as data:
+            claims = ssca_section.build(Page(out), data, out / "tables")
+            read[name] = sum(n for sql, n in data.queries if "traces" in sql)
+            trace_rows[name] = len(rows)
+        assert claims
+    assert trace_rows["wider"] - trace_rows["base"] == 480
+    assert read["wider"] - read["base"] == 8
+    assert read["base"] < trace_rows["base"]

@@ -12,7 +12,8 @@ A build opens one ``ReportData`` over its results folder (or several, as their u
   asks for (:meth:`run_frame`);
 * methods that run SQL over the traces and return only what a table or figure needs: each
   run's lowest finite objective (:meth:`run_minima`, one row per run), the trace rows of
-  chosen runs (:meth:`trace_rows`), or any SELECT (:meth:`frame`).
+  chosen runs (:meth:`trace_rows`), or any SELECT (:meth:`frame`), also over small tables a page
+  computed, such as each run's configuration (:meth:`frame_with`).
 
 Every query is logged in ``queries`` as (SQL, rows returned) and the reads of the runs file
 are counted in ``reads``, so a test can check that a build reads the runs once and never
@@ -166,6 +167,16 @@ class ReportData:
             "SELECT run_id, client_summary FROM _runs_files WHERE client_summary IS NOT NULL"
         )
 
+    def client_summaries_of(self, run_ids: Iterable[str]) -> pd.DataFrame:
+        """run_id and client_summary of those of ``run_ids`` that stored one, in the runs
+        file's order (as :meth:`client_summaries`, for chosen runs only)."""
+        ids = pa.table({"run_id": pa.array(sorted({str(r) for r in run_ids}), pa.string())})
+        return self._select_ids(
+            "SELECT run_id, client_summary FROM _runs_files WHERE client_summary IS NOT NULL "
+            "AND run_id IN (SELECT run_id FROM _ids)",
+            ids,
+        )
+
     # ------------------------------------------------------------------------ traces
 
     def run_minima(self) -> pd.DataFrame:
@@ -209,6 +220,17 @@ class ReportData:
             raise FedsparseError(f"reading {where}: {one_line(exc)}") from None
         self.queries.append((sql, table.num_rows))
         return table
+
+    def frame_with(self, sql: str, **tables: pd.DataFrame) -> pd.DataFrame:
+        """The rows of a SELECT that also reads small tables a page computed (e.g. run id ->
+        configuration), each registered under its keyword's name for this query only."""
+        for name, table in tables.items():
+            self.con.register(name, pa.Table.from_pandas(table, preserve_index=False))
+        try:
+            return self.frame(sql)
+        finally:
+            for name in tables:
+                self.con.unregister(name)
 
     def _select_ids(self, sql: str, ids: pa.Table, arrow: bool = False):
         self.con.register("_ids", ids)

@@ -3,10 +3,10 @@ Distributed-IHT baseline): rounds to reach Distributed-IHT's objective against t
 claimed speed-ups, how those verdicts depend on the step-size grid and on Distributed-IHT's own
 step, the final objective over step size and local steps, and the effect of the non-IID level.
 
-Its claims are the papers' headline speed-ups (analysis.CLAIMS), one per algorithm, data set and
+Its claims are the papers' headline speed-ups (ht_analysis.CLAIMS), one per algorithm, data set and
 reading of the Simulation I/II generator the papers make a numeric claim for, checked at this
 sweep's best configurations: with Distributed-IHT at its own best step, and again with it held
-at γ = 0.01 (analysis.HELD_STEP) when the sweep ran it there.
+at γ = 0.01 (ht_analysis.HELD_STEP) when the sweep ran it there.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..config import SYNTHETIC_READINGS
 from . import analysis as an
+from . import ht_analysis as ht
 from .claims import (
     AGREES,
     DISAGREES,
@@ -146,7 +147,7 @@ class Scoring:
     def where(self, section: str) -> str:
         """'sim-…; Distributed-IHT at its best step (γ=0.03)': the claim row's setting."""
         if self.key == "held":
-            how = f"Distributed-IHT held at γ={an.HELD_STEP:g} (flwr PR #7076)"
+            how = f"Distributed-IHT held at γ={ht.HELD_STEP:g} (flwr PR #7076)"
         else:
             step = _baseline_step(self.analysis, section)
             if step is None:
@@ -157,32 +158,32 @@ class Scoring:
 
 
 def _baseline_step(a: an.Analysis, section: str) -> float | None:
-    best = a.best[(a.best["section"] == section) & (a.best["algorithm"] == an.BASELINE)]
+    best = a.best[(a.best["section"] == section) & (a.best["algorithm"] == ht.BASELINE)]
     return float(best["stepsize"].iloc[0]) if len(best) else None
 
 
 def _is_held(step) -> bool:
-    return bool(np.isclose(float(step), an.HELD_STEP))
+    return bool(np.isclose(float(step), ht.HELD_STEP))
 
 
 def held_scoring(data: ReportData, a: an.Analysis) -> Scoring | None:
     """The claims scored again with Distributed-IHT held at HELD_STEP, on the data sets where
     it ran there without diverging and its own best step is another one; None if none."""
     cfg = a.configs
-    base = cfg[(cfg["algorithm"] == an.BASELINE) & cfg["valid"]]
+    base = cfg[(cfg["algorithm"] == ht.BASELINE) & cfg["valid"]]
     ran = set(base.loc[base["stepsize"].map(_is_held), "section"])
     sections = ran - _held_is_best(a)
     if not sections:
         return None
-    held = an.with_baseline(a, an.analyse(data, {an.HELD_STEP}), edges=False)
-    r2t, notes = an.rounds_to_target(held)
+    held = ht.with_baseline(a, an.analyse(data, {ht.HELD_STEP}), edges=False)
+    r2t, notes = ht.rounds_to_target(held)
     r2t = r2t[r2t["section"].isin(sections)].reset_index(drop=True)
     return Scoring("held", held, r2t, notes, wallclock_table(held, r2t), sections)
 
 
 def _held_is_best(a: an.Analysis) -> set[str]:
     """The data sets on which Distributed-IHT's own best step is HELD_STEP (one scoring)."""
-    best = a.best[a.best["algorithm"] == an.BASELINE]
+    best = a.best[a.best["algorithm"] == ht.BASELINE]
     return set(best.loc[best["stepsize"].map(_is_held), "section"])
 
 
@@ -190,18 +191,18 @@ def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
     """Write the family's page; return the papers' speed-up claims as measured here."""
     data = as_data(data)  # a results folder will do outside a build
     a = an.analyse(data)
-    r2t, notes = an.rounds_to_target(a)
+    r2t, notes = ht.rounds_to_target(a)
     own = Scoring("own", a, r2t, notes, wallclock_table(a, r2t), set(r2t["section"]))
     held = held_scoring(data, a)
     scorings = [own] if held is None else [own, held]
-    sens = an.grid_sensitivity(data, a, r2t)
-    cells = an.heatmap_table(a)
+    sens = ht.grid_sensitivity(data, a, r2t)
+    cells = ht.heatmap_table(a)
     reading = section_readings(a)
-    noniid = an.noniid_table(a, {s for s, r in reading.items() if r == TEXT})
+    noniid = ht.noniid_table(a, {s for s, r in reading.items() if r == TEXT})
     names = {s: r.name for s, r in reading.items()}
     same = r2t[r2t["section"].isin(_held_is_best(a))]  # held at its own best: one scoring
     held_r2t = same if held is None else pd.concat([same, held.r2t], ignore_index=True)
-    readings = an.readings_table(a, r2t, names, [r.name for r in READINGS], held_r2t)
+    readings = ht.readings_table(a, r2t, names, [r.name for r in READINGS], held_r2t)
     r2t.to_csv(tables / "rounds_to_target.csv", index=False)
     own.clock.to_csv(tables / "wallclock.csv", index=False)
     both = pd.concat([s.r2t.assign(distiht_step=s.key) for s in scorings], ignore_index=True)
@@ -213,16 +214,16 @@ def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
 
     page.text("p", __doc__.split("\n\n", 1)[0].replace("\n", " "), "muted")
     mine = a.runs.loc[a.runs["algorithm"].isin(FAMILY.algorithms), "section"]
-    ht = a.sections[a.sections["section"].isin(mine)]
+    family_sections = a.sections[a.sections["section"].isin(mine)]
     items = "".join(
         f'<li><a href="#ht-{html.escape(s.slug)}">{html.escape(s.section)}</a></li>'
-        for s in ht.itertuples()
+        for s in family_sections.itertuples()
     )
     items += '<li><a href="#noniid">Effect of the non-IID level</a></li>'
     if not readings.empty:
         items += '<li><a href="#readings">Readings of the simulation data</a></li>'
     page.add(f"<nav><ul>{items}</ul></nav>")
-    for sec in ht.itertuples():
+    for sec in family_sections.itertuples():
         page.heading("h2", sec.section, f"ht-{sec.slug}")
         r = reading[sec.section]
         page.text("p", f"Reading: {r.name} ({r.kind.replace('_', ' ')}). {r.description}", "muted")
@@ -292,9 +293,9 @@ def _base_rate_loss(a: an.Analysis, section: str) -> float | None:
 
 
 def _trivial_note(a: an.Analysis, section: str, r: int) -> str:
-    check = max(1, math.ceil(r * an.TRIVIAL_SHARE))
+    check = max(1, math.ceil(r * ht.TRIVIAL_SHARE))
     note = (
-        f"; trivial target: Distributed-IHT is within {an.TRIVIAL_TOL:.0%} of it by round "
+        f"; trivial target: Distributed-IHT is within {ht.TRIVIAL_TOL:.0%} of it by round "
         f"{check}, so the target is a plateau and is not scored"
     )
     loss = _base_rate_loss(a, section)
@@ -353,7 +354,7 @@ def _rounds_claims(s: Scoring, section: str, sens: pd.DataFrame) -> list[Claim]:
 def _setting(a: an.Analysis, section: str) -> str:
     """Where the papers state the claim a synthetic data set speaks to."""
     sec = next(a.sections[a.sections["section"] == section].itertuples())
-    return an.setting_text(an.CLAIMS[(sec.task, sec.loss)])
+    return ht.setting_text(ht.CLAIMS[(sec.task, sec.loss)])
 
 
 # The papers' wall-clock model (seed 001, Fig. 4's caption): clients anywhere in the world, about
@@ -383,7 +384,7 @@ def wallclock_table(a: an.Analysis, r2t: pd.DataFrame) -> pd.DataFrame:
             seconds[r_alg] = r * ROUND_DELAY_S + steps * STEP_S
             reached = {"section": section, "algorithm": row.algorithm, "rounds": r}
             rows.append({**reached, "local_steps_per_client": steps, "seconds": seconds[r_alg]})
-        base = seconds.get(an.BASELINE)
+        base = seconds.get(ht.BASELINE)
         for entry in rows:
             if entry["section"] == section and base and entry.get("seconds"):
                 entry["speedup"] = base / entry["seconds"]
@@ -397,7 +398,7 @@ def _wallclock_claims(s: Scoring, section: str) -> list[Claim]:
     claim a speed-up in rounds for on ``section``."""
     a = s.analysis
     sec = next(a.sections[a.sections["section"] == section].itertuples())
-    claim = an.CLAIMS.get((sec.task, sec.loss)) if sec.kind == "synthetic" else None
+    claim = ht.CLAIMS.get((sec.task, sec.loss)) if sec.kind == "synthetic" else None
     if claim is None:
         return []
     t = s.clock[s.clock["section"] == section].set_index("algorithm")
@@ -405,7 +406,7 @@ def _wallclock_claims(s: Scoring, section: str) -> list[Claim]:
     trivial = bool(r2t["trivial"].any())
     out = []
     for alg in claim[3]:
-        if alg not in t.index or an.BASELINE not in t.index:
+        if alg not in t.index or ht.BASELINE not in t.index:
             continue  # no best configuration: the rounds claim already says so
         speedup = t.loc[alg, "speedup"]
         if pd.isna(t.loc[alg, "seconds"]):
@@ -413,21 +414,21 @@ def _wallclock_claims(s: Scoring, section: str) -> list[Claim]:
         else:
             ours = (
                 f"{speedup:.2f}x ({t.loc[alg, 'seconds']:.2f} s against "
-                f"{t.loc[an.BASELINE, 'seconds']:.2f} s)"
+                f"{t.loc[ht.BASELINE, 'seconds']:.2f} s)"
             )
             ok = speedup >= CLAIMED_WALLCLOCK
         verdict = AGREES if ok else DISAGREES
         if trivial:
             verdict = NOT_MEASURED
             ours += _trivial_note(a, section, int(r2t["R"].iloc[0]))
-        if not an.at_papers_setting(sec, claim):
+        if not ht.at_papers_setting(sec, claim):
             verdict = NO_CLAIM
         out.append(
             Claim(
                 paper=PAPER,
                 claim=f"{an.label(alg)} reaches Distributed-IHT's objective faster in "
                 "wall-clock time (150 ms per round, 20 µs per local step)",
-                paper_value=f"at least {CLAIMED_WALLCLOCK:g}x faster ({an.setting_text(claim)})",
+                paper_value=f"at least {CLAIMED_WALLCLOCK:g}x faster ({ht.setting_text(claim)})",
                 ours=ours,
                 verdict=verdict,
                 where=s.where(section),
@@ -484,13 +485,13 @@ def _ratio(v: float) -> str:
 def _held(page: Page, sec, held: Scoring) -> None:
     """The rounds-to-target comparison again, Distributed-IHT held at HELD_STEP."""
     t = held.r2t[held.r2t["section"] == sec.section]
-    title = f"The same with Distributed-IHT held at γ = {an.HELD_STEP:g}"
+    title = f"The same with Distributed-IHT held at γ = {ht.HELD_STEP:g}"
     page.heading("h3", title, f"held-{sec.slug}")
     page.text(
         "p",
         "Each client's curvature caps the federated methods' local step, while Distributed-IHT "
         "sees only the global curvature, so the verdict depends on the step Distributed-IHT "
-        f"runs at. Here it is held at γ = {an.HELD_STEP:g}, the step flwr PR #7076 reports for "
+        f"runs at. Here it is held at γ = {ht.HELD_STEP:g}, the step flwr PR #7076 reports for "
         "it, instead of its own best step above; the federated methods keep their best "
         "configurations.",
     )
@@ -518,7 +519,7 @@ def _rounds_to_target(page: Page, sec, t: pd.DataFrame, notes: dict, heading=Tru
     )
     cols = ["algorithm", "best_config", "R", "rounds_to_target", "ratio", "claim_source"]
     if t["trivial"].any():
-        page.text("p", an.trivial_text(r, max(1, math.ceil(r * an.TRIVIAL_SHARE))), "note")
+        page.text("p", ht.trivial_text(r, max(1, math.ceil(r * ht.TRIVIAL_SHARE))), "note")
     shown = t[[*cols, "claimed_ratio"]].copy()
     shown["rounds_to_target"] = (
         shown["rounds_to_target"].astype(object).where(t["reached"], "not reached")
@@ -619,7 +620,7 @@ def readings_statements(readings: pd.DataFrame) -> list[str]:
             if "agreement_held" in rows and claimed["agreement_held"].notna().any():
                 held = claimed.loc[claimed["agreement_held"] == AGREES, "algorithm"]
                 names = ", ".join(held.map(an.label))
-                what += f"; with Distributed-IHT held at γ = {an.HELD_STEP:g}, " + (
+                what += f"; with Distributed-IHT held at γ = {ht.HELD_STEP:g}, " + (
                     f"the claim for {names}" if len(held) else "none"
                 )
             text = f"{key[0]} task (α, β) = ({key[2]:g}, {key[3]:g}), {name}: {what}"
@@ -669,8 +670,8 @@ def _readings(page: Page, readings: pd.DataFrame) -> None:
 def _headline() -> tuple[tuple[str, str, str], ...]:
     """The papers' headline claims (the rounds and the wall-clock speed-ups) as stated."""
     out = []
-    for claim in an.CLAIMS.values():
-        where = an.setting_text(claim)
+    for claim in ht.CLAIMS.values():
+        where = ht.setting_text(claim)
         for alg, ratio in claim[3].items():
             name = an.label(alg)
             rounds = f"{name} needs fewer rounds than Distributed-IHT to reach Distributed-IHT's "

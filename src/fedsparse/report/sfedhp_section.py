@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms import ALGORITHMS
-from ..results import HYPERPARAMETER_COLUMNS, sql_ident
+from ..results import HYPERPARAMETER_COLUMNS, sql_ident, sql_quote
 from .analysis import slugify
 from .claims import (
     AUTHORS_CODE,
@@ -50,13 +50,23 @@ PERSONALISED = ("sfedhp", "pfedme", "hierfavg", "fedprox", "perfedavg", "heurfed
 GM_METHODS = ("sfedhp", "pfedme", "hierfavg", "fedprox", "fedavg")  # Table I's methods
 AGREE_PP = 2.0  # percentage points
 NAMES = {
-    "sfedhp": "sFedHP", "pfedme": "pFedMe", "fedavg": "FedAvg", "hierfavg": "HierFAVG",
-    "fedprox": "FedProx", "perfedavg": "Per-FedAvg", "heurfedamp": "HeurFedAMP",
-}  # fmt: skip
+    "sfedhp": "sFedHP",
+    "pfedme": "pFedMe",
+    "fedavg": "FedAvg",
+    "hierfavg": "HierFAVG",
+    "fedprox": "FedProx",
+    "perfedavg": "Per-FedAvg",
+    "heurfedamp": "HeurFedAMP",
+}
 COLOURS = {
-    "sfedhp": "tab:red", "pfedme": "tab:blue", "fedavg": "tab:gray", "hierfavg": "tab:green",
-    "fedprox": "tab:orange", "perfedavg": "tab:purple", "heurfedamp": "tab:brown",
-}  # fmt: skip
+    "sfedhp": "tab:red",
+    "pfedme": "tab:blue",
+    "fedavg": "tab:gray",
+    "hierfavg": "tab:green",
+    "fedprox": "tab:orange",
+    "perfedavg": "tab:purple",
+    "heurfedamp": "tab:brown",
+}
 # hyperparameters named in a configuration's label (others only when they vary)
 LABEL_PARAMS = {
     "sfedhp": ("lambda1", "lambda2", "gamma1", "gamma2"),
@@ -185,43 +195,92 @@ TEXT_READING = READINGS[0]
 
 
 # ---- reading the traces ----------------------------------------------------------------------
+# Per run, SQL over the traces returns one row (its best and final accuracies, density, bits);
+# per configuration and round, the means the figures draw. No trace row comes back whole.
 
 HP = tuple(HYPERPARAMETER_COLUMNS)
-COLUMNS = (
-    "run_id",
-    "dataset",
-    "partition",
-    "model",
-    "algorithm",
-    "seed",
-    "round",
-    "test_accuracy",
-    "pm_test_accuracy",
-    "train_loss",
-    "bits",
-    "density",
-    "pm_density",
-)
+IDENTITY = ("run_id", "dataset", "partition", "model", "algorithm", "seed", "status")
+# a run's scores over its trace rows: best over the evaluated rounds, and at its last round
+SCORES = {
+    "gm_best": "max(100.0::DOUBLE * test_accuracy) FILTER (WHERE NOT isnan(test_accuracy))",
+    "pm_best": "max(100.0::DOUBLE * pm_test_accuracy) FILTER (WHERE NOT isnan(pm_test_accuracy))",
+    "gm_final": "arg_max_null(100.0::DOUBLE * test_accuracy, round)",
+    "pm_final": "arg_max_null(100.0::DOUBLE * pm_test_accuracy, round)",
+    "rounds": "max(round)",
+    "density": "arg_max_null(density, round)",
+    "bits": "arg_max_null(bits, round)",
+}
+# what the figures average per round (accuracies in %)
+CURVES = {
+    "test_accuracy": "100.0::DOUBLE * test_accuracy",
+    "pm_test_accuracy": "100.0::DOUBLE * pm_test_accuracy",
+    "train_loss": "train_loss",
+    "density": "density",
+    "pm_density": "pm_density",
+    "bits": "bits",
+}
 
 
-def family_traces(source: ReportData | str | Path) -> pd.DataFrame:
-    """Trace rows of the family's runs (fedavg only on data sets with personalised runs),
-    accuracies in %, with each run's status and data source."""
+def run_scores(source: ReportData | str | Path) -> pd.DataFrame:
+    """One row per run of the family with trace rows (fedavg only on data sets with
+    personalised runs), by run id: identity, status, data source, ``reading``, hyperparameters,
+    ``config`` and ``label``, and from its trace: best-over-rounds and final GM/PM (%), the
+    last round (``rounds``), final density and bits."""
     data = as_data(source)
     names = ", ".join(f"'{a}'" for a in (*PERSONALISED, "fedavg"))
-    cols = ", ".join(sql_ident(c) for c in (*COLUMNS, *HP))
-    sql = f"SELECT {cols} FROM traces WHERE algorithm IN ({names})"
-    df = data.frame(sql)
+    cols = ", ".join(f"r.{sql_ident(c)}" for c in dict.fromkeys([*IDENTITY, *HP]))
+    scores = ", ".join(f"{sql} AS {name}" for name, sql in SCORES.items())
+    df = data.frame(
+        f"SELECT {cols}, {', '.join(f's.{n}' for n in SCORES)} FROM runs r JOIN "
+        f"(SELECT run_id, {scores} FROM traces WHERE algorithm IN ({names}) GROUP BY run_id) s "
+        "ON r.run_id = s.run_id ORDER BY r.run_id"
+    )
     personal = set(df.loc[df["algorithm"].isin(PERSONALISED), "dataset"])
-    df = df[(df["algorithm"] != "fedavg") | df["dataset"].isin(personal)].copy()
-    for c in ("test_accuracy", "pm_test_accuracy"):
-        df[c] = 100.0 * df[c].astype(float)
-    runs = data.run_frame(["run_id", "status", "source"])
-    runs = runs[runs["run_id"].isin(set(df["run_id"]))].copy()
-    configs = data.configs(runs["run_id"])
-    runs["reading"] = [reading_of(READINGS, configs[str(r)]).name for r in runs["run_id"]]
-    df = df.merge(runs[["run_id", "status", "source", "reading"]], on="run_id", how="left")
-    return _with_configs(df)
+    df = df[(df["algorithm"] != "fedavg") | df["dataset"].isin(personal)].reset_index(drop=True)
+    source_of = data.run_frame(["run_id", "source"]).set_index("run_id")["source"]
+    df["source"] = source_of.reindex(df["run_id"]).to_numpy()
+    configs = data.configs(df["run_id"])
+    df["reading"] = [reading_of(READINGS, configs[str(r)]).name for r in df["run_id"]]
+    df = _with_configs(df)
+    keep = [
+        "run_id",
+        "dataset",
+        "partition",
+        "model",
+        "source",
+        "algorithm",
+        "config",
+        "label",
+        "seed",
+        "status",
+        "reading",
+        *HP,
+        *SCORES,
+    ]
+    return df[list(dict.fromkeys(keep))]
+
+
+def round_means(data: ReportData, runs: pd.DataFrame, keys: list[str], columns) -> pd.DataFrame:
+    """Per ``keys`` (columns of ``runs``, one row per run) and round, the mean over those runs'
+    trace rows of each of ``columns`` (names of CURVES): what a figure draws."""
+    if runs.empty:
+        return pd.DataFrame(columns=[*keys, "round", *columns])
+    names = ", ".join(f"k.{sql_ident(c)}" for c in keys)
+    means = ", ".join(
+        f"avg({CURVES[c]}) FILTER (WHERE NOT isnan({CURVES[c]})) AS {sql_ident(c)}" for c in columns
+    )
+    return data.frame_with(
+        f"SELECT {names}, t.round, {means} FROM traces t JOIN _keys k ON t.run_id = k.run_id "
+        f"WHERE {_partitions(runs)} GROUP BY {names}, t.round ORDER BY {names}, t.round",
+        _keys=runs[["run_id", *keys]],
+    )
+
+
+def _partitions(runs: pd.DataFrame) -> str:
+    """The condition on the traces' partition columns that holds for ``runs``' rows."""
+    datasets = ", ".join(sql_quote(str(d)) for d in sorted(set(runs["dataset"])))
+    algorithms = ", ".join(sql_quote(str(a)) for a in sorted(set(runs["algorithm"])))
+    return f"t.dataset IN ({datasets}) AND t.algorithm IN ({algorithms})"
 
 
 def _fmt_value(v) -> str:
@@ -330,38 +389,9 @@ def _paper_text(key, algo: str, value: float | None, gm: bool) -> str:
 # ---- per run, per configuration ---------------------------------------------------------------
 
 
-def run_scores(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: best-over-rounds and final GM/PM, final density and bits."""
-    df = df.sort_values(["run_id", "round"])
-    g = df.groupby("run_id", sort=False)
-    first = g.head(1).set_index("run_id")
-    last = g.tail(1).set_index("run_id")
-    keep = [
-        "dataset",
-        "partition",
-        "model",
-        "source",
-        "algorithm",
-        "config",
-        "label",
-        "seed",
-        "status",
-        "reading",
-        *HP,
-    ]
-    out = first[[c for c in keep if c in first.columns]].copy()
-    out["gm_best"] = g["test_accuracy"].max()
-    out["pm_best"] = g["pm_test_accuracy"].max()
-    out["gm_final"] = last["test_accuracy"]
-    out["pm_final"] = last["pm_test_accuracy"]
-    out["rounds"] = last["round"]
-    out["density"] = last["density"]
-    out["bits"] = last["bits"]
-    return out.reset_index()
-
-
 def config_summary(scores: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds per (data set, configuration)."""
+    """Mean and std over seeds per (data set, configuration), with the configuration's runs
+    (``run_ids``)."""
     keys = ["dataset", "algorithm", "config"]
     g = scores.groupby(keys, sort=False)
     out = g.first()[["label", "partition", "model", "source", "reading", "rounds", *HP]]
@@ -371,6 +401,7 @@ def config_summary(scores: pd.DataFrame) -> pd.DataFrame:
     for c in ("gm_best", "gm_final", "pm_best", "pm_final", "density", "bits"):
         out[c] = g[c].mean()
         out[f"{c}_std"] = g[c].std(ddof=1)
+    out["run_ids"] = g["run_id"].agg(list)
     return out.reset_index()
 
 
@@ -443,10 +474,6 @@ def results_table(summary: pd.DataFrame, key) -> pd.DataFrame:
 # ---- figures ---------------------------------------------------------------------------------
 
 
-def _curves(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    return df.groupby(["algorithm", "label", "round"])[cols].mean().reset_index()
-
-
 def _styles(curves: pd.DataFrame):
     """(algorithm, label, colour, line style): configurations of one method differ in style."""
     out = []
@@ -463,9 +490,9 @@ def _legend(label: str) -> str:
     return short.replace(" γ1=", " sparse, γ1=")  # only a sparse run's label has γ1
 
 
-def accuracy_figure(df: pd.DataFrame, title: str):
-    """GM and PM test accuracy and the GM training loss against rounds (mean over seeds)."""
-    curves = _curves(df, ["test_accuracy", "pm_test_accuracy", "train_loss"])
+def accuracy_figure(curves: pd.DataFrame, title: str):
+    """GM and PM test accuracy and the GM training loss against rounds (``curves``: means over
+    seeds per algorithm, label and round)."""
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
     panels = (
         ("test_accuracy", "GM test accuracy (%)"),
@@ -488,9 +515,9 @@ def accuracy_figure(df: pd.DataFrame, title: str):
     return fig
 
 
-def sparse_figure(df: pd.DataFrame, title: str):
-    """Density of w (and of the clients' models) and cumulative Remark-1 bits against rounds."""
-    curves = _curves(df, ["density", "pm_density", "bits"])
+def sparse_figure(curves: pd.DataFrame, title: str):
+    """Density of w (and of the clients' models) and cumulative Remark-1 bits against rounds
+    (``curves``: means over seeds per algorithm, label and round)."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     for algo, lab, c, ls in _styles(curves):
         s = curves[(curves["label"] == lab) & (curves["algorithm"] == algo)]
@@ -513,12 +540,12 @@ def sparse_figure(df: pd.DataFrame, title: str):
     return fig
 
 
-def lambda_figure(df: pd.DataFrame, table: pd.DataFrame, key, title: str):
-    """GM against rounds for each lambda, and best GM/PM against lambda, ours and the paper's."""
+def lambda_figure(curves: pd.DataFrame, table: pd.DataFrame, key, title: str):
+    """GM against rounds for each lambda (``curves``: means per lambda1 and round), and best
+    GM/PM against lambda, ours and the paper's."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     cmap = plt.get_cmap("viridis")
     lams = sorted(table["lambda"])
-    curves = df.groupby(["lambda1", "round"])["test_accuracy"].mean().reset_index()
     for k, lam in enumerate(lams):
         s = curves[curves["lambda1"] == lam]
         ax1.plot(
@@ -692,11 +719,12 @@ def _pm_gap_claim(summary, key, name, where, anchor) -> Claim:
 
 
 def convex_claims(
-    summary: pd.DataFrame, traces: pd.DataFrame, readings: dict | None = None
+    summary: pd.DataFrame, source: ReportData | str | Path, readings: dict | None = None
 ) -> list[Claim]:
     """Fig. 2: on MLR, GM(sFedHP) >= GM(pFedMe) >= GM(HierFAVG), and sFedHP converges faster;
     each data set's claims in its reading (``readings``: data set -> Reading)."""
     readings = readings or {}
+    data = as_data(source)
     claim = "Convex (MLR) comparison: GM test accuracy orders sFedHP ≥ pFedMe ≥ HierFAVG (Fig. 2)"
     speed = (
         "Convex (MLR) comparison: sFedHP converges faster than pFedMe (Fig. 2; ours: the "
@@ -720,7 +748,7 @@ def convex_claims(
             )
             + f" (best over rounds; mean ± std over {int(top['seeds'].min())} seed(s))"
         )
-        auc = _auc(traces[traces["dataset"] == ds], rows)
+        auc = _auc(data, rows)
         faster = verdict_of(bool(auc["sfedhp"] > auc["pfedme"]))
         found += in_reading(
             [
@@ -749,11 +777,22 @@ def convex_claims(
     )
 
 
-def _auc(traces: pd.DataFrame, summary: pd.DataFrame) -> pd.Series:
-    """Mean GM accuracy over the evaluated rounds of each method's best configuration."""
-    best = best_configs(summary, "gm_best", NAMES)["config"]
-    rows = traces[traces["config"].isin(best)]
-    return rows.groupby("algorithm")["test_accuracy"].mean()
+def _auc(data: ReportData, summary: pd.DataFrame) -> pd.Series:
+    """Mean GM accuracy (%) over the evaluated rounds of each method's best configuration
+    (``summary``: one data set's), by algorithm."""
+    best = best_configs(summary, "gm_best", NAMES)
+    runs = pd.DataFrame(
+        [(rid, algo) for algo, ids in best["run_ids"].items() for rid in ids],
+        columns=["run_id", "algorithm"],
+    ).assign(dataset=summary["dataset"].iloc[0])
+    gm = CURVES["test_accuracy"]
+    means = data.frame_with(
+        f"SELECT k.algorithm, avg({gm}) FILTER (WHERE NOT isnan({gm})) AS test_accuracy "
+        f"FROM traces t JOIN _keys k ON t.run_id = k.run_id WHERE {_partitions(runs)} "
+        "GROUP BY k.algorithm ORDER BY k.algorithm",
+        _keys=runs[["run_id", "algorithm"]],
+    )
+    return means.set_index("algorithm")["test_accuracy"]
 
 
 def sparse_claims(summary: pd.DataFrame, readings: dict | None = None) -> list[Claim]:
@@ -902,14 +941,15 @@ def _anchored(page, anchor: str, add) -> None:
 
 def build(page, data: ReportData, tables: Path) -> list[Claim]:
     """Write the family's page into ``page``; return its claims."""
-    df = family_traces(as_data(data))
+    data = as_data(data)
+    scores = run_scores(data)
     conventions = " ".join(__doc__.split("\n\n", 2)[1].split())
     page.text("p", conventions.replace("AGREE_PP", f"{AGREE_PP:g}"), cls="muted")
     page.text("p", NOTE, cls="note")
-    if not len(df):
+    if not len(scores):
         page.text("p", "No runs of this family in the results.")
         return []
-    summary = config_summary(run_scores(df))
+    summary = config_summary(scores)
     by_name = {r.name: r for r in READINGS}
     readings = {ds: by_name[r] for ds, r in summary.groupby("dataset")["reading"].first().items()}
     said = " ".join(f"{r.name} ({r.kind}): {r.description}" for r in READINGS)
@@ -918,7 +958,7 @@ def build(page, data: ReportData, tables: Path) -> list[Claim]:
     frames, lam_frames = [], []
     page.add('<h2 id="sfedhp-accuracy">GM and PM accuracy against the paper</h2>')
     for ds, rows in summary.groupby("dataset", sort=True):
-        found, table, lam = _dataset_section(page, ds, rows, df[df["dataset"] == ds])
+        found, table, lam = _dataset_section(page, data, ds, rows, scores)
         claims += in_reading(found, readings[ds])
         frames.append(table)
         if len(lam):
@@ -926,7 +966,7 @@ def build(page, data: ReportData, tables: Path) -> list[Claim]:
     if not lam_frames:
         why = "sFedHP ran with one λ only; config/sfedhp-paper.yaml has the grid"
         claims += in_reading([Claim(PAPER, LAMBDA_CLAIMS[0], "", why, NOT_MEASURED)], TEXT_READING)
-    claims += convex_claims(summary, df, readings)
+    claims += convex_claims(summary, data, readings)
     claims += sparse_claims(summary, readings)
     if not any(t["paper_setting"].str.contains("Table").any() for t in frames):
         why = "no network run on a paper setting (MNIST / FMNIST, label_cycle 200/800 or 900/300)"
@@ -939,8 +979,9 @@ def build(page, data: ReportData, tables: Path) -> list[Claim]:
     return claims
 
 
-def _dataset_section(page, ds: str, rows: pd.DataFrame, curves: pd.DataFrame):
-    """One data set's part of the page: (claims, results table, lambda table)."""
+def _dataset_section(page, data: ReportData, ds: str, rows: pd.DataFrame, scores: pd.DataFrame):
+    """One data set's part of the page (``rows``: its configurations, ``scores``: the runs):
+    (claims, results table, lambda table)."""
     slug = slugify(ds)
     first = rows.iloc[0]
     key, why = paper_setting(
@@ -952,6 +993,8 @@ def _dataset_section(page, ds: str, rows: pd.DataFrame, curves: pd.DataFrame):
     rows = rows.sort_values("algorithm", key=lambda s: s.map(order), kind="stable")
     table = results_table(rows, key)
     _anchored(page, f"sfedhp-{slug}-table", lambda: page.table(table))
+    runs = scores[scores["dataset"] == ds]
+    curves = round_means(data, runs, ["algorithm", "label"], list(CURVES))
     name = f"sfedhp-{slug}-accuracy"
     fig = accuracy_figure(curves, f"{ds}: accuracy against rounds (mean over seeds)")
     _anchored(page, name, lambda: page.figure(fig, name, "accuracy against rounds"))
@@ -960,7 +1003,8 @@ def _dataset_section(page, ds: str, rows: pd.DataFrame, curves: pd.DataFrame):
     if len(lam):
         anchor = f"sfedhp-{slug}-lambda"
         page.add(f'<h3 id="{anchor}">{html.escape(ds)}: the effect of λ (sFedHP, Fig. 4)</h3>')
-        sf = curves[curves["config"].isin(lam["config"])]
+        mine = runs[runs["config"].isin(lam["config"])]
+        sf = round_means(data, mine, ["lambda1"], ["test_accuracy"])
         lam = lam.drop(columns="config")
         page.figure(lambda_figure(sf, lam, key, f"{ds}: sFedHP against λ"), anchor, "λ")
         page.table(_lambda_display(lam))
@@ -977,21 +1021,27 @@ def _dataset_section(page, ds: str, rows: pd.DataFrame, curves: pd.DataFrame):
 def _lambda_display(lam: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"λ = λ1 = λ2": lam["lambda"], "seeds": lam["seeds"]})
     for col, name in (("gm_best", "GM best"), ("pm_best", "PM best")):
-        out[name] = [mean_std(m, s, n) for m, s, n in zip(lam[col], lam[f"{col}_std"],
-                                                            lam["seeds"], strict=True)]  # fmt: skip
+        out[name] = [
+            mean_std(m, s, n)
+            for m, s, n in zip(lam[col], lam[f"{col}_std"], lam["seeds"], strict=True)
+        ]
         out[f"paper {name[:2]}"] = lam[f"paper {name[:2]}"]
     return out
 
 
 def _sparse_display(rows: pd.DataFrame) -> pd.DataFrame:
     """Final density of w, cumulative bits and best GM of each configuration (Fig. 3's panels)."""
-    return pd.DataFrame({
-        "method": rows["label"],
-        "final density of w": rows["density"],
-        "cumulative bits": rows["bits"],
-        "GM best": [mean_std(m, s, n) for m, s, n in zip(rows["gm_best"], rows["gm_best_std"],
-                                                         rows["seeds"], strict=True)],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "method": rows["label"],
+            "final density of w": rows["density"],
+            "cumulative bits": rows["bits"],
+            "GM best": [
+                mean_std(m, s, n)
+                for m, s, n in zip(rows["gm_best"], rows["gm_best_std"], rows["seeds"], strict=True)
+            ],
+        }
+    )
 
 
 def _claims_section(page, claims: list[Claim]) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..results import sql_ident, sql_quote
 from .analysis import unique_slugs
 from .claims import (
     AGREES,
@@ -44,11 +45,6 @@ PAPER = "Ye & Cui, mini-batch SSCA (seed 004)"
 TABLE = {1: (0.4, 0.4, 0.4), 10: (0.6, 0.9, 0.3), 100: (0.9, 0.9, 0.3)}  # B: (a1, a2, alpha)
 LAMBDA = 1e-5
 SETTLED = 0.02  # |F(w_T) - U| below this (and slack ~ 0): the cost settled at U
-COLUMNS = (
-    "run_id, dataset, algorithm, seed, round, batch_size, local_steps, stepsize, stepsize_decay, "
-    'prox_weight, rho_scale, gamma_scale, decay, gamma_extra, "lambda", cost_limit, penalty, '
-    "train_loss, test_accuracy, sq_norm, slack, constraint_value"
-)
 
 
 def _small_normal(config: dict) -> bool:
@@ -78,18 +74,51 @@ READINGS = (
 )
 
 
-def ssca_traces(source: ReportData | str | Path) -> pd.DataFrame:
-    """The trace rows of ssca, ssca_constrained and fedavg runs that ended ok, with each run's
-    ``reading``."""
+LAST = (
+    "run_id, dataset, algorithm, seed, round, batch_size, local_steps, stepsize, stepsize_decay, "
+    'prox_weight, rho_scale, gamma_scale, decay, gamma_extra, "lambda", cost_limit, penalty, '
+    "train_loss, test_accuracy, sq_norm, slack, constraint_value"
+)
+ALGORITHMS = "'ssca', 'ssca_constrained', 'fedavg'"
+
+
+def ssca_runs(source: ReportData | str | Path) -> pd.DataFrame:
+    """One row per ssca, ssca_constrained and fedavg run that ended ok: its last trace row
+    (hyperparameters, last round and its values), its ``reading`` and ``pos`` (its place in
+    the results), in the results' order."""
     data = as_data(source)
-    sql = (
-        f"SELECT {COLUMNS} FROM traces WHERE algorithm IN ('ssca', 'ssca_constrained', 'fedavg') "
-        "AND run_id IN (SELECT run_id FROM runs WHERE status = 'ok')"
+    df = data.frame(
+        f"SELECT {LAST} FROM traces WHERE algorithm IN ({ALGORITHMS}) AND run_id IN "
+        "(SELECT run_id FROM runs WHERE status = 'ok') AND (run_id, round) IN "
+        f"(SELECT run_id, max(round) FROM traces WHERE algorithm IN ({ALGORITHMS}) "
+        "GROUP BY run_id)"
     )
-    df = data.frame(sql)
-    configs = data.configs(df["run_id"].unique())
+    order = data.run_frame(["run_id"])["run_id"]
+    df["pos"] = pd.Series(range(len(order)), index=order).reindex(df["run_id"]).to_numpy()
+    df = df.sort_values("pos", kind="stable").reset_index(drop=True)
+    configs = data.configs(df["run_id"])
     df["reading"] = [reading_of(READINGS, configs[str(r)]).name for r in df["run_id"]]
     return df
+
+
+def mean_curves(data: ReportData, runs: pd.DataFrame, keys: list[str], columns: list[str]):
+    """Per ``keys`` (columns of ``runs``, one row per run) and round: the mean of each of
+    ``columns`` over those runs' trace rows (SQL; what a figure draws)."""
+    if runs.empty:
+        return pd.DataFrame(columns=[*keys, "round", *columns])
+    names = ", ".join(f"k.{sql_ident(c)}" for c in keys)
+    means = ", ".join(
+        f"avg(t.{sql_ident(c)}) FILTER (WHERE NOT isnan(t.{sql_ident(c)})) AS {sql_ident(c)}"
+        for c in columns
+    )
+    datasets = ", ".join(sql_quote(str(d)) for d in sorted(set(runs["dataset"])))
+    algorithms = ", ".join(sql_quote(str(a)) for a in sorted(set(runs["algorithm"])))
+    return data.frame_with(
+        f"SELECT {names}, t.round, {means} FROM traces t JOIN _keys k ON t.run_id = k.run_id "
+        f"WHERE t.dataset IN ({datasets}) AND t.algorithm IN ({algorithms}) "
+        f"GROUP BY {names}, t.round ORDER BY {names}, t.round",
+        _keys=runs[["run_id", *keys]],
+    )
 
 
 def _paper_schedule(df: pd.DataFrame) -> pd.Series:
@@ -105,18 +134,10 @@ def _paper_schedule(df: pd.DataFrame) -> pd.Series:
     return (ok & table).fillna(False).astype(bool)
 
 
-def _mean_curves(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    return (
-        df.groupby([*keys, "round"], dropna=False)[["train_loss", "test_accuracy"]]
-        .mean()
-        .reset_index()
-    )
-
-
-def _final(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Each group's last-round means over seeds, with ``train_loss_sd`` (NaN for one seed),
-    ``runs`` (distinct seeds) and ``rounds`` (the last round)."""
-    last = df[df["round"] == df.groupby("run_id")["round"].transform("max")]  # each run's last
+def _final(last: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Each group's last-round means over seeds (``last``: one row per run, its last row),
+    with ``train_loss_sd`` (NaN for one seed), ``runs`` (distinct seeds) and ``rounds`` (the
+    last round)."""
     cols = ["train_loss", "test_accuracy", "sq_norm", "slack", "constraint_value"]
     groups = last.groupby(keys, dropna=False)
     out = groups[cols].mean()
@@ -154,9 +175,10 @@ def _settle_round(curve: pd.DataFrame, U: float) -> float:
     return float(rounds[k]) if k < len(rounds) else math.inf
 
 
-def analyse(df: pd.DataFrame, where: str = "", slug: str = "") -> dict:
+def analyse(data: ReportData, df: pd.DataFrame, where: str = "", slug: str = "") -> dict:
     """Per data set: the curves, final values and claims (``Claim`` rows) of one data set's
-    rows; ``where`` names the data set in the claims, ``slug`` the page's element ids."""
+    runs (``df``: :func:`ssca_runs`' rows); ``where`` names the data set in the claims,
+    ``slug`` the page's element ids."""
     anchor1, anchor2, anchor3 = (
         f"ssca-{slug}-{k}" if slug else "" for k in ("alg1", "alg2", "tradeoff")
     )
@@ -178,8 +200,10 @@ def analyse(df: pd.DataFrame, where: str = "", slug: str = "") -> dict:
         keys = ["batch_size", "local_steps", "stepsize", "stepsize_decay"]
         sgd = sgd.merge(best[keys], on=keys)
     out["ssca_final"], out["sgd_final"] = ssca_final, sgd_final
-    out["ssca_curves"] = _mean_curves(ssca, ["batch_size"]) if len(ssca) else None
-    out["sgd_curves"] = _mean_curves(sgd, ["batch_size", "local_steps"]) if len(sgd) else None
+    metrics = ["train_loss", "test_accuracy"]
+    out["ssca_curves"] = mean_curves(data, ssca, ["batch_size"], metrics) if len(ssca) else None
+    pairs = ["batch_size", "local_steps"]
+    out["sgd_curves"] = mean_curves(data, sgd, pairs, metrics) if len(sgd) else None
 
     # --- Algorithm 1 (Fig. 1(a), 2(a)) -------------------------------------------------------
     no_alg1 = "no Algorithm 1 (ssca) runs with the paper's schedule and lambda = 1e-5 here"
@@ -203,33 +227,49 @@ def analyse(df: pd.DataFrame, where: str = "", slug: str = "") -> dict:
         s = _row(ssca_final, batch_size=b) if len(ssca_final) else None
         g = _row(sgd_final, batch_size=bb, local_steps=e) if len(sgd_final) else None
         if s is None or g is None:
-            why = (f"no Algorithm 1 run at B = {b}" if s is None else
-                   f"no SGD (fedavg) run at B = {bb}, E = {e}")  # fmt: skip
+            why = (
+                f"no Algorithm 1 run at B = {b}"
+                if s is None
+                else f"no SGD (fedavg) run at B = {bb}, E = {e}"
+            )
             claim(text, paper, why, NOT_MEASURED, anchor1)
             return
         ok = float(s["train_loss"]) < float(g["train_loss"])
-        ours = (f"SSCA {_cost(s)}; best SGD (step {g['stepsize']:g}, decay "
-                f"{g['stepsize_decay']:g}) {_cost(g)}")  # fmt: skip
+        ours = (
+            f"SSCA {_cost(s)}; best SGD (step {g['stepsize']:g}, decay "
+            f"{g['stepsize_decay']:g}) {_cost(g)}"
+        )
         claim(text, paper, ours, verdict_of(ok), anchor1)
 
     for b in sorted(set(TABLE) | set(bs)):
-        versus(b, b, 1, f"Algorithm 1 converges faster than SGD at equal B = {b} (E = 1)",
-               "Fig. 1(a), 2(a): SSCA's training cost below SGD's at every B")  # fmt: skip
+        versus(
+            b,
+            b,
+            1,
+            f"Algorithm 1 converges faster than SGD at equal B = {b} (E = 1)",
+            "Fig. 1(a), 2(a): SSCA's training cost below SGD's at every B",
+        )
     for b, (bb, e) in ((10, (5, 2)), (100, (50, 2))):
-        versus(b, bb, e, f"Algorithm 1 at B = {b} converges faster than SGD at (B, E) = "
-               f"({bb}, {e}), the same per-client computation",
-               f"Fig. 1(a), 2(a): SSCA at B = {b} below SGD at B = {bb}, E = 2")  # fmt: skip
+        versus(
+            b,
+            bb,
+            e,
+            f"Algorithm 1 at B = {b} converges faster than SGD at (B, E) = "
+            f"({bb}, {e}), the same per-client computation",
+            f"Fig. 1(a), 2(a): SSCA at B = {b} below SGD at B = {bb}, E = 2",
+        )
 
     # --- Algorithm 2 (Fig. 1(b), 2(b)) -------------------------------------------------------
     no_alg2 = "no Algorithm 2 (ssca_constrained) runs with the paper's schedule here"
     alg2_final = _final(alg2, ["batch_size", "cost_limit"]) if len(alg2) else pd.DataFrame()
     out["alg2_final"] = alg2_final
-    out["alg2"] = alg2
+    columns = ["train_loss", "constraint_value", "slack"]
+    out["alg2_curves"] = curves = mean_curves(data, alg2, ["cost_limit", "batch_size"], columns)
     text = "Algorithm 2: a larger minibatch converges faster (F reaches U sooner)"
     paper = "Fig. 1(b), 2(b): larger B converges faster (U = 0.13)"
     compared = []
     if len(alg2):
-        curves = alg2.groupby(["cost_limit", "batch_size", "round"])["train_loss"].mean()
+        curves = curves.set_index(["cost_limit", "batch_size", "round"])["train_loss"]
         for U, per_u in curves.groupby(level=0):
             bsu = sorted(per_u.index.get_level_values(1).unique())
             if len(bsu) >= 2:
@@ -254,8 +294,10 @@ def analyse(df: pd.DataFrame, where: str = "", slug: str = "") -> dict:
     paper = "F(w_T) ≈ U = 0.13 (our expectation from Fig. 1(b): c = 1e5 makes the penalty exact)"
     for r in alg2_final.to_dict("records"):
         settled = abs(r["constraint_value"]) <= SETTLED and r["slack"] <= 1e-6
-        ours = (f"B = {int(r['batch_size'])}, U = {r['cost_limit']:g}: {_cost(r)}, slack "
-                f"{r['slack']:.3g}, ||w_T||^2 = {r['sq_norm']:.4g}")  # fmt: skip
+        ours = (
+            f"B = {int(r['batch_size'])}, U = {r['cost_limit']:g}: {_cost(r)}, slack "
+            f"{r['slack']:.3g}, ||w_T||^2 = {r['sq_norm']:.4g}"
+        )
         claim(text, paper, ours, verdict_of(settled), anchor2, DERIVED)
     if not len(alg2_final):
         claim(text, paper, no_alg2, NOT_MEASURED, anchor2, DERIVED)
@@ -284,8 +326,10 @@ def analyse(df: pd.DataFrame, where: str = "", slug: str = "") -> dict:
     t1 = _final(a1, ["lambda"]).sort_values("train_loss") if len(a1) else pd.DataFrame()
     t2 = _final(a2, ["cost_limit"]).sort_values("train_loss") if len(a2) else pd.DataFrame()
     out["tradeoff"] = (t1, t2)
-    text = ("Algorithm 2's trade-off is better than Algorithm 1's: smaller ||w||^2 at the same "
-            "training cost")  # fmt: skip
+    text = (
+        "Algorithm 2's trade-off is better than Algorithm 1's: smaller ||w||^2 at the same "
+        "training cost"
+    )
     paper = "Fig. 3(a), (b): Algorithm 2's ||w||^2-vs-cost curve below Algorithm 1's"
     if len(t1) >= 2 and len(t2):
         lo, hi = t1["train_loss"].min(), t1["train_loss"].max()
@@ -293,8 +337,10 @@ def analyse(df: pd.DataFrame, where: str = "", slug: str = "") -> dict:
         if len(inside):
             curve = np.interp(inside["train_loss"], t1["train_loss"], t1["sq_norm"])
             better = int((inside["sq_norm"].to_numpy() < curve).sum())
-            ours = (f"{better} of {len(inside)} Algorithm-2 points (over U) below Algorithm 1's "
-                    f"curve (over {len(t1)} lambdas) in F in [{lo:.3f}, {hi:.3f}]")  # fmt: skip
+            ours = (
+                f"{better} of {len(inside)} Algorithm-2 points (over U) below Algorithm 1's "
+                f"curve (over {len(t1)} lambdas) in F in [{lo:.3f}, {hi:.3f}]"
+            )
             claim(text, paper, ours, verdict_of(better == len(inside)), anchor3)
         else:
             ours = (
@@ -341,13 +387,12 @@ def _curves_figure(res: dict, column: str, title: str):
 
 
 def _alg2_figure(res: dict, title: str):
-    alg2 = res["alg2"]
-    if not len(alg2):
+    curves = res["alg2_curves"]
+    if not len(curves):
         return None
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
-    g = alg2.groupby(["batch_size", "cost_limit", "round"])[["constraint_value", "slack"]].mean()
-    for k, ((b, U), s) in enumerate(g.groupby(level=[0, 1])):
-        s = s.reset_index()
+    curves = curves.sort_values(["batch_size", "cost_limit", "round"])
+    for k, ((b, U), s) in enumerate(curves.groupby(["batch_size", "cost_limit"])):
         c = plt.get_cmap("tab10")(k % 10)
         ax1.plot(s["round"], s["constraint_value"] + U, color=c, label=f"B={int(b)}, U={U:g}")
         ax1.axhline(U, color=c, ls=":", lw=1)
@@ -385,15 +430,18 @@ def build(page, data: ReportData, tables: Path) -> list[Claim]:
     """Write the family's page (headings from <h2>, with ids); return the paper's §6 claims
     per data set as ``Claim`` rows, NOT_MEASURED (with the reason) where the results cannot
     speak to one."""
-    df = ssca_traces(data)
+    data = as_data(data)  # a results folder will do outside a build
+    df = ssca_runs(data)
     page.text("p", __doc__.split("\n\n", 1)[1].replace("\n", " "), cls="muted")
-    page.text("p", "The paper prints no numbers (its figures did not survive the text): its "
-              "claims are orderings read from Figs. 1-3, checked here on the mean final "
-              "training cost after the same number of rounds.", cls="note")  # fmt: skip
+    page.text(
+        "p",
+        "The paper prints no numbers (its figures did not survive the text): its "
+        "claims are orderings read from Figs. 1-3, checked here on the mean final "
+        "training cost after the same number of rounds.",
+        cls="note",
+    )
     said = " ".join(f"{r.name} ({r.kind}): {r.description}" for r in READINGS)
     page.text("p", "Readings, recognised from each run's initial point. " + said, cls="muted")
-    if "reading" not in df:  # traces without their runs' configs: not the paper's reading
-        df = df.assign(reading=READINGS[-1].name)
     ours = df["algorithm"].isin(["ssca", "ssca_constrained"])
     by_name = {r.name: r for r in READINGS}
     rank = {r.name: i for i, r in enumerate(READINGS)}
@@ -403,7 +451,7 @@ def build(page, data: ReportData, tables: Path) -> list[Claim]:
     )  # the paper's reading first
     if not groups:
         page.text("p", "No SSCA runs in these results.", cls="note")
-        return in_reading(analyse(df.iloc[0:0])["claims"], READINGS[0])
+        return in_reading(analyse(data, df.iloc[0:0])["claims"], READINGS[0])
     several = pd.Series([d for d, _ in groups]).value_counts()
     titles = [d if several[d] == 1 else f"{d}: {r}" for d, r in groups]
     slugs = unique_slugs(titles)
@@ -415,7 +463,7 @@ def build(page, data: ReportData, tables: Path) -> list[Claim]:
     for (dataset, name), title in zip(groups, titles, strict=True):
         rows = df[(df["dataset"] == dataset) & (df["reading"] == name)]
         slug = slugs[title]
-        res = analyse(rows, where=dataset, slug=slug)
+        res = analyse(data, rows, where=dataset, slug=slug)
         res["claims"][:] = in_reading(res["claims"], by_name[name])
         claims += res["claims"]
         page.heading("h2", title, f"ssca-{slug}")
@@ -423,15 +471,21 @@ def build(page, data: ReportData, tables: Path) -> list[Claim]:
         page.heading("h3", "The paper's claims", f"ssca-{slug}-claims")
         found = pd.DataFrame([vars(c) for c in res["claims"]])
         n_ok, n_no = (int((found["verdict"] == v).sum()) for v in (AGREES, DISAGREES))
-        page.text("p", f"{n_ok} agree, {n_no} do not, {len(found) - n_ok - n_no} not measured "
-                  "here.", cls="muted")  # fmt: skip
+        page.text(
+            "p",
+            f"{n_ok} agree, {n_no} do not, {len(found) - n_ok - n_no} not measured here.",
+            cls="muted",
+        )
         page.table(found[["claim", "claim_kind", "paper_value", "ours", "verdict"]])
         page.heading("h3", "Algorithm 1 against SGD", f"ssca-{slug}-alg1")
         for name, frame in (("ssca_final", res["ssca_final"]), ("sgd_final", res["sgd_final"])):
             if len(frame):
-                page.text("p", "SSCA (lambda = 1e-5, the paper's schedule), final round, mean "
-                          "over seeds" if name == "ssca_final" else "SGD (fedavg), best step "
-                          "size per (B, E), final round, mean over seeds")  # fmt: skip
+                page.text(
+                    "p",
+                    "SSCA (lambda = 1e-5, the paper's schedule), final round, mean over seeds"
+                    if name == "ssca_final"
+                    else "SGD (fedavg), best step size per (B, E), final round, mean over seeds",
+                )
                 page.table(frame.dropna(axis=1, how="all"))
         for column, what in (("train_loss", "training cost"), ("test_accuracy", "test accuracy")):
             page.figure(
