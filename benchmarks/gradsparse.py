@@ -125,10 +125,17 @@ def bench(seconds: float) -> list[dict]:
         times = {name: best_time(ours(pb, name), seconds) for name in METHODS}
         times["numpy FAB round"] = best_time(numpy_fab(pb), seconds)
     return [
-        {"round": name, "ms": t * 1e3, "x send-all": t / times["sendall"], "D": pb.n_params,
-         "clients": CLIENTS, "k": K_ELEMENTS, "batch": BATCH}
+        {
+            "round": name,
+            "ms": t * 1e3,
+            "x send-all": t / times["sendall"],
+            "D": pb.n_params,
+            "clients": CLIENTS,
+            "k": K_ELEMENTS,
+            "batch": BATCH,
+        }
         for name, t in times.items()
-    ]  # fmt: skip
+    ]
 
 
 def main() -> None:

@@ -54,27 +54,36 @@ SETTINGS = {
     "DNN 784-100-10": {"kind": "mlp", "hidden": [100], "activation": "relu"},
 }
 PARAMS = {
-    "sfedhp": {"lambda1": LAM, "lambda2": LAM, "edges": EDGES, "edge_rounds": R,
-               "inner_steps": K},
+    "sfedhp": {"lambda1": LAM, "lambda2": LAM, "edges": EDGES, "edge_rounds": R, "inner_steps": K},
     "pfedme": {"lambda": LAM, "local_steps": R, "inner_steps": K},
     "fedavg": {"local_steps": R, "batch_size": B},
     "hierfavg": {"local_steps": 1, "edge_rounds": R, "edges": EDGES},
     "fedprox": {"local_steps": R, "mu": 0.001},
     "perfedavg": {"local_steps": R},
     "heurfedamp": {"local_steps": R, "alpha_self": 0.5},
-}  # fmt: skip
-GRADIENTS = {"sfedhp": R * K, "pfedme": R * K, "fedavg": R, "hierfavg": R, "fedprox": R,
-             "perfedavg": 2 * R + 1, "heurfedamp": R}  # fmt: skip
+}
+GRADIENTS = {
+    "sfedhp": R * K,
+    "pfedme": R * K,
+    "fedavg": R,
+    "hierfavg": R,
+    "fedprox": R,
+    "perfedavg": 2 * R + 1,
+    "heurfedamp": R,
+}
 
 
 def data(seed: int = 0) -> FederatedData:
     rng = np.random.default_rng(seed)
     n = CLIENTS * ROWS
     return FederatedData(
-        name="random", task="multiclass", X=rng.random((n, FEATURES)),
+        name="random",
+        task="multiclass",
+        X=rng.random((n, FEATURES)),
         y=rng.integers(0, CLASSES, n).astype(float),
-        client_ptr=np.arange(0, n + 1, ROWS, dtype=np.int64), n_classes=CLASSES,
-    )  # fmt: skip
+        client_ptr=np.arange(0, n + 1, ROWS, dtype=np.int64),
+        n_classes=CLASSES,
+    )
 
 
 def grad_flops(sizes, b: int) -> float:
@@ -184,8 +193,9 @@ class NumpyRounds:
                 w = w - ETA * self.grad(temp, self.batch(c))
             out.append(w)
         self.w = np.mean(out, axis=0)
-        self.thetas = np.stack([self.w - ETA * self.grad(self.w, self.batch(c))
-                                for c in range(CLIENTS)])  # fmt: skip
+        self.thetas = np.stack(
+            [self.w - ETA * self.grad(self.w, self.batch(c)) for c in range(CLIENTS)]
+        )
 
     def heurfedamp(self, alpha: float = 0.5, sigma: float = 1.0, lam: float = 1.0):
         flat = self.thetas
@@ -244,15 +254,25 @@ def bench(seconds: float) -> list[dict]:
                 one = best_time(ours, seconds)
             finally:
                 numba.set_num_threads(threads)
-            rows.append({
-                "setting": setting, "method": name, "fedsparse_ms": a * 1e3,
-                "numpy_ms": b * 1e3, "speedup": b / a, "gflops": flops / a / 1e9,
-                "peak_fraction": flops / a / 1e9 / (threads * peak1),
-                "numpy_gflops": flops / b / 1e9, "numpy_peak_fraction": flops / b / 1e9 / peak1,
-                "fedsparse_1thread_ms": one * 1e3, "speedup_1thread": b / one,
-                "peak_fraction_1thread": flops / one / 1e9 / peak1, "threads": threads,
-                "gflop": flops / 1e9, "dgemm_1thread_gflops": peak1,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "setting": setting,
+                    "method": name,
+                    "fedsparse_ms": a * 1e3,
+                    "numpy_ms": b * 1e3,
+                    "speedup": b / a,
+                    "gflops": flops / a / 1e9,
+                    "peak_fraction": flops / a / 1e9 / (threads * peak1),
+                    "numpy_gflops": flops / b / 1e9,
+                    "numpy_peak_fraction": flops / b / 1e9 / peak1,
+                    "fedsparse_1thread_ms": one * 1e3,
+                    "speedup_1thread": b / one,
+                    "peak_fraction_1thread": flops / one / 1e9 / peak1,
+                    "threads": threads,
+                    "gflop": flops / 1e9,
+                    "dgemm_1thread_gflops": peak1,
+                }
+            )
     return rows
 
 
@@ -262,8 +282,10 @@ def main() -> None:
     args = parser.parse_args()
     rows = bench(args.seconds)
     n, peak = rows[0]["threads"], rows[0]["dgemm_1thread_gflops"]
-    print(f"fedsparse on {n} numba threads (one BLAS thread each), NumPy on one BLAS thread; "
-          f"DGEMM peak {peak:.1f} GFLOP/s per thread; best of repeated timings")  # fmt: skip
+    print(
+        f"fedsparse on {n} numba threads (one BLAS thread each), NumPy on one BLAS thread; "
+        f"DGEMM peak {peak:.1f} GFLOP/s per thread; best of repeated timings"
+    )
     head = (
         f"{'setting':27s} {'method':11s} {'GFLOP':>6s} {f'fedsparse {n}t':>13s} {'GFLOP/s':>8s} "
         f"{'of peak':>7s} {'fedsparse 1t':>13s} {'of peak':>7s} {'NumPy 1t':>11s} "

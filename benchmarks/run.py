@@ -366,11 +366,24 @@ LAUNCHER = (
 
 
 def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(workdir), "--configfile", str(config), "--cores", str(cores), "--quiet"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(config),
+        "--cores",
+        str(cores),
+        "--quiet",
+    ]
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], check=True,
-                         capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, *cmd], check=True, capture_output=True, text=True
+    )
     peak_kib = int(out.stdout.split()[-1])
     wall = time.perf_counter() - t
     runs = pd.read_parquet(workdir / "results/runs.parquet")

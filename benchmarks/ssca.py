@@ -210,11 +210,19 @@ def bench(seconds: float) -> list[dict]:
     W = algo.model.copy()
     d, n_eval = pb.n_params, fd.n_samples + fd.y_test.shape[0]
     cases = [
-        ("round, B = 100 x 10 clients", ours_round, ref.round,
-         CLIENTS * (4.0 * B * d + 2.0 * B * CLASSES * HIDDEN)),
-        ("evaluation: F + accuracy on 60k, accuracy on 10k", lambda: pb.metrics(W),
-         lambda: ref.evaluate(W.reshape(-1)), 2.0 * n_eval * d),
-    ]  # fmt: skip
+        (
+            "round, B = 100 x 10 clients",
+            ours_round,
+            ref.round,
+            CLIENTS * (4.0 * B * d + 2.0 * B * CLASSES * HIDDEN),
+        ),
+        (
+            "evaluation: F + accuracy on 60k, accuracy on 10k",
+            lambda: pb.metrics(W),
+            lambda: ref.evaluate(W.reshape(-1)),
+            2.0 * n_eval * d,
+        ),
+    ]
     multi = threads > 1 and blas_can_use(threads)
     rows = []
     for name, ours, numpy_fn, flops in cases:

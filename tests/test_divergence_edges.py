@@ -267,17 +267,27 @@ def test_an_algorithm_that_diverged_everywhere_on_the_papers_grid_says_so(monkey
     configuration diverged there (instead of silently missing); a section without a target
     at the papers' grid gives its note instead, not a false "diverged"."""
     runs = pd.DataFrame({"stepsize": [0.001, 0.0003]})  # 0.001 is the papers', 0.0003 ours
-    configs = pd.DataFrame({"section": ["s", "s", "t"], "algorithm": ["distiht", "fedht", "fedht"],
-                            "valid": [True, False, True]})  # fmt: skip
-    best = pd.DataFrame({"section": ["s", "t"], "algorithm": ["distiht", "fedht"],
-                         "config": ["γ=0.001", "γ=0.001"]})  # fmt: skip
+    configs = pd.DataFrame(
+        {
+            "section": ["s", "s", "t"],
+            "algorithm": ["distiht", "fedht", "fedht"],
+            "valid": [True, False, True],
+        }
+    )
+    best = pd.DataFrame(
+        {"section": ["s", "t"], "algorithm": ["distiht", "fedht"], "config": ["γ=0.001", "γ=0.001"]}
+    )
     small = an.Analysis(runs, pd.DataFrame(), configs, best, pd.DataFrame(), pd.Series())
-    r2t = pd.DataFrame({"section": ["s", "s", "t", "t"],
-                        "algorithm": ["distiht", "fedht", "distiht", "fedht"],
-                        "best_config": ["γ=0.001", "γ=0.0003", "γ=0.0003", "γ=0.0003"],
-                        "rounds_to_target": [100, None, 100, None],
-                        "agreement": ["", "does not agree", "", "does not agree"],
-                        "verdict": ["ref", "no", "ref", "no"]})  # fmt: skip
+    r2t = pd.DataFrame(
+        {
+            "section": ["s", "s", "t", "t"],
+            "algorithm": ["distiht", "fedht", "distiht", "fedht"],
+            "best_config": ["γ=0.001", "γ=0.0003", "γ=0.0003", "γ=0.0003"],
+            "rounds_to_target": [100, None, 100, None],
+            "agreement": ["", "does not agree", "", "does not agree"],
+            "verdict": ["ref", "no", "ref", "no"],
+        }
+    )
     note = "No rounds-to-target table: every Distributed-IHT configuration diverged."
     monkeypatch.setattr(an, "analyse", lambda results_dir, stepsizes=None: small)
     monkeypatch.setattr(

@@ -214,13 +214,15 @@ def test_bits_and_density_reach_the_trace():
     from fedsparse.experiment import run_trace
 
     data = make_data("softmax", sizes=(7, 9, 6, 8), d=8, seed=3)
-    cfg = normalize_run_config({
-        "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
-        "model": {"loss": "softmax", "l2": 1e-3},
-        "algorithm": "fedavg",
-        "params": {"stepsize": 0.1, "local_steps": 2, "batch_size": 3},
-        "rounds": 3,
-    })  # fmt: skip
+    cfg = normalize_run_config(
+        {
+            "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
+            "model": {"loss": "softmax", "l2": 1e-3},
+            "algorithm": "fedavg",
+            "params": {"stepsize": 0.1, "local_steps": 2, "batch_size": 3},
+            "rounds": 3,
+        }
+    )
     tr = run_trace(cfg, data).to_pandas()
     assert tr["bits"].notna().all() and tr["bits"].is_monotonic_increasing
     assert tr["bits"].iloc[-1] > tr["bits"].iloc[0]

@@ -62,9 +62,18 @@ def value_grad(net, theta, X, y, rows, loss="softmax", l2=1e-3):
     work = K.mlp_work(spec, len(rows))
     G = np.full(theta.size, 7.0)
     value = K.mlp_batch_grad(
-        X, y, rows, theta, spec, net.bias, K.ACTIVATIONS[net.activation], K.LOSS_CODES[loss],
-        l2, G, work,
-    )  # fmt: skip
+        X,
+        y,
+        rows,
+        theta,
+        spec,
+        net.bias,
+        K.ACTIVATIONS[net.activation],
+        K.LOSS_CODES[loss],
+        l2,
+        G,
+        work,
+    )
     return value, G
 
 
@@ -72,11 +81,24 @@ def local_round(net, theta, X, y, ptr, tau=0, steps=3, batch=5):
     spec = net.kernel_sizes()
     local = np.empty((ptr.shape[0] - 1, theta.size))
     K.mlp_local_sgd_round(
-        X, y, ptr, theta, local, np.arange(y.shape[0], dtype=np.int64),
-        K.client_states(5, ptr.shape[0] - 1), steps, batch, 0.1, spec, net.bias,
-        K.ACTIVATIONS[net.activation], K.LOSS_CODES["softmax"], 1e-3, tau,
+        X,
+        y,
+        ptr,
+        theta,
+        local,
+        np.arange(y.shape[0], dtype=np.int64),
+        K.client_states(5, ptr.shape[0] - 1),
+        steps,
+        batch,
+        0.1,
+        spec,
+        net.bias,
+        K.ACTIVATIONS[net.activation],
+        K.LOSS_CODES["softmax"],
+        1e-3,
+        tau,
         K.mlp_thread_work(spec, batch),
-    )  # fmt: skip
+    )
     return local
 
 
@@ -85,9 +107,19 @@ def evaluate(net, thetas, X, y, ptr, block=7):
     loss_sum, correct = np.empty(groups), np.empty(groups, np.int64)
     which = np.arange(groups, dtype=np.int64) % thetas.shape[0]
     K.mlp_eval(
-        X, y, ptr, thetas, which, net.kernel_sizes(), net.bias, K.ACTIVATIONS[net.activation],
-        K.LOSS_CODES["softmax"], block, loss_sum, correct,
-    )  # fmt: skip
+        X,
+        y,
+        ptr,
+        thetas,
+        which,
+        net.kernel_sizes(),
+        net.bias,
+        K.ACTIVATIONS[net.activation],
+        K.LOSS_CODES["softmax"],
+        block,
+        loss_sum,
+        correct,
+    )
     return loss_sum, correct
 
 

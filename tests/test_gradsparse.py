@@ -466,8 +466,11 @@ def test_message_counts_and_fairness_view():
             assert c.bytes_down == N * 12 * union.size
         else:
             assert (c.values_up, c.values_down, c.bytes_up, c.bytes_down) == (
-                2 * k, 2 * k, N * 12 * k, N * 12 * k,
-            )  # fmt: skip
+                2 * k,
+                2 * k,
+                N * 12 * k,
+                N * 12 * k,
+            )
         if name == "fabtopk":
             assert algo.shared.min() >= k // N
 
@@ -477,13 +480,20 @@ def test_message_counts_and_fairness_view():
 
 def run_cfg(algorithm, **over):
     cfg = {
-        "dataset": {"kind": "synthetic", "task": "logistic", "clients": 4, "dim": 12,
-                    "support": 4, "samples_per_client": 30, "positives": 10},
+        "dataset": {
+            "kind": "synthetic",
+            "task": "logistic",
+            "clients": 4,
+            "dim": 12,
+            "support": 4,
+            "samples_per_client": 30,
+            "positives": 10,
+        },
         "model": {"loss": "logistic"},
         "algorithm": algorithm,
         "params": params_for(algorithm, 5, stepsize=0.1),
         "rounds": 4,
-    }  # fmt: skip
+    }
     cfg.update(over)
     return cfg
 
@@ -1025,15 +1035,25 @@ def write_trace(path, cfg):
 
 def online_source(tmp_path, eval_every=1, rounds=20, name="src.parquet"):
     prm = {"stepsize": 0.1, "k": 6, "k_control": "online_extended", "batch_size": 8, "window": 3}
-    cfg = run_cfg("fabtopk", params=prm, rounds=rounds, eval_every=eval_every,
-                  time_model={"exchange_time": 10})  # fmt: skip
+    cfg = run_cfg(
+        "fabtopk",
+        params=prm,
+        rounds=rounds,
+        eval_every=eval_every,
+        time_model={"exchange_time": 10},
+    )
     return write_trace(tmp_path / name, cfg)
 
 
 def replay_cfg(source, rounds=20, algorithm="fubtopk", eval_every=1, **over):
     prm = {"stepsize": 0.1, "k": 6, "k_control": "sequence", "k_sequence": str(source)}
-    return run_cfg(algorithm, params={**prm, **over}, rounds=rounds, eval_every=eval_every,
-                   time_model={"exchange_time": 1})  # fmt: skip
+    return run_cfg(
+        algorithm,
+        params={**prm, **over},
+        rounds=rounds,
+        eval_every=eval_every,
+        time_model={"exchange_time": 1},
+    )
 
 
 def write_k_trace(path, k_used, run="r1", k=6):
@@ -1042,8 +1062,12 @@ def write_k_trace(path, k_used, run="r1", k=6):
     import pyarrow.parquet as pq
 
     n = len(k_used)
-    pq.write_table(pa.table({"run_id": [run] * n, "round": list(range(1, n + 1)),
-                             "k": [k] * n, "k_used": k_used}), path)  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {"run_id": [run] * n, "round": list(range(1, n + 1)), "k": [k] * n, "k_used": k_used}
+        ),
+        path,
+    )
 
 
 def test_sequence_replays_exactly_the_recorded_k(tmp_path):
@@ -1122,18 +1146,26 @@ def test_sequence_from_a_results_folder_and_a_sparser_trace(tmp_path):
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda d: replay_cfg(d / "src.parquet", rounds=21), "params.k_sequence: the recorded "
-         "sequence has 20 rounds, this run needs round 21"),
+        (
+            lambda d: replay_cfg(d / "src.parquet", rounds=21),
+            "params.k_sequence: the recorded sequence has 20 rounds, this run needs round 21",
+        ),
         (lambda d: replay_cfg(d / "src.parquet", k=5), "params.k: 5 is not the replayed run's k 6"),
-        (lambda d: replay_cfg(d / "junk.parquet"), "params.k_sequence: cannot read a k_used "
-         "trace from"),
-        (lambda d: replay_cfg(f"{d / 'src.parquet'}#0123"), "params.k_sequence: no k_used rows "
-         "of run 0123 in"),
-        (lambda d: replay_cfg(d / "big.parquet", rounds=3), "params.k_sequence: the recorded k "
-         "reaches 20, more than the D = 12 parameters"),
+        (
+            lambda d: replay_cfg(d / "junk.parquet"),
+            "params.k_sequence: cannot read a k_used trace from",
+        ),
+        (
+            lambda d: replay_cfg(f"{d / 'src.parquet'}#0123"),
+            "params.k_sequence: no k_used rows of run 0123 in",
+        ),
+        (
+            lambda d: replay_cfg(d / "big.parquet", rounds=3),
+            "params.k_sequence: the recorded k reaches 20, more than the D = 12 parameters",
+        ),
         (lambda d: replay_cfg(d / "zero.parquet", rounds=3), "params.k_sequence: run r1 in "),
     ],
-)  # fmt: skip
+)
 def test_bad_sequences_are_one_line(tmp_path, make, message):
     online_source(tmp_path)
     (tmp_path / "junk.parquet").write_text("not parquet")
@@ -1158,9 +1190,19 @@ def test_a_changed_sequence_is_caught_and_the_cli_exits_2(tmp_path):
     bad = replay_cfg(tmp_path / "missing.parquet")
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
     proc = subprocess.run(
-        [sys.executable, "-m", "fedsparse", "run", str(tmp_path / "bad.yaml"), "-o",
-         str(tmp_path / "out.parquet")], capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fedsparse",
+            "run",
+            str(tmp_path / "bad.yaml"),
+            "-o",
+            str(tmp_path / "out.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("fedsparse: error: params.k_sequence: no trace file")
     assert len(proc.stderr.strip().splitlines()) == 1

@@ -21,17 +21,31 @@ from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
 from fedsparse.shard import run_summary
 from fedsparse.sweep import Run
 
-DATA = {"kind": "synthetic", "task": "logistic", "clients": 6, "dim": 40, "support": 8,
-        "samples_per_client": 40, "positives": 15, "name": "toy"}  # fmt: skip
+DATA = {
+    "kind": "synthetic",
+    "task": "logistic",
+    "clients": 6,
+    "dim": 40,
+    "support": 8,
+    "samples_per_client": 40,
+    "positives": 15,
+    "name": "toy",
+}
 OTHER = {**DATA, "name": "fedavg-only", "seed": 3}
 
 
 def config(algorithm, params, beta, data=DATA, rounds=40):
-    return normalize_run_config({
-        "dataset": data, "model": {"loss": "logistic"}, "algorithm": algorithm,
-        "params": params, "rounds": rounds, "eval_every": 1,
-        "time_model": {"exchange_time": beta},
-    })  # fmt: skip
+    return normalize_run_config(
+        {
+            "dataset": data,
+            "model": {"loss": "logistic"},
+            "algorithm": algorithm,
+            "params": params,
+            "rounds": rounds,
+            "eval_every": 1,
+            "time_model": {"exchange_time": beta},
+        }
+    )
 
 
 def write_folder(folder, configs, done=()):
@@ -55,32 +69,53 @@ def base(k=8, **over):
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("gs")
-    fixed = [config(a, p, 10.0) for a, p in (
-        ("fabtopk", base()), ("fubtopk", base()), ("utopk", base()), ("periodick", base()),
-        ("sendall", {"stepsize": 0.5, "batch_size": 10}),
-        ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
-    )]  # fmt: skip
+    fixed = [
+        config(a, p, 10.0)
+        for a, p in (
+            ("fabtopk", base()),
+            ("fubtopk", base()),
+            ("utopk", base()),
+            ("periodick", base()),
+            ("sendall", {"stepsize": 0.5, "batch_size": 10}),
+            ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
+        )
+    ]
     fixed.append(config("fedavg", {"stepsize": 0.5, "local_steps": 2}, 10.0, data=OTHER))
     learned = [
-        config("fabtopk", base(k_control=control, window=5) if control == "online_extended"
-               else base(k_control=control), beta)
+        config(
+            "fabtopk",
+            base(k_control=control, window=5)
+            if control == "online_extended"
+            else base(k_control=control),
+            beta,
+        )
         for beta in (1.0, 10.0)
         for control in ("online", "online_extended", "value_ogd", "exp3", "bandit")
-    ]  # fmt: skip
+    ]
     stage1 = write_folder(root / "stage1", fixed + learned)
     # stage1 and six more configurations at fixed k (another step size): test_the_page_reads...
-    wider = [config(a, {**p, "stepsize": 0.25}, 10.0) for a, p in (
-        ("fabtopk", base()), ("fubtopk", base()), ("utopk", base()), ("periodick", base()),
-        ("sendall", {"stepsize": 0.5, "batch_size": 10}),
-        ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
-    )]  # fmt: skip
+    wider = [
+        config(a, {**p, "stepsize": 0.25}, 10.0)
+        for a, p in (
+            ("fabtopk", base()),
+            ("fubtopk", base()),
+            ("utopk", base()),
+            ("periodick", base()),
+            ("sendall", {"stepsize": 0.5, "batch_size": 10}),
+            ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
+        )
+    ]
     write_folder(root / "wider", wider, stage1)
     alg3 = [t for t, _ in stage1 if t["k_control"][0].as_py() == "online_extended"]
     replays = [
-        config("fabtopk", base(k_control="sequence",
-                               k_sequence=f"{root / 'stage1'}#{t['run_id'][0].as_py()}"), beta)
-        for t in alg3 for beta in (1.0, 10.0)
-    ]  # fmt: skip
+        config(
+            "fabtopk",
+            base(k_control="sequence", k_sequence=f"{root / 'stage1'}#{t['run_id'][0].as_py()}"),
+            beta,
+        )
+        for t in alg3
+        for beta in (1.0, 10.0)
+    ]
     write_folder(root / "all", replays, stage1)
     return root
 
@@ -147,14 +182,25 @@ def test_without_replays_the_cross_application_is_not_measured(results, tmp_path
 
 def test_cross_matrix_and_its_claim_from_known_losses():
     """A cell is the mean over a cell's replays (NaN-skipping) at the column's budget."""
-    loss = {(1.0, 1.0): [0.1, 0.3], (10.0, 1.0): [0.3, float("nan")], (1.0, 10.0): [0.5],
-            (10.0, 10.0): [0.4]}  # fmt: skip
+    loss = {
+        (1.0, 1.0): [0.1, 0.3],
+        (10.0, 1.0): [0.3, float("nan")],
+        (1.0, 10.0): [0.5],
+        (10.0, 10.0): [0.4],
+    }
     replays = pd.DataFrame(
-        [{"run_id": f"r{learned}-{beta}-{k}", "exchange_time": beta, "learned_at": learned,
-          "loss": value}
-         for (learned, beta), values in loss.items() for k, value in enumerate(values)]
+        [
+            {
+                "run_id": f"r{learned}-{beta}-{k}",
+                "exchange_time": beta,
+                "learned_at": learned,
+                "loss": value,
+            }
+            for (learned, beta), values in loss.items()
+            for k, value in enumerate(values)
+        ]
         + [{"run_id": "lost", "exchange_time": 1.0, "learned_at": None, "loss": 0.0}]
-    )  # fmt: skip
+    )
     matrix = gs_section.cross_matrix(replays)
     assert matrix.loc[1.0, 1.0] == pytest.approx(0.2)
     assert matrix.loc[10.0, 1.0] == pytest.approx(0.3)  # the replay without a value is skipped
@@ -179,9 +225,18 @@ def test_values_at_the_budget_are_np_interp_over_the_known_rows(tmp_path):
         rid = f"r{k}"
         runs.append({"run_id": rid, "dataset": "toy", "algorithm": "fabtopk", "status": "ok"})
         for r, t in enumerate(time):
-            rows.append({"run_id": rid, "dataset": "toy", "algorithm": "fabtopk", "round": r,
-                         "time": t, "train_loss": loss[r], "objective": objective[r],
-                         "test_accuracy": accuracy[r]})  # fmt: skip
+            rows.append(
+                {
+                    "run_id": rid,
+                    "dataset": "toy",
+                    "algorithm": "fabtopk",
+                    "round": r,
+                    "time": t,
+                    "train_loss": loss[r],
+                    "objective": objective[r],
+                    "test_accuracy": accuracy[r],
+                }
+            )
     write_traces_dataset(trace_table(rows), tmp_path / "traces")
     write_parquet_atomic(rows_table(runs, RUNS_SCHEMA), tmp_path / "runs.parquet")
     frame = pd.DataFrame(runs).assign(budget=budgets, test_rows=3)
@@ -257,10 +312,23 @@ def test_fairness_claims_per_k_and_missing_values_are_not_measured(tmp_path):
     """A sweep over k gives FAB's fairness claim once per k (it crashed); a comparison with a
     missing accuracy is not measured (it said 'does not agree')."""
     counts = pd.DataFrame(
-        [{"method": "fabtopk", "k": k, "round": r, "shared_min": 10, "shared_sum": 10,
-          "shared_n": 1, "idle_max": 0, "idle_sum": 0, "idle_n": 1, "idle_rounds": 0}
-         for k in (100, 1000) for r in (1, 2)]
-    )  # fmt: skip
+        [
+            {
+                "method": "fabtopk",
+                "k": k,
+                "round": r,
+                "shared_min": 10,
+                "shared_sum": 10,
+                "shared_n": 1,
+                "idle_max": 0,
+                "idle_sum": 0,
+                "idle_n": 1,
+                "idle_rounds": 0,
+            }
+            for k in (100, 1000)
+            for r in (1, 2)
+        ]
+    )
     claims = gs_section._Claims()
     gs_section._fairness(Page(tmp_path), counts, "toy", "toy", 1.0, 10, claims, tmp_path, "toy")
     fab = [c for c in claims.rows if c.claim.startswith("FAB-top-k: every client")]

@@ -399,9 +399,19 @@ def test_eval_one_large_group_is_split_across_threads():
                 for block in (4, 16, 500):
                     loss_sum, correct = np.empty(1), np.empty(1, dtype=np.int64)
                     K.mlp_eval(
-                        Xk, y, one, theta[None], which, sizes, False, K.SWISH, K.SOFTMAX,
-                        block, loss_sum, correct,
-                    )  # fmt: skip
+                        Xk,
+                        y,
+                        one,
+                        theta[None],
+                        which,
+                        sizes,
+                        False,
+                        K.SWISH,
+                        K.SOFTMAX,
+                        block,
+                        loss_sum,
+                        correct,
+                    )
                     np.testing.assert_allclose(loss_sum[0], want, rtol=RTOL)
                     assert correct[0] == np_correct(z, y, "softmax")
                     got.append((t, block, loss_sum[0]))

@@ -72,7 +72,7 @@ class Oracle:
                 pb.p[i]
                 * np_loss(
                     self.X[ptr[i] : ptr[i + 1]], self.y[ptr[i] : ptr[i + 1]], W, pb.loss, pb.l2
-                )  # fmt: skip
+                )
                 for i in range(pb.n_clients)
             )
         return sum(
@@ -84,7 +84,7 @@ class Oracle:
                 self.y[ptr[i] : ptr[i + 1]],
                 pb.loss,
                 pb.l2,
-            )[0]  # fmt: skip
+            )[0]
             for i in range(pb.n_clients)
         )
 
@@ -179,16 +179,23 @@ def _objective_i(self, W, i):
     lo, hi = self.ptr[i], self.ptr[i + 1]
     if self.pb.fast_linear:
         return np_loss(self.X[lo:hi], self.y[lo:hi], W, self.pb.loss, self.pb.l2)
-    return np_loss_grad(self.pb.network, W, self.X[lo:hi], self.y[lo:hi], self.pb.loss,
-                        self.pb.l2)[0]  # fmt: skip
+    return np_loss_grad(self.pb.network, W, self.X[lo:hi], self.y[lo:hi], self.pb.loss, self.pb.l2)[
+        0
+    ]
 
 
 Oracle.objective_i = _objective_i
 
 SFEDHP_BASE = {
-    "stepsize": 0.07, "inner_stepsize": 0.05, "inner_steps": 3, "edge_rounds": 4,
-    "lambda1": 6.0, "lambda2": 4.0, "edges": 3, "batch_size": "full",
-}  # fmt: skip
+    "stepsize": 0.07,
+    "inner_stepsize": 0.05,
+    "inner_steps": 3,
+    "edge_rounds": 4,
+    "lambda1": 6.0,
+    "lambda2": 4.0,
+    "edges": 3,
+    "batch_size": "full",
+}
 
 
 @pytest.mark.parametrize(
@@ -223,8 +230,15 @@ def test_sfedhp_matches_the_pseudo_code(model, extra):
 )
 def test_pfedme_matches_the_pseudo_code(model, extra):
     pb = problem(model)
-    params = {"stepsize": 0.05, "inner_stepsize": 0.04, "inner_steps": 3, "local_steps": 4,
-              "lambda": 7.0, "batch_size": "full", **extra}  # fmt: skip
+    params = {
+        "stepsize": 0.05,
+        "inner_stepsize": 0.04,
+        "inner_steps": 3,
+        "local_steps": 4,
+        "lambda": 7.0,
+        "batch_size": "full",
+        **extra,
+    }
     got, _, _ = run(PFedMe, pb, params, rounds=3, seed=2)
     want, o = oracle_pfedme(pb, PFedMe.validate_params(params), 3, seed=2)
     assert_same(pb, got, want, o)
@@ -310,9 +324,17 @@ def test_quadratic_fixed_point_is_the_grand_mean(N, J, R, anchor):
     d = 5
     centres = rng.standard_normal((N * J, d))
     pb = quadratic_problem(centres, s=2.0)  # a = 8/5
-    params = {"edges": N, "edge_rounds": R, "inner_steps": 4, "batch_size": "full",
-              "lambda1": 3.0, "lambda2": 2.0, "stepsize": 0.2, "inner_stepsize": 0.15,
-              "anchor": anchor}  # fmt: skip
+    params = {
+        "edges": N,
+        "edge_rounds": R,
+        "inner_steps": 4,
+        "batch_size": "full",
+        "lambda1": 3.0,
+        "lambda2": 2.0,
+        "stepsize": 0.2,
+        "inner_stepsize": 0.15,
+        "anchor": anchor,
+    }
     got, _, _ = run(SFedHP, pb, params, rounds=300)
     errors = [np.abs(w[0] - centres.mean(axis=0)).max() for w, _ in got]
     assert errors[-1] < 1e-10
@@ -324,8 +346,14 @@ def test_pfedme_quadratic_fixed_point_is_the_grand_mean():
     rng = np.random.default_rng(7)
     centres = rng.standard_normal((5, 4))
     pb = quadratic_problem(centres, s=1.5)
-    params = {"batch_size": "full", "lambda": 4.0, "local_steps": 3, "inner_steps": 20,
-              "stepsize": 0.1, "inner_stepsize": 0.1}  # fmt: skip
+    params = {
+        "batch_size": "full",
+        "lambda": 4.0,
+        "local_steps": 3,
+        "inner_steps": 20,
+        "stepsize": 0.1,
+        "inner_stepsize": 0.1,
+    }
     got, _, _ = run(PFedMe, pb, params, rounds=300)
     np.testing.assert_allclose(got[-1][0][0], centres.mean(axis=0), atol=1e-10)
 
@@ -340,8 +368,16 @@ def test_gamma_zero_means_rho_has_no_effect():
 
 def test_gamma_schedule_switches():
     pb = problem()
-    params = {**SFEDHP_BASE, "gamma1": 0.05, "gamma2": 0.05, "rho": 1e-3, "gamma_tiny": 1e-6,
-              "density_floor": 0.99, "gamma2_rounds": 2, "zero_tol": 1e-3}  # fmt: skip
+    params = {
+        **SFEDHP_BASE,
+        "gamma1": 0.05,
+        "gamma2": 0.05,
+        "rho": 1e-3,
+        "gamma_tiny": 1e-6,
+        "density_floor": 0.99,
+        "gamma2_rounds": 2,
+        "zero_tol": 1e-3,
+    }
     algo = SFedHP(pb, SFedHP.validate_params(params), 0)
     algo.setup()
     assert algo.current_gammas(0) == (0.05, 0.05)
@@ -415,17 +451,27 @@ def test_trace_columns():
     from fedsparse.experiment import run_trace
 
     data = with_client_tests(make_data("softmax", sizes=(7, 9, 6, 8), d=8, seed=3))
-    cfg = normalize_run_config({
-        "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
-        "partition": {"kind": "iid", "clients": 4},
-        "model": {"loss": "softmax", "l2": 1e-3, **TANH},
-        "algorithm": "sfedhp",
-        "params": {**SFEDHP_BASE, "edges": 2},
-        "rounds": 3,
-    })  # fmt: skip
+    cfg = normalize_run_config(
+        {
+            "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
+            "partition": {"kind": "iid", "clients": 4},
+            "model": {"loss": "softmax", "l2": 1e-3, **TANH},
+            "algorithm": "sfedhp",
+            "params": {**SFEDHP_BASE, "edges": 2},
+            "rounds": 3,
+        }
+    )
     tr = run_trace(cfg, data).to_pandas()
-    cols = ["pm_objective", "pm_train_accuracy", "pm_test_accuracy", "edge_bytes_up",
-            "edge_bytes_down", "bits", "density", "pm_density"]  # fmt: skip
+    cols = [
+        "pm_objective",
+        "pm_train_accuracy",
+        "pm_test_accuracy",
+        "edge_bytes_up",
+        "edge_bytes_down",
+        "bits",
+        "density",
+        "pm_density",
+    ]
     assert tr[cols].notna().all().all()
     assert tr["pm_objective"][0] == pytest.approx(tr["objective"][0], rel=1e-12)  # theta = w0
     assert tr["edge_bytes_up"][0] == 0 and tr["edge_bytes_up"].is_monotonic_increasing
@@ -461,8 +507,10 @@ def test_bad_hyperparameters_are_one_line_errors(name, params, key):
 
 def test_edges_must_divide_the_clients():
     pb = problem()  # 6 clients
-    for params, key in [({"edges": 4}, "params.edges"), ({"edges": 3, "sampled_edges": 4},
-                                                         "params.sampled_edges")]:  # fmt: skip
+    for params, key in [
+        ({"edges": 4}, "params.edges"),
+        ({"edges": 3, "sampled_edges": 4}, "params.sampled_edges"),
+    ]:
         algo = SFedHP(pb, SFedHP.validate_params(params), 0)
         with pytest.raises(ConfigError) as err:
             algo.check_problem()
@@ -505,8 +553,14 @@ def oracle_hierfavg(pb: Problem, prm: dict, rounds: int, seed: int):
 )
 def test_hierfavg_matches_the_pseudo_code(model, extra):
     pb = weighted_problem(model)
-    params = {"stepsize": 0.1, "local_steps": 1, "edge_rounds": 3, "edges": 3,
-              "batch_size": "full", **extra}  # fmt: skip
+    params = {
+        "stepsize": 0.1,
+        "local_steps": 1,
+        "edge_rounds": 3,
+        "edges": 3,
+        "batch_size": "full",
+        **extra,
+    }
     got, _, algo = run_gm(HierFAVG, pb, params, rounds=3, seed=3)
     want, o = oracle_hierfavg(pb, HierFAVG.validate_params(params), 3, seed=3)
     for w, w0 in zip(got, want, strict=True):
@@ -531,10 +585,20 @@ def run_gm(cls, pb, params, rounds, seed=0):
 @pytest.mark.parametrize("model", [None, TANH])
 def test_hierfavg_with_one_edge_is_fedavg(model):
     pb = weighted_problem(model)
-    hier, _, _ = run_gm(HierFAVG, pb, {"stepsize": 0.1, "local_steps": 2, "edge_rounds": 3,
-                                       "edges": 1, "batch_size": 3}, rounds=2, seed=5)  # fmt: skip
-    flat, _, _ = run_gm(ALGORITHMS["fedavg"], pb, {"stepsize": 0.1, "local_steps": 2,
-                                                   "batch_size": 3}, rounds=6, seed=5)  # fmt: skip
+    hier, _, _ = run_gm(
+        HierFAVG,
+        pb,
+        {"stepsize": 0.1, "local_steps": 2, "edge_rounds": 3, "edges": 1, "batch_size": 3},
+        rounds=2,
+        seed=5,
+    )
+    flat, _, _ = run_gm(
+        ALGORITHMS["fedavg"],
+        pb,
+        {"stepsize": 0.1, "local_steps": 2, "batch_size": 3},
+        rounds=6,
+        seed=5,
+    )
     for t in range(3):
         np.testing.assert_allclose(hier[t], flat[3 * t], rtol=1e-12, atol=1e-15)
 
@@ -542,8 +606,9 @@ def test_hierfavg_with_one_edge_is_fedavg(model):
 def test_fedavg_one_local_step_full_batch_is_a_gradient_step():
     pb = weighted_problem()
     o = Oracle(pb, 0)
-    got, _, _ = run_gm(FedProx, pb, {"stepsize": 0.2, "local_steps": 1, "batch_size": "full",
-                                     "mu": 0.0}, rounds=1)  # fmt: skip
+    got, _, _ = run_gm(
+        FedProx, pb, {"stepsize": 0.2, "local_steps": 1, "batch_size": "full", "mu": 0.0}, rounds=1
+    )
     w0 = pb.initial_model()
     full = sum(pb.p[i] * o.grad(w0, np.arange(o.ptr[i], o.ptr[i + 1])) for i in range(6))
     np.testing.assert_allclose(got[1], w0 - 0.2 * full, rtol=1e-12, atol=1e-15)
@@ -574,12 +639,18 @@ def test_fedprox_with_mu_zero_is_fedavg_and_matches_the_pseudo_code(model):
 
 @pytest.mark.parametrize(
     "model, variant, batch",
-    [(None, "fo", 3), (None, "hf", 4), (TANH, "fo", None), (TANH, "hf", 3)],  # fmt: skip
+    [(None, "fo", 3), (None, "hf", 4), (TANH, "fo", None), (TANH, "hf", 3)],
 )
 def test_perfedavg_matches_the_pseudo_code(model, variant, batch):
     pb = weighted_problem(model)
-    params = {"stepsize": 0.07, "inner_stepsize": 0.05, "local_steps": 2, "variant": variant,
-              "batch_size": "full" if batch is None else batch, "hvp_delta": 1e-4}  # fmt: skip
+    params = {
+        "stepsize": 0.07,
+        "inner_stepsize": 0.05,
+        "local_steps": 2,
+        "variant": variant,
+        "batch_size": "full" if batch is None else batch,
+        "hvp_delta": 1e-4,
+    }
     got, _, _ = run(PerFedAvg, pb, params, rounds=2, seed=6)
     o = Oracle(pb, 6)
     w = pb.initial_model().copy()
@@ -608,8 +679,13 @@ def test_perfedavg_hessian_free_uses_the_hessian():
     rng = np.random.default_rng(2)
     centres = rng.standard_normal((2, 3))
     pb = quadratic_problem(centres, s=1.0)  # a = 2/3, H = a I
-    params = {"stepsize": 0.1, "inner_stepsize": 0.3, "local_steps": 1, "variant": "hf",
-              "batch_size": "full"}  # fmt: skip
+    params = {
+        "stepsize": 0.1,
+        "inner_stepsize": 0.3,
+        "local_steps": 1,
+        "variant": "hf",
+        "batch_size": "full",
+    }
     got, _, _ = run(PerFedAvg, pb, params, rounds=1)
     a, w = 2.0 / 3.0, np.zeros(3)
     # grad of f(w - alpha grad f(w)) = (1 - alpha a) a (w - alpha a (w - c) - c)
@@ -620,8 +696,14 @@ def test_perfedavg_hessian_free_uses_the_hessian():
 @pytest.mark.parametrize("model", [None, TANH])
 def test_heurfedamp_matches_the_pseudo_code(model):
     pb = weighted_problem(model)
-    params = {"stepsize": 0.1, "local_steps": 2, "batch_size": 3, "alpha_self": 0.3,
-              "sigma": 2.0, "lambda": 0.5}  # fmt: skip
+    params = {
+        "stepsize": 0.1,
+        "local_steps": 2,
+        "batch_size": 3,
+        "alpha_self": 0.3,
+        "sigma": 2.0,
+        "lambda": 0.5,
+    }
     got, _, _ = run(HeurFedAMP, pb, params, rounds=3, seed=8)
     o = Oracle(pb, 8)
     n = pb.n_clients
@@ -690,14 +772,16 @@ def test_every_method_writes_a_full_trace(name):
     from fedsparse.experiment import run_trace
 
     data = with_client_tests(make_data("softmax", sizes=(7, 9, 6, 8), d=8, seed=3))
-    cfg = normalize_run_config({
-        "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
-        "partition": {"kind": "iid", "clients": 4},
-        "model": {"loss": "softmax", "l2": 1e-3, **TANH},
-        "algorithm": name,
-        "params": {**TOY[name], "batch_size": 3},
-        "rounds": 3,
-    })  # fmt: skip
+    cfg = normalize_run_config(
+        {
+            "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
+            "partition": {"kind": "iid", "clients": 4},
+            "model": {"loss": "softmax", "l2": 1e-3, **TANH},
+            "algorithm": name,
+            "params": {**TOY[name], "batch_size": 3},
+            "rounds": 3,
+        }
+    )
     tr = run_trace(cfg, data).to_pandas()
     assert tr["round"].tolist() == [0, 1, 2, 3] and (tr["status"] == "ok").all()
     assert tr["objective"].iloc[-1] < tr["objective"][0]

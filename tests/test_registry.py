@@ -78,12 +78,24 @@ def test_the_built_in_schemas_derived_from_the_classes_are_schema_version_3():
 
 def test_the_registry_lists_the_built_in_families_in_the_papers_order():
     assert list(ALGORITHMS) == [
-        "fedht", "fediterht", "distiht",
-        "sfedhp", "pfedme", "hierfavg", "fedprox", "perfedavg", "heurfedamp",
-        "fabtopk", "utopk", "fubtopk", "periodick", "sendall",
-        "ssca", "ssca_constrained",
+        "fedht",
+        "fediterht",
+        "distiht",
+        "sfedhp",
+        "pfedme",
+        "hierfavg",
+        "fedprox",
+        "perfedavg",
+        "heurfedamp",
+        "fabtopk",
+        "utopk",
+        "fubtopk",
+        "periodick",
+        "sendall",
+        "ssca",
+        "ssca_constrained",
         "fedavg",
-    ]  # fmt: skip
+    ]
     pages = [p.rsplit(".", 1)[-1] for p in registry.report_pages()]
     assert pages == ["ht_section", "sfedhp_section", "gs_section", "ssca_section"]
     from fedsparse.report import FAMILIES
@@ -96,8 +108,10 @@ def test_the_registry_lists_the_built_in_families_in_the_papers_order():
     mixed = ["zeta", "fedavg", "fediterht", "fedht", "distiht", "ssca"]
     assert algorithm_order(mixed) == ["distiht", "fedht", "fediterht", "fedavg", "ssca", "zeta"]
     assert [colour(a) for a in ("fedht", "fediterht", "distiht")] == [
-        "tab:blue", "tab:orange", "tab:green"
-    ]  # fmt: skip
+        "tab:blue",
+        "tab:orange",
+        "tab:green",
+    ]
     from fedsparse.algorithms import SSCA, FedHT
 
     assert ALGORITHMS["ssca"] is SSCA and ALGORITHMS["fedht"] is FedHT
@@ -289,16 +303,29 @@ def test_a_plugin_family_sweeps_resumes_lands_typed_and_is_reported(tmp_path):
         "grid": {"stepsize": [0.01], "sparsity": [10], "local_steps": [2], "batch_size": [5]},
     }
     (work / "sweep.yaml").write_text(yaml.safe_dump(sweep))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(work), "--cores", "2", "--configfile", str(work / "sweep.yaml")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(work),
+        "--cores",
+        "2",
+        "--configfile",
+        str(work / "sweep.yaml"),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     res = work / "results"
     runs = pq.read_table(res / "runs.parquet")
     assert columns(runs.schema)[-3:] == [
-        ("toy_scale", pa.float64()), ("toy_mode", pa.string()), ("toy_repeats", pa.int64())
-    ]  # fmt: skip
+        ("toy_scale", pa.float64()),
+        ("toy_mode", pa.string()),
+        ("toy_repeats", pa.int64()),
+    ]
     assert columns(runs.schema)[: len(pinned(RUNS_V3))] == pinned(RUNS_V3)
     rows = runs.to_pandas().sort_values(["algorithm", "toy_scale"])
     assert rows["algorithm"].tolist() == ["fedht", "toygd", "toygd"]
@@ -336,6 +363,12 @@ def pd_isna(value) -> bool:
 
 def test_the_docs_walk_through_a_plugin():
     doc = (ROOT / "docs" / "adding-an-algorithm.md").read_text()
-    for needed in ('entry-points."fedsparse.algorithms"', "ALGORITHMS = (", "REPORT = ",
-                   "trace_columns", "symbol=", "registry.py"):  # fmt: skip
+    for needed in (
+        'entry-points."fedsparse.algorithms"',
+        "ALGORITHMS = (",
+        "REPORT = ",
+        "trace_columns",
+        "symbol=",
+        "registry.py",
+    ):
         assert needed in doc, needed

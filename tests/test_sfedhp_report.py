@@ -37,12 +37,30 @@ from fedsparse.report.sfedhp_section import (
 from fedsparse.shard import run_shard
 from fedsparse.sweep import plan_sweep
 
-SETTING_1 = {"kind": "label_cycle", "clients": 20, "labels_per_client": 5,
-             "train_per_label": 200, "test_per_label": 800, "scope": "total"}  # fmt: skip
-MLP = {"kind": "mlp", "loss": "softmax", "l2": 1e-4, "hidden": [6], "activation": "relu",
-       "init": {"kind": "glorot", "seed": 0}}  # fmt: skip
-GRID = {"stepsize": [0.05], "inner_stepsize": [0.05], "batch_size": [20], "local_steps": [4],
-        "edge_rounds": [4], "inner_steps": [2]}  # fmt: skip
+SETTING_1 = {
+    "kind": "label_cycle",
+    "clients": 20,
+    "labels_per_client": 5,
+    "train_per_label": 200,
+    "test_per_label": 800,
+    "scope": "total",
+}
+MLP = {
+    "kind": "mlp",
+    "loss": "softmax",
+    "l2": 1e-4,
+    "hidden": [6],
+    "activation": "relu",
+    "init": {"kind": "glorot", "seed": 0},
+}
+GRID = {
+    "stepsize": [0.05],
+    "inner_stepsize": [0.05],
+    "batch_size": [20],
+    "local_steps": [4],
+    "edge_rounds": [4],
+    "inner_steps": [2],
+}
 
 
 def _svmlight(path: Path, rows_per_class: int = 1000, d: int = 10) -> Path:
@@ -60,35 +78,62 @@ def _svmlight(path: Path, rows_per_class: int = 1000, d: int = 10) -> Path:
 def _sweeps(svm: Path) -> list[dict]:
     data = {"kind": "svmlight", "path": str(svm), "task": "multiclass"}
     common = {"rounds": 6, "eval_every": 2, "seeds": [0, 1], "shard_size": 100, "grid": GRID}
-    sparse = {"lambda1": [20], "lambda2": [20], "gamma1": [0.05], "gamma2": [0.05],
-              "rho": [1e-3], "zero_tol": [1e-2]}  # fmt: skip
+    sparse = {
+        "lambda1": [20],
+        "lambda2": [20],
+        "gamma1": [0.05],
+        "gamma2": [0.05],
+        "rho": [1e-3],
+        "zero_tol": [1e-2],
+    }
     network = {
         **common,
         "sweep": "toy-dnn",
         "datasets": {"fmnist-toy": {"data": data, "partition": SETTING_1, "model": MLP}},
         "algorithms": {
-            "sfedhp": [{"lambda1": [5], "lambda2": [5]}, {"lambda1": [20], "lambda2": [20]},
-                       sparse],
-            "pfedme": {"lambda": [20]}, "fedavg": {}, "hierfavg": {"local_steps": [1]},
-            "fedprox": {"mu": [0.001]}, "heurfedamp": {"alpha_self": [0.5]}, "perfedavg": {},
+            "sfedhp": [
+                {"lambda1": [5], "lambda2": [5]},
+                {"lambda1": [20], "lambda2": [20]},
+                sparse,
+            ],
+            "pfedme": {"lambda": [20]},
+            "fedavg": {},
+            "hierfavg": {"local_steps": [1]},
+            "fedprox": {"mu": [0.001]},
+            "heurfedamp": {"alpha_self": [0.5]},
+            "perfedavg": {},
         },
-    }  # fmt: skip
+    }
     linear = {
         **common,
         "sweep": "toy-mlr",
-        "datasets": {"mlr-toy": {"data": data, "partition": SETTING_1,
-                                 "model": {"loss": "softmax", "l2": 1e-3, "bias": True}}},
-        "algorithms": {"sfedhp": {"lambda1": [25], "lambda2": [25]}, "pfedme": {"lambda": [25]},
-                       "hierfavg": {"local_steps": [1]}, "fedavg": {}},
-    }  # fmt: skip
+        "datasets": {
+            "mlr-toy": {
+                "data": data,
+                "partition": SETTING_1,
+                "model": {"loss": "softmax", "l2": 1e-3, "bias": True},
+            }
+        },
+        "algorithms": {
+            "sfedhp": {"lambda1": [25], "lambda2": [25]},
+            "pfedme": {"lambda": [25]},
+            "hierfavg": {"local_steps": [1]},
+            "fedavg": {},
+        },
+    }
     other = {
         **common,
         "sweep": "toy-other",
         "seeds": [0],
-        "datasets": {"other-family": {"data": data, "partition": {"kind": "iid", "clients": 4},
-                                      "model": {"loss": "softmax"}}},
+        "datasets": {
+            "other-family": {
+                "data": data,
+                "partition": {"kind": "iid", "clients": 4},
+                "model": {"loss": "softmax"},
+            }
+        },
         "algorithms": {"fedavg": {}},
-    }  # fmt: skip
+    }
     return [network, linear, other]
 
 
@@ -123,8 +168,14 @@ def built(results, tmp_path_factory):
 
 def test_family_declaration():
     assert FAMILY.key == "sfedhp" and FAMILY.page_name() == "sfedhp.html"
-    assert FAMILY.algorithms == {"sfedhp", "pfedme", "hierfavg", "fedprox", "perfedavg",
-                                 "heurfedamp"}  # fmt: skip
+    assert FAMILY.algorithms == {
+        "sfedhp",
+        "pfedme",
+        "hierfavg",
+        "fedprox",
+        "perfedavg",
+        "heurfedamp",
+    }
     assert FAMILY.build is build
 
 
@@ -266,8 +317,12 @@ def test_claims_without_runs_are_not_measured(results):
 def test_figures_are_written(built):
     _, html, out = built
     names = {p.stem for p in (out / "figures").glob("*.png")}
-    assert {"sfedhp-fmnist-toy-accuracy", "sfedhp-mlr-toy-accuracy", "sfedhp-fmnist-toy-lambda",
-            "sfedhp-fmnist-toy-sparse"} <= names  # fmt: skip
+    assert {
+        "sfedhp-fmnist-toy-accuracy",
+        "sfedhp-mlr-toy-accuracy",
+        "sfedhp-fmnist-toy-lambda",
+        "sfedhp-fmnist-toy-sparse",
+    } <= names
     assert html.count("data:image/png;base64,") == len(names)
 
 

@@ -55,8 +55,12 @@ def oracle(pb: Problem, prm: dict, rounds: int, seed: int, constrained: bool):
     """Rows (objective, F, sq_norm, slack) of w^(1..rounds+1), transcribed from the spec's
     per-iteration procedures; minibatches replay the clients' streams."""
     tau, a1, a2, alpha, extra = (
-        prm["prox_weight"], prm["rho_scale"], prm["gamma_scale"], prm["decay"], prm["gamma_extra"],
-    )  # fmt: skip
+        prm["prox_weight"],
+        prm["rho_scale"],
+        prm["gamma_scale"],
+        prm["decay"],
+        prm["gamma_extra"],
+    )
     ptr = pb.data.client_ptr
     state = K.client_states(seed, pb.n_clients)
     perm = np.arange(pb.data.n_samples, dtype=np.int64)
@@ -199,9 +203,22 @@ def test_client_gradients_equal_numpy(model, sparse):
     work = K.mlp_thread_work(pb.sizes, 6)
     for _ in range(3):  # a few draws: the streams advance as the oracle's do
         client_batch_grads(
-            data.kernel_X, data.y, data.client_ptr, w, perm, state, 6, pb.sizes, False,
-            pb.activation_code, pb.loss_code, pb.l2, G, losses, work,
-        )  # fmt: skip
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            w,
+            perm,
+            state,
+            6,
+            pb.sizes,
+            False,
+            pb.activation_code,
+            pb.loss_code,
+            pb.l2,
+            G,
+            losses,
+            work,
+        )
         ptr = data.client_ptr
         for i in range(pb.n_clients):
             lo, n = int(ptr[i]), int(ptr[i + 1] - ptr[i])
@@ -319,8 +336,11 @@ def test_rho_gamma_one_is_gradient_descent_and_fedavg(model):
     np.testing.assert_allclose(ssca["objective"], fedavg["objective"], rtol=1e-9)
     assert ssca["objective"].iloc[-1] < ssca["objective"].iloc[0]
     # and the iterates are plain gradient steps
-    algo = SSCA(pb, SSCA.validate_params({"prox_weight": tau, "lambda": lam,
-                                          "batch_size": "full", **one}), 0)  # fmt: skip
+    algo = SSCA(
+        pb,
+        SSCA.validate_params({"prox_weight": tau, "lambda": lam, "batch_size": "full", **one}),
+        0,
+    )
     algo.setup()
     ptr = pb.data.client_ptr
     for t in range(3):
@@ -362,18 +382,30 @@ def solve_numerically(h, A, U, tau, c) -> float:
     least slack any w allows to A - U, where w = 0 is feasible."""
 
     def V(s):
-        cons = [{"type": "ineq", "fun": lambda w: s - (h @ w + tau * (w @ w) + A - U),
-                 "jac": lambda w: -(h + 2 * tau * w)}]  # fmt: skip
-        res = minimize(lambda w: w @ w, -h / (2 * tau), jac=lambda w: 2 * w, constraints=cons,
-                       method="SLSQP", options={"ftol": 1e-15, "maxiter": 1000})  # fmt: skip
+        cons = [
+            {
+                "type": "ineq",
+                "fun": lambda w: s - (h @ w + tau * (w @ w) + A - U),
+                "jac": lambda w: -(h + 2 * tau * w),
+            }
+        ]
+        res = minimize(
+            lambda w: w @ w,
+            -h / (2 * tau),
+            jac=lambda w: 2 * w,
+            constraints=cons,
+            method="SLSQP",
+            options={"ftol": 1e-15, "maxiter": 1000},
+        )
         return float(res.x @ res.x)
 
     lo, hi = max(0.0, A - U - (h @ h) / (4 * tau)), max(0.0, A - U)
     ends = min(V(lo) + c * lo, V(hi) + c * hi)
     if hi - lo < 1e-15:
         return ends
-    res = minimize_scalar(lambda s: V(s) + c * s, bounds=(lo, hi), method="bounded",
-                          options={"xatol": 1e-13})  # fmt: skip
+    res = minimize_scalar(
+        lambda s: V(s) + c * s, bounds=(lo, hi), method="bounded", options={"xatol": 1e-13}
+    )
     return min(float(res.fun), ends)
 
 
@@ -407,8 +439,12 @@ def test_lemma1_against_a_numerical_solver(regime, h, A, U, tau, c):
     np.testing.assert_allclose(2 * w + nu * (h + 2 * tau * w), 0.0, atol=1e-10)
     assert 0 <= nu <= c and s >= 0 and g <= s + 1e-10
     assert abs(nu * (g - s)) < 1e-8 and abs((c - nu) * s) < 1e-8 * max(1.0, c)
-    expected = {"inactive": nu == 0, "active": 0 < nu < c and s == 0,
-                "capped": nu == c and s > 0, "infeasible": nu == c and s > 0}  # fmt: skip
+    expected = {
+        "inactive": nu == 0,
+        "active": 0 < nu < c and s == 0,
+        "capped": nu == c and s > 0,
+        "infeasible": nu == c and s > 0,
+    }
     assert expected[regime], (regime, nu, s)
     f_num = solve_numerically(h, A, U, tau, c)
     assert abs(w @ w + c * s - f_num) <= 1e-7 * max(1.0, f_num)
@@ -511,12 +547,22 @@ def test_override_sets_are_for_grids_and_must_be_mappings():
     from fedsparse.sweep import plan_sweep
 
     sweep = {
-        "datasets": {"sim": {"data": {"kind": "synthetic", "task": "linear", "dim": 30,
-                                      "support": 3, "clients": 2, "samples_per_client": 5}}},
+        "datasets": {
+            "sim": {
+                "data": {
+                    "kind": "synthetic",
+                    "task": "linear",
+                    "dim": 30,
+                    "support": 3,
+                    "clients": 2,
+                    "samples_per_client": 5,
+                }
+            }
+        },
         "rounds": 2,
         "algorithms": {"fedavg": [{"local_steps": 1}, {"local_steps": [2, 3]}]},
         "grid": {"stepsize": [0.1]},
-    }  # fmt: skip
+    }
     plan = plan_sweep(sweep)
     assert [r.config["params"]["local_steps"] for r in plan.runs] == [1, 2, 3]
     with pytest.raises(ConfigError, match=r"^algorithms\.fedavg: overrides must be a mapping"):
@@ -539,21 +585,31 @@ def report_rows(seeds=(0,), alg2_batches=(100,)) -> list[dict]:
             Fs = F + 0.01 * seed  # a spread over seeds
             for rnd, value in ((0, 2.3), (5, (2.3 + Fs) / 2), (10, Fs)):
                 last = rnd == 10
-                rows.append({
-                    "run_id": run, "dataset": "toy data", "algorithm": algorithm, "seed": seed,
-                    "round": rnd, "train_loss": value, "test_accuracy": 0.5,
-                    "sq_norm": sq if last else 1.0, "slack": slack if last else None,
-                    "constraint_value": value - prm["cost_limit"] if "cost_limit" in prm
-                    else None,
-                    **prm,
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "run_id": run,
+                        "dataset": "toy data",
+                        "algorithm": algorithm,
+                        "seed": seed,
+                        "round": rnd,
+                        "train_loss": value,
+                        "test_accuracy": 0.5,
+                        "sq_norm": sq if last else 1.0,
+                        "slack": slack if last else None,
+                        "constraint_value": value - prm["cost_limit"]
+                        if "cost_limit" in prm
+                        else None,
+                        **prm,
+                    }
+                )
 
     table = {1: (0.4, 0.4, 0.4), 10: (0.6, 0.9, 0.3), 100: (0.9, 0.9, 0.3)}
 
     def sched(b):
         a1, a2, al = table[b]
-        return dict(batch_size=b, rho_scale=a1, gamma_scale=a2, decay=al, prox_weight=0.1,
-                    gamma_extra=0.05)  # fmt: skip
+        return dict(
+            batch_size=b, rho_scale=a1, gamma_scale=a2, decay=al, prox_weight=0.1, gamma_extra=0.05
+        )
 
     for b, F in ((1, 0.9), (10, 0.6), (100, 0.5)):
         add("ssca", F, **sched(b), **{"lambda": 1e-5}, sq=100.0)
@@ -603,12 +659,17 @@ def test_report_section_checks_the_papers_claims(tmp_path):
     assert "B = 1: F = 0.9100 ± 0.0100 over 3 seeds" in by[larger].ours
     assert verdicts["Algorithm 1 converges faster than SGD at equal B = 10 (E = 1)"] == AGREES
     assert verdicts["Algorithm 1 converges faster than SGD at equal B = 100 (E = 1)"] == DISAGREES
-    assert "best SGD (step 0.1, decay 0)" in by[
-        "Algorithm 1 converges faster than SGD at equal B = 100 (E = 1)"].ours  # fmt: skip
     assert (
-        verdicts["Algorithm 1 at B = 10 converges faster than SGD at (B, E) = (5, 2), the same "
-                 "per-client computation"] == AGREES
-    )  # fmt: skip
+        "best SGD (step 0.1, decay 0)"
+        in by["Algorithm 1 converges faster than SGD at equal B = 100 (E = 1)"].ours
+    )
+    assert (
+        verdicts[
+            "Algorithm 1 at B = 10 converges faster than SGD at (B, E) = (5, 2), the same "
+            "per-client computation"
+        ]
+        == AGREES
+    )
     settle = [c for c in res["claims"] if c.claim.startswith("Algorithm 2: the training cost")]
     # U = 0.6: F = 0.615 on average, within 0.02; U = 0.7: F = 0.76, not settled
     assert [c.verdict for c in settle] == [AGREES, DISAGREES]
@@ -679,11 +740,23 @@ def test_the_page_reads_each_runs_last_row_and_the_curves_it_draws(tmp_path):
 
     base = report_rows(seeds=(0, 1))
     extra = [
-        {"run_id": f"slow-{seed}-{b}", "dataset": "toy data", "algorithm": "fedavg",
-         "seed": seed, "round": rnd, "train_loss": 3.0 - rnd / 100, "test_accuracy": 0.1,
-         "batch_size": b, "local_steps": 1, "stepsize": 9.0, "stepsize_decay": 0.0}
-        for seed in (0, 1, 2, 3) for b in (1, 10) for rnd in range(60)
-    ]  # fmt: skip
+        {
+            "run_id": f"slow-{seed}-{b}",
+            "dataset": "toy data",
+            "algorithm": "fedavg",
+            "seed": seed,
+            "round": rnd,
+            "train_loss": 3.0 - rnd / 100,
+            "test_accuracy": 0.1,
+            "batch_size": b,
+            "local_steps": 1,
+            "stepsize": 9.0,
+            "stepsize_decay": 0.0,
+        }
+        for seed in (0, 1, 2, 3)
+        for b in (1, 10)
+        for rnd in range(60)
+    ]
     read, trace_rows = {}, {}
     for name, rows in (("base", base), ("wider", base + extra)):
         out = tmp_path / name

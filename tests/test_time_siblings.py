@@ -19,8 +19,15 @@ from fedsparse.pipeline import make_data
 from fedsparse.shard import run_shard, store_path
 from fedsparse.sweep import plan_sweep, read_plan, write_plan_file
 
-DATA = {"kind": "synthetic", "task": "logistic", "clients": 6, "dim": 40, "support": 8,
-        "samples_per_client": 40, "positives": 15}  # fmt: skip
+DATA = {
+    "kind": "synthetic",
+    "task": "logistic",
+    "clients": 6,
+    "dim": 40,
+    "support": 8,
+    "samples_per_client": 40,
+    "positives": 15,
+}
 BETAS = [0.1, 1.0, 10.0]
 
 

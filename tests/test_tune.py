@@ -171,8 +171,19 @@ def postgres_url():
         shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"initdb failed: {proc.stderr[-500:]}")
     opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
-    proc = run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-t",
-               "60", "-o", opts, "start")  # fmt: skip
+    proc = run(
+        str(bindir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-l",
+        str(root / "log"),
+        "-w",
+        "-t",
+        "60",
+        "-o",
+        opts,
+        "start",
+    )
     if proc.returncode != 0:
         log = (root / "log").read_text() if (root / "log").exists() else ""
         shutil.rmtree(root, ignore_errors=True)
@@ -214,7 +225,7 @@ def storage(request, monkeypatch, tmp_path):
         (
             lambda c: c["space"].update(momentum={"type": "float", "low": 0, "high": 1}),
             "space.momentum: unknown parameter",
-        ),  # fmt: skip
+        ),
         (lambda c: c["space"]["local_steps"].update(type="float"), "space.local_steps.type"),
         (lambda c: c["space"]["sparsity"].update(choices=[0, 5]), "space.sparsity.choices[0]"),
         (lambda c: c["space"].pop("stepsize"), "space.stepsize: required by fedht"),
@@ -222,7 +233,7 @@ def storage(request, monkeypatch, tmp_path):
         (
             lambda c: c["optuna"].update(storage={"url": "postgresql://u:pw@h/db"}),
             "optuna.storage.url: database URLs hold credentials",
-        ),  # fmt: skip
+        ),
         (lambda c: c["optuna"].update(holdout_seeds=[0]), "optuna.holdout_seeds"),
         (lambda c: c["optuna"].update(sampler={"name": "grid"}), "the grid sampler needs"),
         (lambda c: c["optuna"].update(metric="auc"), "optuna.metric: unknown metric"),
@@ -297,10 +308,22 @@ def test_bad_space_stops_the_workflow_before_any_job(tmp_path):
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(cfg))
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-         str(tmp_path), "-n", "--configfile", str(path)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "-n",
+            "--configfile",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "space.stepsize.low: a log scale needs low > 0" in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
@@ -308,9 +331,13 @@ def test_bad_space_stops_the_workflow_before_any_job(tmp_path):
 
 def test_metrics_of_a_trace():
     trace = run_config(
-        {"dataset": LIN, "algorithm": "fedht", "rounds": 10,
-         "params": {"stepsize": 0.01, "local_steps": 2, "sparsity": 10, "batch_size": 5}}
-    )  # fmt: skip
+        {
+            "dataset": LIN,
+            "algorithm": "fedht",
+            "rounds": 10,
+            "params": {"stepsize": 0.01, "local_steps": 2, "sparsity": 10, "batch_size": 5},
+        }
+    )
     import pyarrow as pa
 
     table = pa.Table.from_pandas(trace, preserve_index=False)
@@ -446,9 +473,14 @@ def test_pruning_stops_trials_whose_step_size_diverges(tmp_path):
     grows = {}
     for s in steps:
         trace = run_config(
-            {"dataset": LIN, "algorithm": "fedht", "rounds": 30,
-             "params": {**params, "stepsize": s}, "divergence_factor": free}
-        )  # fmt: skip
+            {
+                "dataset": LIN,
+                "algorithm": "fedht",
+                "rounds": 30,
+                "params": {**params, "stepsize": s},
+                "divergence_factor": free,
+            }
+        )
         grows[s] = trace.objective.iloc[-1] > 1e6 * trace.objective.iloc[0]
     assert [grows[s] for s in steps] == [False, False, True, True]
 
@@ -506,8 +538,19 @@ def test_url_storage_needs_its_environment_variable(tmp_path, monkeypatch):
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True):
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-           str(workdir), "--cores", "2", "--rerun-incomplete", *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+        "--rerun-incomplete",
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(
@@ -524,16 +567,35 @@ def test_workflow_interrupted_and_resumed_then_exported_and_reported(tmp_path):
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(cfg))
     dry = snakemake(tmp_path, "-n", "--configfile", str(path)).stdout
-    for rule, n in [("make_data", 1), ("optuna_study", 2), ("optuna_worker", 4),
-                    ("optuna_export", 2), ("optuna_holdout", 2), ("aggregate", 1)]:  # fmt: skip
+    for rule, n in [
+        ("make_data", 1),
+        ("optuna_study", 2),
+        ("optuna_worker", 4),
+        ("optuna_export", 2),
+        ("optuna_holdout", 2),
+        ("aggregate", 1),
+    ]:
         assert f"\n{rule}" in dry and any(
             line.split() == [rule, str(n)] for line in dry.splitlines()
         ), (rule, dry)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-         str(tmp_path), "--cores", "2", "--configfile", str(path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--cores",
+            "2",
+            "--configfile",
+            str(path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     parts = tmp_path / "results" / "optuna"
     deadline = time.monotonic() + 300
     try:
@@ -593,8 +655,13 @@ def test_trial_files_merge_with_grid_shards(tmp_path):
     from fedsparse.aggregate import aggregate, read_traces
     from fedsparse.shard import run_shard
 
-    grid = {"sweep": "g", "rounds": 5, "datasets": {"lin": {"data": LIN}},
-            "algorithms": ["fedht"], "grid": {"stepsize": [0.01], "sparsity": [5]}}  # fmt: skip
+    grid = {
+        "sweep": "g",
+        "rounds": 5,
+        "datasets": {"lin": {"data": LIN}},
+        "algorithms": ["fedht"],
+        "grid": {"stepsize": [0.01], "sparsity": [5]},
+    }
     make_data(grid, "lin", tmp_path / "data" / "lin")
     shard = next(iter(plan_sweep(grid).shards))
     run_shard(grid, shard, tmp_path / "data", tmp_path / "s.parquet", tmp_path / "s.runs.parquet")
@@ -605,12 +672,17 @@ def test_trial_files_merge_with_grid_shards(tmp_path):
     export_study(cfg, STUDY, tmp_path, tmp_path / "o.parquet", tmp_path / "o.runs.parquet")
     # a shard written before the Optuna columns existed
     old = pq.read_table(tmp_path / "s.parquet")
-    pq.write_table(old.drop_columns(["study", "trial_number", "trial_state", "sampler"]),
-                   tmp_path / "s.parquet")  # fmt: skip
+    pq.write_table(
+        old.drop_columns(["study", "trial_number", "trial_state", "sampler"]),
+        tmp_path / "s.parquet",
+    )
     out = tmp_path / "res"
-    aggregate([tmp_path / "s.parquet", tmp_path / "o.parquet"],
-              [tmp_path / "s.runs.parquet", tmp_path / "o.runs.parquet"],
-              out / "traces", out / "runs.parquet")  # fmt: skip
+    aggregate(
+        [tmp_path / "s.parquet", tmp_path / "o.parquet"],
+        [tmp_path / "s.runs.parquet", tmp_path / "o.runs.parquet"],
+        out / "traces",
+        out / "runs.parquet",
+    )
     runs = pd.read_parquet(out / "runs.parquet")
     assert len(runs) == 3 and runs.trial_number.isna().sum() == 1
     traces = read_traces(out).to_pandas()
