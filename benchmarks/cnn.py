@@ -17,7 +17,8 @@ model is made once per round), a whole round on all numba threads (one BLAS thre
 and a straightforward NumPy implementation (im2col through ``sliding_window_view``,
 products through ``@``, one BLAS thread) in each dtype. The peaks are 3000 x 3000 products
 by SciPy's ``dgemm``/``sgemm`` on one thread: the OpenBLAS the kernels call (its core type
-is printed). PyTorch is timed where installed (float32, 1 and 2 threads): not written yet.
+is printed). PyTorch is timed where installed (float32, 1 and 2 intra-op threads, the same network
+with our parameters loaded, its gradient checked against ours).
 """
 
 from __future__ import annotations
@@ -179,9 +180,24 @@ def measure(dtype, X, y, rows, ptr, b, clients, steps, seconds):
 
     def ours_round(m=clients):
         K.mlp_local_sgd_round(
-            X, y, ptr[: m + 1], theta0, local[:m], perm, states, steps, b, 0.01, spec, True,
-            relu, softmax, 1e-4, 0, twork,
-        )  # fmt: skip
+            X,
+            y,
+            ptr[: m + 1],
+            theta0,
+            local[:m],
+            perm,
+            states,
+            steps,
+            b,
+            0.01,
+            spec,
+            True,
+            relu,
+            softmax,
+            1e-4,
+            0,
+            twork,
+        )
 
     r["round"] = best_time(ours_round, seconds, min_reps=1)
     # one client's steps alone (one thread), per step: a step as a round runs it
@@ -254,11 +270,115 @@ def main() -> None:
         f"round {results['float64']['round'] / results['float32']['round']:.2f}x"
     )
     try:
-        import torch  # noqa: F401
-
-        print("PyTorch is installed, but its comparison is not written yet")
+        import torch
     except ImportError:
         print("PyTorch: not installed (no comparison)")
+        return
+    print(f"PyTorch {torch.__version__} CPU float32 (the same network, its gradient checked):")
+    print(f"{'':30}{'ms':>9}{'GFLOP/s':>9}{'x ours':>8}")
+    for threads in (1, 2):
+        t = torch_times(torch, net, X, y, rows, ptr, b, clients, steps, threads, args.seconds)
+        ours = results["float32"]
+        for what, sec, flops, mine in (
+            ("step", t["step"], f, ours["step"]),
+            (f"round {clients}x{steps}", t["round"], rounds * f, ours["round"]),
+        ):
+            print(
+                f"{f'{threads} thread(s) {what}':30}{sec * 1e3:9.1f}{flops / sec / 1e9:9.1f}"
+                f"{sec / mine:8.2f}"
+            )
+    print("x ours: PyTorch's time over ours (ours: float32, a step on one thread, a round on all)")
+
+
+def torch_model(torch, net: Network, theta: np.ndarray):
+    """leaf_femnist in PyTorch with our parameters; the dense input is flattened in our
+    (h, w, c) order, so our weights load unchanged."""
+    nn = torch.nn
+    mods = []
+    for layer in net.cnn:
+        if layer.kind == "conv":
+            mods += [nn.Conv2d(layer.ins[2], layer.outs[2], layer.size, padding=layer.pad[0])]
+            mods += [nn.ReLU()]
+        elif layer.kind == "max":
+            mods += [nn.MaxPool2d(layer.size)]
+        else:
+            if not any(isinstance(m, nn.Linear) for m in mods):
+                mods += [Flatten(torch)]
+            mods += [nn.Linear(layer.ins[2], layer.outs[2])] + ([nn.ReLU()] if layer.act else [])
+    model = nn.Sequential(*mods)
+    weights = [m for m in model if isinstance(m, nn.Conv2d | nn.Linear)]
+    with torch.no_grad():
+        for m, (W, bias) in zip(weights, net.split(theta), strict=True):
+            if isinstance(m, nn.Conv2d):
+                o, c, k, _ = m.weight.shape
+                W = W.reshape(o, k, k, c).transpose(0, 3, 1, 2)
+            m.weight.copy_(torch.from_numpy(np.ascontiguousarray(W, np.float32)))
+            m.bias.copy_(torch.from_numpy(bias.astype(np.float32)))
+    return model, weights
+
+
+def Flatten(torch):  # noqa: N802 (a module factory)
+    class HWCFlatten(torch.nn.Module):
+        def forward(self, x):
+            return x.permute(0, 2, 3, 1).flatten(1)
+
+    return HWCFlatten()
+
+
+def torch_times(torch, net, X, y, rows, ptr, b, clients, steps, threads, seconds):
+    """PyTorch float32: one SGD step (loss, backward, update) and a round of FedAvg clients,
+    each from the global model, with ``threads`` intra-op threads."""
+    torch.set_num_threads(threads)
+    theta = net.initial().ravel()
+    model, weights = torch_model(torch, net, theta)
+    Xt = torch.from_numpy(X.astype(np.float32)).reshape(-1, 1, 28, 28)
+    yt = torch.from_numpy(y.astype(np.int64))
+    lossf = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, weight_decay=1e-4)
+    # the same gradient as ours (softmax loss, l2 1e-4): the same network and FLOPs
+    model.zero_grad()
+    lossf(model(Xt[rows]), yt[rows]).backward()
+    g = np.concatenate(
+        [np.concatenate([_ours(m.weight.grad.numpy()), m.bias.grad.numpy()]) for m in weights]
+    )
+    spec = net.kernel_sizes()
+    G, t64 = np.empty_like(theta), theta.astype(np.float64)
+    relu, softmax = K.ACTIVATIONS["relu"], K.LOSS_CODES["softmax"]
+    K.mlp_batch_grad(X, y, rows, t64, spec, True, relu, softmax, 0.0, G, K.mlp_work(spec, b))
+    assert np.allclose(g, G, rtol=1e-3, atol=1e-5 * np.abs(G).max()), "PyTorch's gradient differs"
+    idx = torch.from_numpy(rows)
+
+    def step(i=idx):
+        opt.zero_grad(set_to_none=False)
+        lossf(model(Xt[i]), yt[i]).backward()
+        opt.step()
+
+    start = [p.detach().clone() for p in model.parameters()]
+    total = [torch.zeros_like(p) for p in start]
+    gen = torch.Generator().manual_seed(0)
+
+    def round_():
+        for s in total:
+            s.zero_()
+        for c in range(clients):
+            with torch.no_grad():
+                for p, s in zip(model.parameters(), start, strict=True):
+                    p.copy_(s)
+            for _ in range(steps):
+                step(torch.randint(int(ptr[c]), int(ptr[c + 1]), (b,), generator=gen))
+            with torch.no_grad():
+                for s, p in zip(total, model.parameters(), strict=True):
+                    s.add_(p)
+
+    return {
+        "step": best_time(step, seconds),
+        "round": best_time(round_, seconds, min_reps=1),
+    }
+
+
+def _ours(w: np.ndarray) -> np.ndarray:
+    """A PyTorch weight in our flat layout (conv: out, kh, kw, in)."""
+    return (w.transpose(0, 2, 3, 1) if w.ndim == 4 else w).ravel()
 
 
 if __name__ == "__main__":

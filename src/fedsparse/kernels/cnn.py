@@ -118,8 +118,16 @@ def cnn_spec(layers, input_order: str, bias: bool, dtype: str = "float64") -> np
         # max pools keep their winners' offsets in D, a float32 array here: exact below 2**24
         raise ValueError("float32: a max pool's input has more than 2**24 values per sample")
     spec[0, : H_F32 + 1] = (
-        L, pos, spec[1, C_ISZ], spec[L, C_OSZ], int(bias), widest, hidden, cols, f32
-    )  # fmt: skip
+        L,
+        pos,
+        spec[1, C_ISZ],
+        spec[L, C_OSZ],
+        int(bias),
+        widest,
+        hidden,
+        cols,
+        f32,
+    )
     return spec
 
 
@@ -181,30 +189,43 @@ def im2col(inp, row, r0, n, cols):
     """Patches of samples ``r0..r0+n-1`` of the layer input ``inp`` (samples of ``row[C_ISZ]``
     values read with strides ``row[C_SH], row[C_SW], row[C_SC]``) into ``cols``, one row of
     ``k * k * c_in`` values (row, column, channel of the patch) per output pixel; zeros
-    where the patch lies in the padding."""
+    where the patch lies in the padding. A patch row's in-bounds values are one contiguous
+    run of the input when its (column, channel) order is the patch's (HWC, or one channel
+    read along rows), and are copied as such."""
     ih, iw, ic, oh, ow = row[C_IH], row[C_IW], row[C_IC], row[C_OH], row[C_OW]
     k, s, pt, pl = row[C_K], row[C_S], row[C_PT], row[C_PL]
     sh, sw, sc, isz = row[C_SH], row[C_SW], row[C_SC], row[C_ISZ]
     kkc = k * k * ic
+    contiguous = (sc == 1 and sw == ic) or (ic == 1 and sw == 1)
     j = 0
     for r in range(r0, r0 + n):
         base = r * isz
         for oy in range(oh):
             for ox in range(ow):
-                dst = cols[j * kkc : (j + 1) * kkc]
+                at0 = j * kkc
                 j += 1
+                ix0 = ox * s - pl
+                lo = max(0, -ix0)  # the patch's first and last in-bounds columns
+                hi = min(k, iw - ix0)
                 for ky in range(k):
                     iy = oy * s - pt + ky
-                    for kx in range(k):
-                        ix = ox * s - pl + kx
-                        at = (ky * k + kx) * ic
-                        if iy < 0 or iy >= ih or ix < 0 or ix >= iw:
+                    at = at0 + ky * k * ic
+                    if iy < 0 or iy >= ih or lo >= hi:
+                        cols[at : at + k * ic] = 0.0
+                        continue
+                    if lo > 0:
+                        cols[at : at + lo * ic] = 0.0
+                    if hi < k:
+                        cols[at + hi * ic : at + k * ic] = 0.0
+                    src = base + iy * sh + (ix0 + lo) * sw
+                    at += lo * ic
+                    if contiguous:
+                        m = (hi - lo) * ic
+                        cols[at : at + m] = inp[src : src + m]
+                    else:
+                        for kx in range(hi - lo):
                             for c in range(ic):
-                                dst[at + c] = 0.0
-                        else:
-                            src = base + iy * sh + ix * sw
-                            for c in range(ic):
-                                dst[at + c] = inp[src + c * sc]
+                                cols[at + kx * ic + c] = inp[src + kx * sw + c * sc]
 
 
 @njit(cache=True)
