@@ -235,3 +235,29 @@ def test_costlier_shards_get_higher_scheduling_priority():
     assert wide > small > 0
     assert plan.shard_priority("lin--0000") > plan.shard_priority("lin--0002")  # 5 runs vs 2
     assert plan.shard_priority("real--0000") == 0  # not downloaded: unknown, no preference
+
+
+def test_a_shard_estimate_counts_each_configuration_once_and_equals_the_per_run_sum(
+    monkeypatch,
+):
+    # The seeds of a planned configuration share its params mapping: the estimate computes
+    # each configuration once (the DAG's priorities of a million-run plan were per-run work),
+    # and still equals summing every run's own estimate.
+    plan = plan_sweep(sweep(seeds=[0, 1, 2, 3], rounds=50, shard_size=1000))
+    (shard,) = plan.shards
+    runs = plan.shards[shard]
+    configs = [r.config for r in runs]
+    shape = cost.synthetic_shape(plan.datasets["lin"]["data"])
+    expected = cost.JOB_STARTUP_S + sum(cost.run_seconds(c, shape) for c in configs)
+
+    calls = []
+    real = cost.run_seconds
+    monkeypatch.setattr(cost, "run_seconds", lambda *a: calls.append(a) or real(*a))
+    assert cost.shard_seconds(configs, shape) == pytest.approx(expected, rel=1e-12)
+    assert len(calls) == len(configs) // 4  # one per configuration, not per seed
+
+    # a config that only looks alike (its own params mapping) is estimated on its own
+    copies = [{**c, "params": dict(c["params"])} for c in configs]
+    calls.clear()
+    assert cost.shard_seconds(copies, shape) == pytest.approx(expected, rel=1e-12)
+    assert len(calls) == len(configs)
