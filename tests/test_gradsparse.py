@@ -1090,6 +1090,19 @@ def test_sequence_replays_exactly_the_recorded_k(tmp_path):
     assert normalize_run_config(cfg) == cfg  # the canonical form normalises to itself
 
 
+def test_a_replay_runs_as_the_first_run_of_its_process(tmp_path, monkeypatch):
+    """The kernels' warm-up builds a throwaway algorithm once per process and kind of run; for
+    a replay it too gets the resolved sequence (it once got the config's canonical form, and a
+    replay that was a process's first such run failed, e.g. a shard job starting with one)."""
+    from fedsparse import experiment
+
+    online_source(tmp_path)
+    cfg = normalize_run_config(replay_cfg(tmp_path / "src.parquet"))
+    monkeypatch.setattr(experiment, "_WARM", set())  # nothing warmed up in this process yet
+    out = to_frame(run_trace(cfg))
+    assert len(experiment._WARM) == 1 and out["k_used"].iloc[1:].notna().all()
+
+
 def test_the_algorithm_receives_the_sequence_resolved(tmp_path):
     """The config holds the replay's canonical form only; fedsparse.replay resolves it to the
     recorded k for the algorithm, which reads no file (and refuses an unresolved value)."""

@@ -207,7 +207,7 @@ def _run(cfgs: list[dict[str, Any]], data: FederatedData | None, on_round) -> li
     timings = [time_model(c) for c in cfgs]
     algorithm.time_model = timings[0] if len(cfgs) == 1 else _UnreadTimeModel()
     algorithm.check_problem()
-    _warm_up(cls, problem, cfg)
+    _warm_up(cls, problem, resolved_params(cfg["params"]), cfg["seed"])
 
     identities = [run_identity(c) for c in cfgs]
     algorithm.setup()
@@ -314,8 +314,9 @@ def is_diverged(objective: float, start: float, factor: float) -> bool:
     return math.isfinite(start) and start > 0 and objective > factor * start
 
 
-def _warm_up(cls: type, problem: Problem, cfg: dict[str, Any]) -> None:
-    """Compile this algorithm's kernels for this storage format and model before any timing."""
+def _warm_up(cls: type, problem: Problem, params: dict[str, Any], seed: int) -> None:
+    """Compile this algorithm's kernels for this storage format and model before any timing
+    (``params`` as the run's algorithm received them: a replayed k sequence resolved)."""
     # the layer table's rank tells an MLP's kernels (1-D) from a CNN's (2-D), and the network's
     # dtype float64 from float32 kernels: each compiles its own
     key = (
@@ -328,7 +329,7 @@ def _warm_up(cls: type, problem: Problem, cfg: dict[str, Any]) -> None:
     )
     if key in _WARM:
         return
-    throwaway = cls(problem, cfg["params"], cfg["seed"])
+    throwaway = cls(problem, params, seed)
     throwaway.setup()
     throwaway.round(0)
     _WARM.add(key)
