@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import FedsparseError
-from ..results import RUNS_SCHEMA, one_line, results_views, sql_ident, to_frame
+from ..results import RUNS_SCHEMA, one_line, results_views, sql_ident, sql_quote, to_frame
 
 __all__ = ["FACTS", "LONG_COLUMNS", "ReportData", "as_data"]
 
@@ -232,6 +232,25 @@ class ReportData:
             for name in tables:
                 self.con.unregister(name)
 
+    def round_means(
+        self, runs: pd.DataFrame, keys: list[str], means: dict[str, str]
+    ) -> pd.DataFrame:
+        """Per ``keys`` (columns of ``runs``, one row per run) and round: for each name of
+        ``means``, the mean of its SQL expression over those runs' trace rows (``t``) where it
+        is not NaN. What a figure of mean curves draws, computed without loading the rows."""
+        if runs.empty:
+            return pd.DataFrame(columns=[*keys, "round", *means])
+        names = ", ".join(f"k.{sql_ident(c)}" for c in keys)
+        avgs = ", ".join(
+            f"avg({sql}) FILTER (WHERE NOT isnan({sql})) AS {sql_ident(name)}"
+            for name, sql in means.items()
+        )
+        return self.frame_with(
+            f"SELECT {names}, t.round, {avgs} FROM traces t JOIN _keys k ON t.run_id = k.run_id "
+            f"WHERE {partitions_of(runs)} GROUP BY {names}, t.round ORDER BY {names}, t.round",
+            _keys=runs[["run_id", *keys]],
+        )
+
     def _select_ids(self, sql: str, ids: pa.Table, arrow: bool = False):
         self.con.register("_ids", ids)
         try:
@@ -262,3 +281,18 @@ def as_data(source: ReportData | str | Path) -> ReportData:
     """``source`` if it is a ReportData, else one over the results folder ``source`` (for
     callers outside a build; a build opens one and passes it everywhere)."""
     return source if isinstance(source, ReportData) else ReportData(source)
+
+
+def partitions_of(runs: pd.DataFrame, alias: str = "t") -> str:
+    """The SQL condition on the traces' partition columns (``alias``.dataset, .algorithm) that
+    holds for the rows of ``runs`` (its dataset and algorithm columns), so DuckDB reads only
+    their files; false when there are none."""
+    if runs.empty:
+        return "false"
+
+    def values(column: str) -> str:
+        return ", ".join(sql_quote(str(v)) for v in sorted(set(runs[column].dropna())))
+
+    return (
+        f"{alias}.dataset IN ({values('dataset')}) AND {alias}.algorithm IN ({values('algorithm')})"
+    )

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import sql_ident, sql_quote
+from ..results import sql_ident
 from .analysis import slugify
 from .claims import (
     AGREES,
@@ -34,7 +34,7 @@ from .claims import (
     reading_of,
     verdict_of,
 )
-from .data import ReportData, as_data
+from .data import ReportData, as_data, partitions_of
 from .figures import plt
 from .page import Page
 
@@ -220,7 +220,7 @@ class GsTraces:
         return self.data.frame_with(
             f"SELECT run_id, {values} FROM (SELECT t.run_id, any_value(b.budget) AS budget, "
             f"any_value(b.lim) AS lim, {aggregates} FROM traces t JOIN _budgets b "
-            f"ON t.run_id = b.run_id WHERE {_partitions(runs)} AND t.time IS NOT NULL "
+            f"ON t.run_id = b.run_id WHERE {partitions_of(runs)} AND t.time IS NOT NULL "
             "GROUP BY t.run_id) ORDER BY run_id",
             _budgets=chosen,
         )
@@ -232,7 +232,7 @@ class GsTraces:
         return self.data.frame_with(
             f"SELECT t.run_id, t.round, t.time, {LOSS} AS loss, {self.accuracy} AS accuracy, "
             f"t.k_used FROM traces t JOIN _ids i ON t.run_id = i.run_id "
-            f"WHERE {_partitions(runs)}{where} ORDER BY i.pos, t.round",
+            f"WHERE {partitions_of(runs)}{where} ORDER BY i.pos, t.round",
             _ids=runs[["run_id", "pos"]],
         )
 
@@ -247,22 +247,10 @@ class GsTraces:
             "max(t.idle_clients) AS idle_max, sum(t.idle_clients) AS idle_sum, "
             "count(t.idle_clients) AS idle_n, count(*) FILTER (WHERE t.idle_clients > 0) "
             "AS idle_rounds FROM traces t JOIN _keys i ON t.run_id = i.run_id "
-            f"WHERE {_partitions(runs)} AND t.min_shared IS NOT NULL "
+            f"WHERE {partitions_of(runs)} AND t.min_shared IS NOT NULL "
             "GROUP BY i.method, i.k, t.round ORDER BY i.method, i.k NULLS LAST, t.round",
             _keys=runs[["run_id", "method", "k"]],
         )
-
-
-def _partitions(runs: pd.DataFrame) -> str:
-    """The SQL condition on the traces' partition columns that holds for ``runs``' rows (so
-    DuckDB reads only their files); false when there are none."""
-    if runs.empty:
-        return "false"
-
-    def values(column: str) -> str:
-        return ", ".join(sql_quote(str(v)) for v in sorted(set(runs[column].dropna())))
-
-    return f"t.dataset IN ({values('dataset')}) AND t.algorithm IN ({values('algorithm')})"
 
 
 def _interpolated(name: str, y: str) -> tuple[list[str], str]:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms import ALGORITHMS
-from ..results import HYPERPARAMETER_COLUMNS, sql_ident, sql_quote
+from ..results import HYPERPARAMETER_COLUMNS, sql_ident
 from .analysis import slugify
 from .claims import (
     AUTHORS_CODE,
@@ -42,7 +42,7 @@ from .claims import (
     reading_of,
     verdict_of,
 )
-from .data import ReportData, as_data
+from .data import ReportData, as_data, partitions_of
 from .figures import plt
 
 PAPER = "Liu et al., sFedHP (seed 002)"
@@ -263,24 +263,7 @@ def run_scores(source: ReportData | str | Path) -> pd.DataFrame:
 def round_means(data: ReportData, runs: pd.DataFrame, keys: list[str], columns) -> pd.DataFrame:
     """Per ``keys`` (columns of ``runs``, one row per run) and round, the mean over those runs'
     trace rows of each of ``columns`` (names of CURVES): what a figure draws."""
-    if runs.empty:
-        return pd.DataFrame(columns=[*keys, "round", *columns])
-    names = ", ".join(f"k.{sql_ident(c)}" for c in keys)
-    means = ", ".join(
-        f"avg({CURVES[c]}) FILTER (WHERE NOT isnan({CURVES[c]})) AS {sql_ident(c)}" for c in columns
-    )
-    return data.frame_with(
-        f"SELECT {names}, t.round, {means} FROM traces t JOIN _keys k ON t.run_id = k.run_id "
-        f"WHERE {_partitions(runs)} GROUP BY {names}, t.round ORDER BY {names}, t.round",
-        _keys=runs[["run_id", *keys]],
-    )
-
-
-def _partitions(runs: pd.DataFrame) -> str:
-    """The condition on the traces' partition columns that holds for ``runs``' rows."""
-    datasets = ", ".join(sql_quote(str(d)) for d in sorted(set(runs["dataset"])))
-    algorithms = ", ".join(sql_quote(str(a)) for a in sorted(set(runs["algorithm"])))
-    return f"t.dataset IN ({datasets}) AND t.algorithm IN ({algorithms})"
+    return data.round_means(runs, keys, {c: CURVES[c] for c in columns})
 
 
 def _fmt_value(v) -> str:
@@ -788,7 +771,7 @@ def _auc(data: ReportData, summary: pd.DataFrame) -> pd.Series:
     gm = CURVES["test_accuracy"]
     means = data.frame_with(
         f"SELECT k.algorithm, avg({gm}) FILTER (WHERE NOT isnan({gm})) AS test_accuracy "
-        f"FROM traces t JOIN _keys k ON t.run_id = k.run_id WHERE {_partitions(runs)} "
+        f"FROM traces t JOIN _keys k ON t.run_id = k.run_id WHERE {partitions_of(runs)} "
         "GROUP BY k.algorithm ORDER BY k.algorithm",
         _keys=runs[["run_id", "algorithm"]],
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import sql_ident, sql_quote
+from ..results import sql_ident
 from .analysis import unique_slugs
 from .claims import (
     AGREES,
@@ -104,21 +104,7 @@ def ssca_runs(source: ReportData | str | Path) -> pd.DataFrame:
 def mean_curves(data: ReportData, runs: pd.DataFrame, keys: list[str], columns: list[str]):
     """Per ``keys`` (columns of ``runs``, one row per run) and round: the mean of each of
     ``columns`` over those runs' trace rows (SQL; what a figure draws)."""
-    if runs.empty:
-        return pd.DataFrame(columns=[*keys, "round", *columns])
-    names = ", ".join(f"k.{sql_ident(c)}" for c in keys)
-    means = ", ".join(
-        f"avg(t.{sql_ident(c)}) FILTER (WHERE NOT isnan(t.{sql_ident(c)})) AS {sql_ident(c)}"
-        for c in columns
-    )
-    datasets = ", ".join(sql_quote(str(d)) for d in sorted(set(runs["dataset"])))
-    algorithms = ", ".join(sql_quote(str(a)) for a in sorted(set(runs["algorithm"])))
-    return data.frame_with(
-        f"SELECT {names}, t.round, {means} FROM traces t JOIN _keys k ON t.run_id = k.run_id "
-        f"WHERE t.dataset IN ({datasets}) AND t.algorithm IN ({algorithms}) "
-        f"GROUP BY {names}, t.round ORDER BY {names}, t.round",
-        _keys=runs[["run_id", *keys]],
-    )
+    return data.round_means(runs, keys, {c: f"t.{sql_ident(c)}" for c in columns})
 
 
 def _paper_schedule(df: pd.DataFrame) -> pd.Series:
