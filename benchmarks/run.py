@@ -16,7 +16,7 @@ Sections
   scale     benchmarks/scale.py: wall time, CPU time and peak memory of planning, snakemake -n,
             a cluster job's start-up, aggregation, a group-by query and the report, at sweep
             sizes --scale-sizes (results synthesised up to --scale-results-max runs)
-  gradsparse, personalized, ssca
+  gradient_sparsification, sfedhp, ssca
             a round of each method of the other families against a NumPy round (and the
             DGEMM peak where the work is matrix products): benchmarks/<family>.py, each also a
             program printing its own table

@@ -29,10 +29,10 @@ from fedsparse.config import normalize_run_config, run_id
 from fedsparse.edges import edge_warning, grid_edges
 from fedsparse.errors import ConfigError
 from fedsparse.experiment import is_diverged
+from fedsparse.families.hard_thresholding import analysis as ht
 from fedsparse.query import best_configurations, open_results
 from fedsparse.report import analysis as an
 from fedsparse.report import build_report
-from fedsparse.report import ht_analysis as ht
 from fedsparse.report.figures import objective_figure, plt
 from fedsparse.sweep import plan_sweep
 

@@ -131,23 +131,42 @@ print(" ".join(m for m in heavy if m in sys.modules))
 
 
 def test_a_family_imports_only_the_layers_below_it():
-    # A family reads shared declarations from algorithms.base and algorithms.common, never from
-    # another family, and nothing above it: no results, config or replay reading (a replayed
-    # k sequence reaches the algorithm resolved, fedsparse.replay).
-    from fedsparse.algorithms.registry import BUILTIN
-
+    # A family's algorithms and kernels read shared declarations from algorithms.base and
+    # algorithms.common, never another family, and nothing above them: no results, config or
+    # replay reading (a replayed k sequence reaches the algorithm resolved). Its report page
+    # may use the report layer; no family imports another.
     below = {
+        "fedsparse.algorithms",  # the package of base and common: light, loads no family
         "fedsparse.algorithms.base",
         "fedsparse.algorithms.common",
         "fedsparse.defaults",
         "fedsparse.errors",
+        "fedsparse.families",
         "fedsparse.kernels",
         "fedsparse.problem",
     }
     g = graph()
-    for family in BUILTIN:
-        above = {m for m in g[family] if m not in below and not m.startswith("fedsparse.kernels.")}
-        assert above == set(), family
+    families = [m for m in g if m.startswith("fedsparse.families.") and m.count(".") == 2]
+    assert len(families) >= 5
+    for family in families:
+        own = {m for m in g if m == family or m.startswith(family + ".")}
+        for m in own:
+            others = {d for d in g[m] if d.startswith("fedsparse.families.") and d not in own}
+            assert others == set(), m
+            if m.rpartition(".")[2] in ("report", "analysis"):
+                continue
+            above = g[m] - own - below
+            above = {d for d in above if not d.startswith("fedsparse.kernels.")}
+            assert above == set(), m
+
+
+def test_nothing_outside_a_family_folder_imports_it():
+    # Families load through the registry's entry points, as a plugin's do.
+    g = graph()
+    for m, deps in g.items():
+        if m.startswith("fedsparse.families."):
+            continue
+        assert {d for d in deps if d.startswith("fedsparse.families.")} == set(), m
 
 
 def test_the_results_schema_imports_no_kernels():

@@ -321,9 +321,9 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     from conftest import make_data
 
     from fedsparse import kernels as K
-    from fedsparse.kernels import gradsparse as GS
-    from fedsparse.kernels import personalized as KP
-    from fedsparse.kernels import ssca as KS
+    from fedsparse.families.gradient_sparsification import kernels as GS
+    from fedsparse.families.sfedhp import kernels as KP
+    from fedsparse.families.ssca import kernels as KS
     from fedsparse.model import ACTIVATIONS
     from fedsparse.problem import KernelModel, Problem
 

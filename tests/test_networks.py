@@ -10,9 +10,9 @@ from conftest import dense, make_data, np_hard_threshold
 from scipy.special import expit, logsumexp
 
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.algorithms.hardthreshold import FedHT
 from fedsparse.data import FederatedData
 from fedsparse.experiment import run_trace
+from fedsparse.families.hard_thresholding.algorithms import FedHT
 from fedsparse.model import Network
 from fedsparse.problem import Problem
 

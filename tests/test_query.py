@@ -482,7 +482,7 @@ def test_merge_command_warns_in_one_line(folders, tmp_path):
 @pytest.fixture
 def fast_figures(monkeypatch):
     import fedsparse.report as rep
-    from fedsparse.report import ht_section
+    from fedsparse.families.hard_thresholding import report as ht_section
 
     monkeypatch.setattr(rep, "objective_figure", lambda *args, **kwargs: None)  # plotting is slow
     for name in ("heatmap_figure", "noniid_figure"):

@@ -212,8 +212,8 @@ def test_claims_per_reading_and_distiht_step(tables):
 
 
 def test_ht_readings_are_recognised_from_normalised_configs():
+    from fedsparse.families.hard_thresholding.report import READINGS
     from fedsparse.report.claims import reading_of
-    from fedsparse.report.ht_section import READINGS
 
     def name(ds: dict) -> str:
         cfg = normalize_run_config(
@@ -252,8 +252,8 @@ def test_ht_readings_are_recognised_from_normalised_configs():
 def test_a_plateau_target_is_trivial_not_a_confirmation():
     """Distributed-IHT within 1 % of its round-R objective by round R/20 (10 of 200): the
     target is its plateau, and a method's early arrival there is not scored as the claim."""
+    from fedsparse.families.hard_thresholding import analysis as ht
     from fedsparse.report import analysis as an
-    from fedsparse.report import ht_analysis as ht
 
     rounds = np.arange(0, 201)
     plateau = 0.3254 + 0.37 * np.exp(-rounds / 2.0)  # within 1 % of round 200 by 10
@@ -298,7 +298,7 @@ def test_a_plateau_target_is_trivial_not_a_confirmation():
 
 
 def test_readings_statements_say_what_each_reading_reproduces():
-    from fedsparse.report.ht_section import readings_statements
+    from fedsparse.families.hard_thresholding.report import readings_statements
 
     row = {"task": "linear", "loss": "least_squares", "alpha": 0.1, "beta": 0.1, "trivial": False}
     table = pd.DataFrame(

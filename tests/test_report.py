@@ -523,7 +523,9 @@ def test_readings_are_recognised_from_the_runs_configs():
     import math
 
     from fedsparse.config import normalize_run_config
-    from fedsparse.report import gs_section, sfedhp_section, ssca_section
+    from fedsparse.families.gradient_sparsification import report as gs_section
+    from fedsparse.families.sfedhp import report as sfedhp_section
+    from fedsparse.families.ssca import report as ssca_section
     from fedsparse.report.claims import reading_of
 
     fmnist = {"kind": "idx", "source": "fashion-mnist"}
@@ -588,7 +590,7 @@ def test_ht_page_defects_of_issue_25(report, tmp_path):
     own target before R; f̂ is named for what it is."""
     from types import SimpleNamespace
 
-    from fedsparse.report import ht_section
+    from fedsparse.families.hard_thresholding import report as ht_section
     from fedsparse.report.page import Page
 
     page = Page(tmp_path)
@@ -672,7 +674,7 @@ def test_edge_cases(edge_report):
 
 def test_rebuild_replaces_atomically_and_crash_keeps_old(sweep, tmp_path, monkeypatch):
     import fedsparse.report as rep
-    from fedsparse.report import ht_section
+    from fedsparse.families.hard_thresholding import report as ht_section
 
     monkeypatch.setattr(rep, "objective_figure", lambda *args, **kwargs: None)  # plotting is slow
     for name in ("heatmap_figure", "noniid_figure"):

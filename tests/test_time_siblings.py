@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from fedsparse import experiment
-from fedsparse.algorithms.gradsparse import FABTopK
 from fedsparse.config import normalize_run_config
 from fedsparse.cost import RUN_OVERHEAD_S, known_shape, shard_seconds
 from fedsparse.experiment import run_result, run_results, time_siblings_key
+from fedsparse.families.gradient_sparsification.algorithms import FABTopK
 from fedsparse.pipeline import make_data
 from fedsparse.shard import run_shard, store_path
 from fedsparse.sweep import plan_sweep, read_plan, write_plan_file

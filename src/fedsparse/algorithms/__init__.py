@@ -22,12 +22,10 @@ def __getattr__(name: str) -> Any:
 
         return getattr(base, name)
     if name[:1].isupper():  # a built-in class, by its name
-        import importlib
+        from .registry import families
 
-        from .registry import BUILTIN
-
-        for module in BUILTIN:
-            for cls in importlib.import_module(module).ALGORITHMS:
+        for family in families(plugins=False):
+            for cls in family.algorithms:
                 if cls.__name__ == name:
                     return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,25 +1,27 @@
 """The registry: every algorithm a config may name, the built-in ones and any plugin's.
 
-A *family* is a module that lists its algorithm classes in ``ALGORITHMS`` (a tuple) and may
-name its report page in ``REPORT`` (a module defining ``FAMILY``, a
-``fedsparse.report.claims.Family``). The built-in families are the modules of ``BUILTIN``;
-another package adds a family with an entry point in the group ``fedsparse.algorithms``
-naming such a module, or a single algorithm class (docs/adding-an-algorithm.md)::
+A *family* is a module (usually a package, one folder) that lists its algorithm classes in
+``ALGORITHMS`` (a tuple), and may name its report page in ``REPORT`` (a module defining
+``FAMILY``, a ``fedsparse.report.claims.Family``) and its place among the families in ``ORDER``
+(lower first; default after the built-in ones, then by entry-point name). Every family, built-in
+or a plugin's, is registered the same way: an entry point in the group ``fedsparse.algorithms``
+naming such a module, or a single algorithm class (docs/adding-an-algorithm.md). The built-in
+families are the folders of ``fedsparse/families/``, registered in this project's
+``pyproject.toml``::
 
     [project.entry-points."fedsparse.algorithms"]
     toy = "toy_fedsparse.toy"            # or "toy_fedsparse.toy:ToyGD"
 
 Everything else derives from the classes' declarations: the results' typed columns
 (``fedsparse.results``), config validation, the report's labels, colours and family pages,
-the generated docs and the benchmarks. Nothing is loaded at import: the families and the
-entry points are read once, the first time the registry is used (the plan's readers use it
-never, ``import fedsparse.results`` only when a schema is first needed). Families load by
-module name, as a plugin's do, so no module of this package imports a family directly.
+the generated docs and the benchmarks. Nothing is loaded at import: the entry points are read
+once, the first time the registry is used (the plan's readers use it never, ``import
+fedsparse.results`` only when a schema is first needed). Families load by entry point, so no
+module outside a family's folder imports it or names it.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,15 +29,8 @@ from typing import Any
 from ..errors import FedsparseError
 
 GROUP = "fedsparse.algorithms"
-# The built-in families in the order of their papers (seeds 000/001, 002, 003, 004), then the
-# shared FedAvg baseline: the order of ALGORITHMS, of the docs' tables and of the report's pages.
-BUILTIN = (
-    "fedsparse.algorithms.hardthreshold",
-    "fedsparse.algorithms.personalized",
-    "fedsparse.algorithms.gradsparse",
-    "fedsparse.algorithms.ssca",
-    "fedsparse.algorithms.fedavg",
-)
+PACKAGE = __name__.split(".")[0]  # an entry point into this package is a built-in family
+LAST = float("inf")  # the ORDER of a family that declares none
 
 
 @dataclass(frozen=True)
@@ -48,6 +43,7 @@ class Registered:
     algorithms: tuple[type, ...]
     report: str | None
     builtin: bool
+    order: float = LAST
 
 
 def _entry_points() -> list[Any]:
@@ -60,11 +56,13 @@ def _family(obj: Any, source: str, builtin: bool) -> Registered:
     """A loaded module or class as a family; FedsparseError naming ``source`` if it is not one."""
     from .base import Algorithm
 
+    order = LAST
     if isinstance(obj, type):
         classes, report, module = (obj,), None, obj.__module__
     else:
         classes = getattr(obj, "ALGORITHMS", None)
         report, module = getattr(obj, "REPORT", None), getattr(obj, "__name__", repr(obj))
+        order = getattr(obj, "ORDER", LAST)
         if not isinstance(classes, tuple | list) or not classes:
             raise FedsparseError(
                 f"{source}: names neither an algorithm class nor a module with ALGORITHMS, "
@@ -77,36 +75,54 @@ def _family(obj: Any, source: str, builtin: bool) -> Registered:
             raise FedsparseError(f"{source}: {cls.__qualname__} declares no name")
     if report is not None and not isinstance(report, str):
         raise FedsparseError(f"{source}: REPORT must be a module name, got {report!r}")
-    return Registered(source, module, tuple(classes), report, builtin)
+    if not isinstance(order, int | float) or isinstance(order, bool):
+        raise FedsparseError(f"{source}: ORDER must be a number, got {order!r}")
+    return Registered(source, module, tuple(classes), report, builtin, order)
+
+
+def _is_builtin(ep: Any) -> bool:
+    return ep.value.split(":")[0].split(".")[0] == PACKAGE
 
 
 _LOADING: list[bool] = []
 
 
 def _load(entry_points: list[Any] | None = None, plugins: bool = True) -> list[Registered]:
-    """The built-in families, then each entry point's (sorted by name); a name collision is a
-    one-line FedsparseError naming both."""
+    """Every registered family, by ``ORDER`` then entry-point name: this package's own, then
+    (unless ``plugins=False``) the installed plugins' or those of ``entry_points``. A name
+    collision is a one-line FedsparseError naming both."""
     if _LOADING:
         raise FedsparseError(
             "the algorithm registry was used while it was loading (a family module reads the "
             "registry or fedsparse.results' schemas at import: read them in a function instead)"
         )
+    installed = _entry_points()
+    points = [ep for ep in installed if _is_builtin(ep)]
+    if not points:
+        raise FedsparseError(
+            f"{PACKAGE}'s own algorithm families are not registered (no entry point of group "
+            f"{GROUP} in its installed metadata): reinstall it, e.g. pip install -e ."
+        )
+    if plugins:
+        others = installed if entry_points is None else entry_points
+        points += [ep for ep in others if not _is_builtin(ep)]
     _LOADING.append(True)
     try:
-        out = [_family(importlib.import_module(m), m, True) for m in BUILTIN]
-        if plugins:
-            for ep in _entry_points() if entry_points is None else entry_points:
-                source = f"entry point {ep.name} ({ep.value})"
-                try:
-                    obj = ep.load()
-                except Exception as exc:  # a broken plugin: say which, in one line
-                    msg = " ".join(str(exc).split())
-                    raise FedsparseError(
-                        f"{source} in group {GROUP}: cannot load it: {type(exc).__name__}: {msg}"
-                    ) from exc
-                out.append(_family(obj, source, False))
+        out = []
+        for ep in points:
+            builtin = _is_builtin(ep)
+            source = f"entry point {ep.name} ({ep.value})"
+            try:
+                obj = ep.load()
+            except Exception as exc:  # a broken plugin: say which, in one line
+                msg = " ".join(str(exc).split())
+                raise FedsparseError(
+                    f"{source} in group {GROUP}: cannot load it: {type(exc).__name__}: {msg}"
+                ) from exc
+            out.append(_family(obj, source, builtin))
     finally:
         _LOADING.clear()
+    out.sort(key=lambda fam: (fam.order, not fam.builtin, fam.source))
     seen: dict[str, tuple[str, type]] = {}
     for fam in out:
         for cls in fam.algorithms:

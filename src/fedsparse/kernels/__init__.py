@@ -20,8 +20,8 @@ import numba
 
 def _configure_cache() -> None:
     here = Path(__file__).parent
-    digest = hashlib.sha256()
-    for source in sorted(here.glob("*.py")):
+    digest = hashlib.sha256()  # the shared kernels and every built-in family's own
+    for source in [*sorted(here.glob("*.py")), *sorted(here.parent.glob("families/*/kernels.py"))]:
         digest.update(source.read_bytes())
     base = os.environ.get("FEDSPARSE_NUMBA_CACHE") or os.environ.get("NUMBA_CACHE_DIR")
     if not base and "SLURM_JOB_ID" in os.environ:

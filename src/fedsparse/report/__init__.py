@@ -62,17 +62,28 @@ from .data_section import add_data_section
 from .figures import objective_figure
 from .page import Page
 
-__all__ = ["FAMILIES", "build_report"]
+__all__ = ["FAMILIES", "build_report", "families"]
 
 FRONTS_TITLE = "Accuracy against communication: fronts"
 # a claim about communication (sFedHP's fewer bits, FAB-top-k at a fixed time): cites the fronts
 COMMUNICATION = re.compile(r"\bbits?\b|\bbytes?\b|communicat|time budget|fixed time", re.I)
 
-# Each family's page, in the order of the index: the registry's (the seeds' order, then any
-# plugin's). A family names its page module in REPORT; the module defines FAMILY.
-FAMILIES: tuple[Family, ...] = tuple(
-    importlib.import_module(module).FAMILY for module in report_pages()
-)
+_PAGES: list[Family] = []
+
+
+def families() -> tuple[Family, ...]:
+    """Each family's page, in the order of the index: the registry's (the built-in families by
+    their ORDER, then any plugin's). A family names its page module in REPORT; the module
+    defines FAMILY. Read on first use: a page imports this package's modules."""
+    if not _PAGES:
+        _PAGES.extend(importlib.import_module(module).FAMILY for module in report_pages())
+    return tuple(_PAGES)
+
+
+def __getattr__(name: str):
+    if name == "FAMILIES":
+        return families()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_report(
@@ -146,7 +157,7 @@ def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
     present = set(a.runs["algorithm"])
     fronts = pareto.configurations(data, a)  # data sets with more than one algorithm
     pages, claims = [], []
-    for family in FAMILIES:
+    for family in families():
         if not family.algorithms & present:  # its paper's claims, not measured here
             claims.append(claims_frame(family.unmeasured()))
             continue
@@ -351,7 +362,7 @@ def _contents(page: Page, pages: list[tuple[str, str, str]], present: set[str]) 
         for f, t, n in pages
     )
     page.add(f"<ul>{items}</ul>")
-    absent = [f.title for f in FAMILIES if not f.algorithms & present]
+    absent = [f.title for f in families() if not f.algorithms & present]
     if absent:
         page.text("p", "No runs here of: " + "; ".join(absent) + ".", "muted")
 

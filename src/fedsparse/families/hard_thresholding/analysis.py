@@ -2,7 +2,7 @@
 (``report.analysis``): rounds to reach Distributed-IHT's objective against the papers' claimed
 speed-ups, the verdicts at the papers' step-size grid and with Distributed-IHT held at the step
 flwr PR #7076 reports, the final objective over step size and local steps, and the effect of
-the non-IID level. ``report.ht_section`` writes them into the family's page.
+the non-IID level. ``report.py`` writes them into the family's page.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import analysis as an
-from .claims import AGREES, DISAGREES, NO_CLAIM, NOT_MEASURED
-from .data import ReportData
+from ...report import analysis as an
+from ...report.claims import AGREES, DISAGREES, NO_CLAIM, NOT_MEASURED
+from ...report.data import ReportData
 
 BASELINE = "distiht"  # the papers' reference: speed-ups are counted against it
 HEATMAP_ALGORITHMS = ("fedht", "fediterht")

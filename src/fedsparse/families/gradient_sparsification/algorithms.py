@@ -12,7 +12,7 @@ client applies ``w_J -= stepsize * b_J`` and zeroes what was applied from its re
 * ``sendall``: full synchronous SGD (D values each way).
 
 D is the number of model parameters; an index is the flat row-major parameter index;
-ties go to the lower index everywhere (selection kernels in ``kernels.gradsparse``).
+ties go to the lower index everywhere (selection kernels in ``kernels.py``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError
-from .base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
-from .common import LazyModule, batch_size, stepsize
+from ...algorithms.base import (
+    Algorithm,
+    Column,
+    Hyperparameter,
+    RoundCost,
+    dense_bytes,
+    sparse_bytes,
+)
+from ...algorithms.common import LazyModule, batch_size, stepsize
+from ...errors import ConfigError
 
 K = LazyModule("fedsparse.kernels")
-GS = LazyModule("fedsparse.kernels.gradsparse")
+GS = LazyModule("fedsparse.families.gradient_sparsification.kernels")
 numba = LazyModule("numba")
 
 STEPSIZE = stepsize("SGD step size eta")
@@ -780,8 +787,3 @@ class SendAll(_GradientSparsification):
     summary = "always-send-all: synchronous minibatch SGD, D values up and down"
     selection = "all"
     hyperparameters = (STEPSIZE, BATCH_SIZE)
-
-
-# The family, as the registry reads it (fedsparse.algorithms.registry).
-ALGORITHMS = (FABTopK, UTopK, FUBTopK, PeriodicK, SendAll)
-REPORT = "fedsparse.report.gs_section"

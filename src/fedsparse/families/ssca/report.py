@@ -19,9 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import sql_ident
-from .analysis import unique_slugs
-from .claims import (
+from ...report.analysis import unique_slugs
+from ...report.claims import (
     AGREES,
     DERIVED,
     DISAGREES,
@@ -36,8 +35,9 @@ from .claims import (
     reading_of,
     verdict_of,
 )
-from .data import ReportData, as_data
-from .figures import plt
+from ...report.data import ReportData, as_data
+from ...report.figures import plt
+from ...results import sql_ident
 
 __all__ = ["FAMILY", "analyse", "build"]
 

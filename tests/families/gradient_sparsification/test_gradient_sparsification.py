@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from test_networks import np_loss_grad
 
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.algorithms import gradsparse as GSAlgo
-from fedsparse.algorithms.gradsparse import PeriodicIndices
 from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
 from fedsparse.experiment import run_result, run_trace
-from fedsparse.kernels import gradsparse as GS
+from fedsparse.families.gradient_sparsification import algorithms as GSAlgo
+from fedsparse.families.gradient_sparsification import kernels as GS
+from fedsparse.families.gradient_sparsification.algorithms import PeriodicIndices
 from fedsparse.problem import Problem
 from fedsparse.results import to_frame
 
@@ -1247,7 +1247,7 @@ def test_replay_configs_name_their_source_configs_algorithm_3_runs():
 
     from fedsparse.sweep import plan_sweep
 
-    root = Path(__file__).resolve().parents[1] / "config"
+    root = Path(__file__).resolve().parents[3] / "config"
     for source in ("gs-quick", "gs-paper"):
         plan = plan_sweep(yaml.safe_load((root / f"{source}.yaml").read_text()))
         learned = {

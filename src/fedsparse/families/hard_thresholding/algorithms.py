@@ -16,9 +16,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError
-from .base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
-from .common import LOCAL_STEP_BATCH_SIZE, LazyModule, stepsize
+from ...algorithms.base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
+from ...algorithms.common import LOCAL_STEP_BATCH_SIZE, LazyModule, stepsize
+from ...errors import ConfigError
 
 K = LazyModule("fedsparse.kernels")
 
@@ -271,8 +271,3 @@ class DistributedIHT(_LocalSGDHardThreshold):
         BATCH_GROWTH,
         THRESHOLD,
     )
-
-
-# The family, as the registry reads it (fedsparse.algorithms.registry).
-ALGORITHMS = (FedHT, FedIterHT, DistributedIHT)
-REPORT = "fedsparse.report.ht_section"

@@ -3,7 +3,7 @@ Distributed-IHT baseline): rounds to reach Distributed-IHT's objective against t
 claimed speed-ups, how those verdicts depend on the step-size grid and on Distributed-IHT's own
 step, the final objective over step size and local steps, and the effect of the non-IID level.
 
-Its claims are the papers' headline speed-ups (ht_analysis.CLAIMS), one per algorithm, data set and
+Its claims are the papers' headline speed-ups (analysis.CLAIMS), one per algorithm, data set and
 reading of the Simulation I/II generator the papers make a numeric claim for, checked at this
 sweep's best configurations: with Distributed-IHT at its own best step, and again with it held
 at γ = 0.01 (ht_analysis.HELD_STEP) when the sweep ran it there.
@@ -19,10 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..config import SYNTHETIC_READINGS
-from . import analysis as an
-from . import ht_analysis as ht
-from .claims import (
+from ...config import SYNTHETIC_READINGS
+from ...report import analysis as an
+from ...report.claims import (
     AGREES,
     DISAGREES,
     NO_CLAIM,
@@ -35,9 +34,10 @@ from .claims import (
     in_reading,
     reading_of,
 )
-from .data import ReportData, as_data
-from .figures import heatmap_figure, noniid_figure
-from .page import Page
+from ...report.data import ReportData, as_data
+from ...report.figures import heatmap_figure, noniid_figure
+from ...report.page import Page
+from . import analysis as ht
 
 __all__ = ["FAMILY", "READINGS", "build", "section_readings"]
 

@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import sql_ident
-from .analysis import slugify
-from .claims import (
+from ...report.analysis import slugify
+from ...report.claims import (
     AGREES,
     DISAGREES,
     NOT_MEASURED,
@@ -34,9 +33,10 @@ from .claims import (
     reading_of,
     verdict_of,
 )
-from .data import ReportData, as_data, partitions_of
-from .figures import plt
-from .page import Page
+from ...report.data import ReportData, as_data, partitions_of
+from ...report.figures import plt
+from ...report.page import Page
+from ...results import sql_ident
 
 __all__ = ["FAMILY", "build"]
 
@@ -63,7 +63,7 @@ IMAGE_FEATURES = {"idx": (784, 10), "leaf": (784, 62)}  # (features, classes) un
 def n_params(config: dict) -> int | None:
     """The model's number of parameters D from a run's config (None when the data set's
     dimensions are not known without its files)."""
-    from ..data.registry import DATASETS
+    from ...data.registry import DATASETS
 
     ds, model = config.get("dataset") or {}, config.get("model") or {}
     kind = ds.get("kind")
@@ -80,7 +80,7 @@ def n_params(config: dict) -> int | None:
     out = classes if model.get("loss") == "softmax" else 1
     bias = bool(model.get("bias", model.get("kind") in ("mlp", "cnn")))
     if model.get("kind") == "cnn":
-        from ..model import resolve
+        from ...model import resolve
 
         shapes = [layer.params for layer in resolve(model, int(d), out) if layer.params]
         return int(sum(o * i + (o if bias else 0) for o, i in shapes))

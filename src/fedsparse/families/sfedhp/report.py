@@ -25,10 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..algorithms import ALGORITHMS
-from ..results import HYPERPARAMETER_COLUMNS, sql_ident
-from .analysis import slugify
-from .claims import (
+from ...algorithms import ALGORITHMS
+from ...report.analysis import slugify
+from ...report.claims import (
     AUTHORS_CODE,
     DERIVED,
     NOT_MEASURED,
@@ -42,8 +41,9 @@ from .claims import (
     reading_of,
     verdict_of,
 )
-from .data import ReportData, as_data, partitions_of
-from .figures import plt
+from ...report.data import ReportData, as_data, partitions_of
+from ...report.figures import plt
+from ...results import HYPERPARAMETER_COLUMNS, sql_ident
 
 PAPER = "Liu et al., sFedHP (seed 002)"
 PERSONALISED = ("sfedhp", "pfedme", "hierfavg", "fedprox", "perfedavg", "heurfedamp")

@@ -19,9 +19,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .losses import batch_grad
-from .mlp import mlp_batch_grad
-from .rng import draw_minibatch, sample_without_replacement
+from ...kernels.losses import batch_grad
+from ...kernels.mlp import mlp_batch_grad
+from ...kernels.rng import draw_minibatch, sample_without_replacement
 
 
 @njit(cache=True)

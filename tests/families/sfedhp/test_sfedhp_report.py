@@ -17,10 +17,7 @@ import pandas as pd
 import pytest
 
 from fedsparse.aggregate import aggregate
-from fedsparse.pipeline import make_data
-from fedsparse.report.claims import NOT_MEASURED, VERDICTS, Claim
-from fedsparse.report.page import Page
-from fedsparse.report.sfedhp_section import (
+from fedsparse.families.sfedhp.report import (
     FAMILY,
     build,
     config_summary,
@@ -34,6 +31,9 @@ from fedsparse.report.sfedhp_section import (
     statement,
     table_claims,
 )
+from fedsparse.pipeline import make_data
+from fedsparse.report.claims import NOT_MEASURED, VERDICTS, Claim
+from fedsparse.report.page import Page
 from fedsparse.shard import run_shard
 from fedsparse.sweep import plan_sweep
 
@@ -192,7 +192,7 @@ def test_data_sets_are_matched_to_the_paper_settings():
     assert paper_setting("cifar", "cifar10", s1, "mlp-1")[0] is None
     assert paper_setting("fmnist-named", "cifar10", s1, "mlp-1")[0] is None  # the source decides
     # pFedMe's generator (the authors' reading): its sizes are no setting; scored at setting 1
-    from fedsparse.report.sfedhp_section import READINGS
+    from fedsparse.families.sfedhp.report import READINGS
 
     ac, authors = "label_cycle-l2-tr600-te200-per_client+pooled", READINGS[1].name
     assert READINGS[1].kind == "authors_code"
@@ -377,7 +377,7 @@ def test_more_seeds_add_a_row_per_run_not_their_traces(results, tmp_path):
 
 # ---- the family's sweep configs --------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _plan(name: str):
@@ -394,8 +394,8 @@ def _values(runs, algo: str, *keys) -> set:
 
 def test_paper_config_is_tables_one_to_five():
     from fedsparse.config import partition_label
+    from fedsparse.families.sfedhp.report import READINGS
     from fedsparse.report.claims import reading_of
-    from fedsparse.report.sfedhp_section import READINGS
 
     every = _plan("paper")
     kinds = {r.run_id: reading_of(READINGS, r.config).kind for r in every}

@@ -26,8 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from .base import (
+from ...algorithms.base import (
     Algorithm,
     Column,
     Hyperparameter,
@@ -37,10 +36,11 @@ from .base import (
     vector_bits,
     vector_bytes,
 )
-from .common import BITS, DENSITY, LazyModule, batch_size, server_stream, stepsize
+from ...algorithms.common import BITS, DENSITY, LazyModule, batch_size, server_stream, stepsize
+from ...errors import ConfigError
 
 K = LazyModule("fedsparse.kernels")
-KP = LazyModule("fedsparse.kernels.personalized")
+KP = LazyModule("fedsparse.families.sfedhp.kernels")
 numba = LazyModule("numba")
 
 
@@ -686,8 +686,3 @@ class HeurFedAMP(FlatClients):
         up = int(sum(vector_bytes(k, d) for k in nnz_up))
         down = int(sum(vector_bytes(k, d) for k in nnz_down))
         return RoundCost(up, down, prm["local_steps"])
-
-
-# The family, as the registry reads it (fedsparse.algorithms.registry).
-ALGORITHMS = (SFedHP, PFedMe, HierFAVG, FedProx, PerFedAvg, HeurFedAMP)
-REPORT = "fedsparse.report.sfedhp_section"

@@ -1,7 +1,7 @@
 """Speed of one round of each personalised-family method, next to NumPy and DGEMM (issue 17/6).
 
-    python benchmarks/personalized.py                # about three minutes on 2 cores
-    python benchmarks/personalized.py --seconds 0.2  # quicker, noisier
+    python benchmarks/sfedhp.py                # about three minutes on 2 cores
+    python benchmarks/sfedhp.py --seconds 0.2  # quicker, noisier
 
 ``bench(seconds)`` returns the table's rows (for ``benchmarks/run.py``); ``main()`` prints it.
 

@@ -14,10 +14,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .losses import batch_grad
-from .mlp import mlp_batch_grad
-from .rng import draw_minibatch
-from .threshold import RADIX_BINS, radix_select
+from ...kernels.losses import batch_grad
+from ...kernels.mlp import mlp_batch_grad
+from ...kernels.rng import draw_minibatch
+from ...kernels.threshold import RADIX_BINS, radix_select
 
 _MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
 

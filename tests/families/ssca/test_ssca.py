@@ -16,12 +16,12 @@ from test_networks import np_loss_grad
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, SSCA, SSCAConstrained
-from fedsparse.algorithms.ssca import lemma1
 from fedsparse.cli import main as cli_main
 from fedsparse.config import normalize_run_config
 from fedsparse.errors import ConfigError
 from fedsparse.experiment import run_trace
-from fedsparse.kernels.ssca import client_batch_grads
+from fedsparse.families.ssca.algorithms import lemma1
+from fedsparse.families.ssca.kernels import client_batch_grads
 from fedsparse.problem import Problem
 
 SWISH = {"kind": "mlp", "hidden": [5], "activation": "swish", "bias": False}
@@ -228,7 +228,7 @@ def test_client_gradients_equal_numpy(model, sparse):
             np.testing.assert_allclose(losses[i], v, rtol=1e-12)
     np.testing.assert_array_equal(perm, replay_perm)
     out = np.empty(pb.n_params)
-    from fedsparse.kernels.ssca import weighted_rows
+    from fedsparse.families.ssca.kernels import weighted_rows
 
     weighted_rows(G, pb.p, out)
     np.testing.assert_allclose(out, pb.p @ G, rtol=1e-13, atol=1e-15)
@@ -256,7 +256,7 @@ def test_thread_count_does_not_change_results(cls):
 def test_fused_server_step_equals_the_numpy_expressions_bit_for_bit():
     """Algorithm 1's server in one parallel pass (several coordinate chunks, the last one
     partial) gives the very bits of the NumPy expressions it replaces, any thread count."""
-    from fedsparse.kernels.ssca import ssca_server_step
+    from fedsparse.families.ssca.kernels import ssca_server_step
 
     rng = np.random.default_rng(8)
     n, P = 7, 3 * 4096 + 123
@@ -524,7 +524,7 @@ def test_configs_tie_each_batch_size_to_its_schedule(name):
 
     from fedsparse.sweep import plan_sweep
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     sweep = yaml.safe_load((root / "config" / f"{name}.yaml").read_text())
     schema = yaml.safe_load((root / "workflow" / "schemas" / "sweep.schema.yaml").read_text())
     jsonschema.validate(sweep, schema)
@@ -642,8 +642,8 @@ def report_folder(root, rows: list[dict]):
 def test_report_section_checks_the_papers_claims(tmp_path):
     """The claims from hand-made final rows: orderings, SGD's best step per (B, E),
     Algorithm 2's settling, U's control of F and the trade-off comparison, as Claim rows."""
+    from fedsparse.families.ssca.report import PAPER, analyse, ssca_runs
     from fedsparse.report.claims import AGREES, DISAGREES, NOT_MEASURED, Claim
-    from fedsparse.report.ssca_section import PAPER, analyse, ssca_runs
 
     with report_folder(tmp_path / "a", report_rows(seeds=(0, 1, 2))) as data:
         res = analyse(data, ssca_runs(data), where="toy data", slug="toy")
@@ -693,8 +693,8 @@ def test_report_section_checks_the_papers_claims(tmp_path):
 
 def test_report_claims_not_measured_without_runs(tmp_path):
     """Without Algorithm 2 (or SGD) runs, their claims come back NOT_MEASURED with the reason."""
+    from fedsparse.families.ssca.report import analyse, ssca_runs
     from fedsparse.report.claims import NOT_MEASURED
-    from fedsparse.report.ssca_section import analyse, ssca_runs
 
     with report_folder(tmp_path, report_rows()) as data:
         df = ssca_runs(data)
@@ -712,7 +712,8 @@ def test_report_claims_not_measured_without_runs(tmp_path):
 def test_report_family_page_has_the_claims_anchors(tmp_path):
     """build() writes the family's page from <h2> down, with an element for every claim's
     anchor, returns the claims and writes tables/ssca_claims.csv."""
-    from fedsparse.report import FAMILIES, ssca_section
+    from fedsparse.families.ssca import report as ssca_section
+    from fedsparse.report import FAMILIES
     from fedsparse.report.page import Page
 
     report_folder(tmp_path / "results", report_rows(seeds=(0, 1))).close()
@@ -735,7 +736,7 @@ def test_the_page_reads_each_runs_last_row_and_the_curves_it_draws(tmp_path):
     """From the traces the page reads each run's last row and the per-round means its figures
     draw: eight more SGD runs of 60 rounds (a worse step size, so no best configuration
     changes) add one row each to what it reads, not their 480 trace rows."""
-    from fedsparse.report import ssca_section
+    from fedsparse.families.ssca import report as ssca_section
     from fedsparse.report.page import Page
 
     base = report_rows(seeds=(0, 1))

@@ -28,7 +28,7 @@ from fedsparse.algorithms.base import vector_bits, vector_bytes
 from fedsparse.algorithms.common import server_stream
 from fedsparse.data import FederatedData
 from fedsparse.errors import ConfigError
-from fedsparse.kernels.personalized import smooth_l1
+from fedsparse.families.sfedhp.kernels import smooth_l1
 from fedsparse.problem import Problem
 
 TANH = {"kind": "mlp", "hidden": [5], "activation": "tanh"}

@@ -1,7 +1,7 @@
 """Speed of a gradient-sparsification round, next to send-all and to NumPy (issue 18, item 8).
 
-    python benchmarks/gradsparse.py                # about half a minute on 2 cores
-    python benchmarks/gradsparse.py --seconds 0.3  # quicker, noisier
+    python benchmarks/gradient_sparsification.py                # about half a minute on 2 cores
+    python benchmarks/gradient_sparsification.py --seconds 0.3  # quicker, noisier
 
 FEMNIST's shape with a linear softmax (the spec's CPU stand-in): 156 clients of 220 random rows,
 784 features, 62 classes (D = 48,608), batch 32, k = 1000 (0.2 % of D... the paper's k/D is

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from .base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes
-from .common import LazyModule, batch_size
+from ...algorithms.base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes
+from ...algorithms.common import LazyModule, batch_size
 
 K = LazyModule("fedsparse.kernels")
-KS = LazyModule("fedsparse.kernels.ssca")
+KS = LazyModule("fedsparse.families.ssca.kernels")
 
 PROX_WEIGHT = Hyperparameter(
     "prox_weight",
@@ -236,8 +236,3 @@ class SSCAConstrained(_SSCA):
             "objective": row["sq_norm"],
             "constraint_value": row["objective"] - self.params["cost_limit"],
         }
-
-
-# The family, as the registry reads it (fedsparse.algorithms.registry).
-ALGORITHMS = (SSCA, SSCAConstrained)
-REPORT = "fedsparse.report.ssca_section"

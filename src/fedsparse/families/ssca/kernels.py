@@ -11,8 +11,8 @@ from __future__ import annotations
 import numba
 from numba import njit, prange
 
-from .mlp import mlp_batch_grad
-from .rng import draw_minibatch
+from ...kernels.mlp import mlp_batch_grad
+from ...kernels.rng import draw_minibatch
 
 
 @njit(parallel=True, cache=True)

@@ -17,9 +17,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from .base import Algorithm, Hyperparameter, RoundCost, count_nonzero, dense_bytes, vector_bits
-from .common import BITS, DENSITY, LOCAL_STEP_BATCH_SIZE, LazyModule, server_stream, stepsize
+from ...algorithms.base import (
+    Algorithm,
+    Hyperparameter,
+    RoundCost,
+    count_nonzero,
+    dense_bytes,
+    vector_bits,
+)
+from ...algorithms.common import (
+    BITS,
+    DENSITY,
+    LOCAL_STEP_BATCH_SIZE,
+    LazyModule,
+    server_stream,
+    stepsize,
+)
+from ...errors import ConfigError
 
 K = LazyModule("fedsparse.kernels")
 
@@ -155,7 +169,3 @@ class FedAvg(Algorithm):
     def local_models(self) -> np.ndarray:
         """Each client's model at the end of its last round (non-participants keep theirs)."""
         return self.W_local
-
-
-# The family, as the registry reads it (fedsparse.algorithms.registry).
-ALGORITHMS = (FedAvg,)

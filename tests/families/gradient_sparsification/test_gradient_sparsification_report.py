@@ -14,7 +14,7 @@ import pytest
 from fedsparse.aggregate import write_traces_dataset
 from fedsparse.config import normalize_run_config
 from fedsparse.experiment import run_result
-from fedsparse.report import gs_section
+from fedsparse.families.gradient_sparsification import report as gs_section
 from fedsparse.report.claims import VERDICTS, Claim
 from fedsparse.report.page import Page
 from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
@@ -354,7 +354,7 @@ def test_the_paper_configs_are_read_as_the_papers_setting(config_file, dimension
     from fedsparse.report.claims import reading_of
     from fedsparse.sweep import plan_sweep
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[3]
     plan = plan_sweep(yaml.safe_load((root / config_file).read_text()))
     for run in plan.runs:
         assert gs_section.n_params(run.config) == dimension
