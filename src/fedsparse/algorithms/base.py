@@ -115,10 +115,6 @@ class Hyperparameter:
         return value
 
 
-# A declaration's kind -> the Arrow type of its results column (fedsparse.results).
-COLUMN_KINDS = (int, float, str)
-
-
 @dataclass(frozen=True)
 class Column:
     """A trace column an algorithm reports itself (a key of :meth:`Algorithm.extra_metrics`
