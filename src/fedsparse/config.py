@@ -124,7 +124,6 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
     """Validate a run config and return its canonical form (defaults filled in)."""
     from .algorithms import ALGORITHMS
     from .problem import LOSS_TASKS
-    from .replay import canonical_params
 
     if not isinstance(raw, dict):
         raise ConfigError("config: must be a mapping")
@@ -153,7 +152,8 @@ def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
             raw.get("eval_every", SWEEP_DEFAULTS["eval_every"]), "eval_every", low=1
         ),
     }
-    cfg["params"] = canonical_params(cfg["params"])  # a replayed k sequence, read now
+    # e.g. a replayed k sequence, read now (a bad source fails here, not in a job)
+    cfg["params"] = ALGORITHMS[algorithm].canonical_params(cfg["params"])
     timing = time_model(raw)
     if timing != DEFAULT_TIME_MODEL:  # at the default: absent, so run ids do not change
         cfg["time_model"] = timing

@@ -208,6 +208,21 @@ class Algorithm(ABC):
         return out
 
     @classmethod
+    def canonical_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Validated ``params`` in the form that identifies the run, for an algorithm whose
+        params name something outside the config (e.g. a recorded run to replay): read and
+        check it here, where the config is normalised, so a bad source fails the config and
+        not a job later. The default: ``params`` as they are."""
+        return params
+
+    @classmethod
+    def resolved_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Canonical ``params`` as the algorithm is built with them (where a run is built): what
+        :meth:`canonical_params` names, read, so the algorithm itself reads no files. The
+        default: ``params`` as they are."""
+        return params
+
+    @classmethod
     def with_defaults(cls, params: dict[str, Any]) -> dict[str, Any]:
         """Validated ``params`` with the defaults that the canonical form leaves out."""
         return {

@@ -1104,10 +1104,12 @@ def test_a_replay_runs_as_the_first_run_of_its_process(tmp_path, monkeypatch):
 
 
 def test_the_algorithm_receives_the_sequence_resolved(tmp_path):
-    """The config holds the replay's canonical form only; fedsparse.replay resolves it to the
-    recorded k for the algorithm, which reads no file (and refuses an unresolved value)."""
-    from fedsparse.replay import KSequence, resolved_params
+    """The config holds the replay's canonical form only; the class's resolved_params hook
+    (the family's replay.py) resolves it to the recorded k for the algorithm, which reads no
+    file (and refuses an unresolved value)."""
+    from fedsparse.families.gradient_sparsification.replay import KSequence
 
+    resolved_params = ALGORITHMS["fubtopk"].resolved_params
     src = online_source(tmp_path)
     params = normalize_run_config(replay_cfg(tmp_path / "src.parquet"))["params"]
     assert set(params["k_sequence"]) == {"path", "run", "sha256"}

@@ -168,11 +168,24 @@ class _GradientSparsification(Algorithm):
         return int(shape[0] * shape[1])
 
     @classmethod
+    def canonical_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        # a replay's k_sequence read now (replay.py reads results: imported on use)
+        from .replay import canonical_params
+
+        return canonical_params(params)
+
+    @classmethod
+    def resolved_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        from .replay import resolved_params
+
+        return resolved_params(params)
+
+    @classmethod
     def validate_params(cls, params: dict[str, Any], where: str = "params") -> dict[str, Any]:
         if isinstance(params, dict) and "k_init" in params:
             params = cls._k_init_as_k(params, where)
         source = params.get("k_sequence") if isinstance(params, dict) else None
-        if isinstance(source, dict):  # canonical (already read): checked by fedsparse.replay
+        if isinstance(source, dict):  # canonical (already read): checked by replay.py
             params = {key: v for key, v in params.items() if key != "k_sequence"}
         out = super().validate_params(params, where)
         if isinstance(source, dict):
@@ -185,7 +198,7 @@ class _GradientSparsification(Algorithm):
             if key in out and control not in controls:
                 raise ConfigError(f"{where}.{key}: only with k_control {' or '.join(controls)}")
         if control == "sequence":  # its source is read where the config is normalised
-            if "k_sequence" not in out:  # (fedsparse.replay.canonical_params)
+            if "k_sequence" not in out:  # (canonical_params)
                 raise ConfigError(f"{where}.k_sequence: required by k_control sequence")
             return out
         if control == "fixed":
@@ -266,13 +279,13 @@ class _GradientSparsification(Algorithm):
 
     def replayed(self) -> np.ndarray:
         """k_control sequence: the k of each round (``ks[m - 1]`` is round m's), from the
-        resolved sequence this run was built with (fedsparse.replay.resolved_params reads the
+        resolved sequence this run was built with (resolved_params reads the
         recorded run; an algorithm reads no files)."""
         seq = self.params["k_sequence"]
         if not hasattr(seq, "ks"):
             raise TypeError(
                 "k_sequence: build the algorithm with the resolved sequence "
-                "(fedsparse.replay.resolved_params), not its config value"
+                "(the class's resolved_params), not its config value"
             )
         return seq.ks
 
