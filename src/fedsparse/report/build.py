@@ -7,9 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import importlib
-import os
 import re
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +16,7 @@ import pandas as pd
 
 from .. import __version__
 from ..algorithms.registry import report_pages
+from ..atomic import atomic_directory
 from ..errors import FedsparseError
 from ..query import merge_results
 from ..results import check_results_folder
@@ -76,36 +75,14 @@ def build_report(
     out_dir = out_dir.absolute()
     for folder in folders:
         check_results_folder(folder)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
+    with atomic_directory(out_dir, mode=0o755) as tmp:
         if len(folders) == 1:
             _build(folders[0], tmp, folders)
         else:  # the union as one results folder, next to the report (it may be large)
             with tempfile.TemporaryDirectory(prefix=".merged-", dir=out_dir.parent) as merged:
                 merge_results(folders, merged)
                 _build(Path(merged), tmp, folders)
-        _swap_in(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir / "index.html"
-
-
-def _swap_in(tmp: Path, out_dir: Path) -> None:
-    os.chmod(tmp, 0o755)
-    if not out_dir.exists():
-        os.replace(tmp, out_dir)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-    os.rmdir(old)  # keep the unique name, free it for the rename
-    os.replace(out_dir, old)
-    try:
-        os.replace(tmp, out_dir)
-    except BaseException:
-        os.replace(old, out_dir)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
