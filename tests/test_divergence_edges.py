@@ -26,10 +26,10 @@ from conftest import run_sweep
 import fedsparse
 from fedsparse.cli import main
 from fedsparse.config import normalize_run_config, run_id
-from fedsparse.edges import edge_warning, grid_edges
 from fedsparse.errors import ConfigError
 from fedsparse.experiment import is_diverged
 from fedsparse.families.hard_thresholding import analysis as ht
+from fedsparse.grid_edges import edge_warning, grid_edges
 from fedsparse.query import best_configurations, open_results
 from fedsparse.report import analysis as an
 from fedsparse.report import build_report

@@ -285,7 +285,7 @@ def test_the_report_draws_each_data_sets_front(folder, tmp_path):
 
 
 def test_claims_about_communication_cite_the_front_of_their_data_set(tmp_path):
-    from fedsparse.report import _claims
+    from fedsparse.report.build import _claims
     from fedsparse.report.claims import AGREES, Claim, claims_frame
     from fedsparse.report.page import Page
 

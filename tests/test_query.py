@@ -481,7 +481,7 @@ def test_merge_command_warns_in_one_line(folders, tmp_path):
 
 @pytest.fixture
 def fast_figures(monkeypatch):
-    import fedsparse.report as rep
+    import fedsparse.report.build as rep
     from fedsparse.families.hard_thresholding import report as ht_section
 
     monkeypatch.setattr(rep, "objective_figure", lambda *args, **kwargs: None)  # plotting is slow

@@ -451,7 +451,7 @@ def test_claims_table_names_reading_and_claim_kind(report):
 
 
 def test_a_derived_claim_never_counts_as_the_papers():
-    from fedsparse.report import paper_verdicts
+    from fedsparse.report.build import paper_verdicts
     from fedsparse.report.claims import (
         AGREES,
         DERIVED,
@@ -481,7 +481,7 @@ def test_a_derived_claim_never_counts_as_the_papers():
 
 
 def test_a_claim_measured_only_in_a_variation_says_so_in_the_papers_reading():
-    from fedsparse.report import only_in_variations, paper_verdicts
+    from fedsparse.report.build import only_in_variations, paper_verdicts
     from fedsparse.report.claims import (
         AGREES,
         DERIVED,
@@ -673,7 +673,7 @@ def test_edge_cases(edge_report):
 
 
 def test_rebuild_replaces_atomically_and_crash_keeps_old(sweep, tmp_path, monkeypatch):
-    import fedsparse.report as rep
+    import fedsparse.report.build as rep
     from fedsparse.families.hard_thresholding import report as ht_section
 
     monkeypatch.setattr(rep, "objective_figure", lambda *args, **kwargs: None)  # plotting is slow

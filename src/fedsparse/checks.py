@@ -26,7 +26,6 @@ import scipy.sparse as sp
 
 from .algorithms import ALGORITHMS
 from .errors import ConfigError, DataError
-from .replay import resolved_params
 
 IMAGE_PIXELS = 28 * 28  # both registry image sets (Fashion-MNIST, MNIST) are 28 x 28 grey
 IMAGE_CLASSES = 10
@@ -65,7 +64,7 @@ def check_plan(plan: Any, sweep: dict[str, Any]) -> None:
         if problems[ds] is None:
             continue
         try:
-            params = resolved_params(cfg["params"])
+            params = ALGORITHMS[algo].resolved_params(cfg["params"])
             ALGORITHMS[algo](problems[ds], params, cfg["seed"]).check_problem()
         except ConfigError as exc:
             key = re.match(r"params\.(\w+)", str(exc))

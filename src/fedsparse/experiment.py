@@ -31,7 +31,6 @@ from .config import (
 from .data import FederatedData, load_qid_file, simulation
 from .model import Network
 from .problem import LOSS_TASKS, Problem
-from .replay import resolved_params
 from .results import to_frame, trace_table
 
 if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job needs neither
@@ -203,11 +202,11 @@ def _run(cfgs: list[dict[str, Any]], data: FederatedData | None, on_round) -> li
         data = load_dataset(cfg["dataset"], model["loss"], cfg["partition"])
     problem = Problem.from_config(data, model)
     cls = ALGORITHMS[cfg["algorithm"]]
-    algorithm = cls(problem, resolved_params(cfg["params"]), cfg["seed"])
+    algorithm = cls(problem, cls.resolved_params(cfg["params"]), cfg["seed"])
     timings = [time_model(c) for c in cfgs]
     algorithm.time_model = timings[0] if len(cfgs) == 1 else _UnreadTimeModel()
     algorithm.check_problem()
-    _warm_up(cls, problem, resolved_params(cfg["params"]), cfg["seed"])
+    _warm_up(cls, problem, cls.resolved_params(cfg["params"]), cfg["seed"])
 
     identities = [run_identity(c) for c in cfgs]
     algorithm.setup()

@@ -39,8 +39,8 @@ import pyarrow.parquet as pq
 
 from .aggregate import ROW_GROUP_ROWS, install, stage_traces
 from .atomic import atomic_write
-from .edges import EDGE_COLUMNS, edge_phrase
 from .errors import FedsparseError, FedsparseWarning
+from .grid_edges import EDGE_COLUMNS, edge_phrase
 from .results import (
     HYPERPARAMETER_COLUMNS,
     RUNS_SCHEMA,
@@ -149,7 +149,7 @@ def best_configurations(
 ) -> pa.RecordBatchReader:
     """Per (``by``..., dataset, algorithm): the configuration with the best mean ``metric``
     over its seeds, with its number of seeds and of diverged runs, and ``grid_edges``: its
-    hyperparameters at an edge of the values searched (fedsparse.edges; '' when none).
+    hyperparameters at an edge of the values searched (fedsparse.grid_edges; '' when none).
 
     Optuna trials are searches (pruned ones stop early), so as in the report only grid runs
     and the held-out re-runs of Optuna's best trials (trial_state HOLDOUT) are compared.

@@ -1,10 +1,10 @@
 from fedsparse.aggregate import aggregate
 from fedsparse.pipeline import job
 
-with job(snakemake.log[0]):  # noqa: F821 (snakemake is injected by Snakemake)
+with job(snakemake.log[0]):
     aggregate(
-        snakemake.input.traces,  # noqa: F821
-        snakemake.input.runs,  # noqa: F821
-        traces_dir=snakemake.output.traces,  # noqa: F821
-        runs_path=snakemake.output.runs,  # noqa: F821
+        snakemake.input.traces,
+        snakemake.input.runs,
+        traces_dir=snakemake.output.traces,
+        runs_path=snakemake.output.runs,
     )

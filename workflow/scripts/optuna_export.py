@@ -1,11 +1,11 @@
 from fedsparse.pipeline import job
 from fedsparse.tune import export_study
 
-with job(snakemake.log[0]):  # noqa: F821 (snakemake is injected by Snakemake)
+with job(snakemake.log[0]):
     export_study(
-        snakemake.config,  # noqa: F821
-        snakemake.wildcards.study,  # noqa: F821
-        results_dir=snakemake.params.results,  # noqa: F821
-        traces_out=snakemake.output.traces,  # noqa: F821
-        runs_out=snakemake.output.runs,  # noqa: F821
+        snakemake.config,
+        snakemake.wildcards.study,
+        results_dir=snakemake.params.results,
+        traces_out=snakemake.output.traces,
+        runs_out=snakemake.output.runs,
     )

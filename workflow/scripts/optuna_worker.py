@@ -1,11 +1,11 @@
 from fedsparse.pipeline import job
 from fedsparse.tune import run_worker
 
-with job(snakemake.log[0], snakemake.threads):  # noqa: F821 (snakemake is injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads):
     run_worker(
-        snakemake.config,  # noqa: F821
-        snakemake.wildcards.study,  # noqa: F821
-        data_root=snakemake.params.data_root,  # noqa: F821
-        results_dir=snakemake.params.results,  # noqa: F821
-        done=snakemake.output[0],  # noqa: F821
+        snakemake.config,
+        snakemake.wildcards.study,
+        data_root=snakemake.params.data_root,
+        results_dir=snakemake.params.results,
+        done=snakemake.output[0],
     )

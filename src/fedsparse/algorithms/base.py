@@ -115,10 +115,6 @@ class Hyperparameter:
         return value
 
 
-# A declaration's kind -> the Arrow type of its results column (fedsparse.results).
-COLUMN_KINDS = (int, float, str)
-
-
 @dataclass(frozen=True)
 class Column:
     """A trace column an algorithm reports itself (a key of :meth:`Algorithm.extra_metrics`
@@ -210,6 +206,21 @@ class Algorithm(ABC):
             else:
                 out[h.name] = h.default
         return out
+
+    @classmethod
+    def canonical_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Validated ``params`` in the form that identifies the run, for an algorithm whose
+        params name something outside the config (e.g. a recorded run to replay): read and
+        check it here, where the config is normalised, so a bad source fails the config and
+        not a job later. The default: ``params`` as they are."""
+        return params
+
+    @classmethod
+    def resolved_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Canonical ``params`` as the algorithm is built with them (where a run is built): what
+        :meth:`canonical_params` names, read, so the algorithm itself reads no files. The
+        default: ``params`` as they are."""
+        return params
 
     @classmethod
     def with_defaults(cls, params: dict[str, Any]) -> dict[str, Any]:

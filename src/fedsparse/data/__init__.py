@@ -1,9 +1,27 @@
 """Data sets a run can use: the papers' simulations, bring-your-own svmlight files, and real
-data sets from files (svmlight, IDX image sets, LEAF folders; see :mod:`.prepare`)."""
+data sets from files (svmlight, IDX image sets, LEAF folders; see :mod:`.prepare`).
 
-from .federated import FederatedData
-from .libsvm import load_qid_file
-from .store import load_dataset_dir, save_dataset
-from .synthetic import simulation
+The names below load on first use: the config layer reads :mod:`.defaults` without the data
+code's numba and SciPy (a cluster job's own Snakemake imports it to read the plan).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = ["FederatedData", "load_dataset_dir", "load_qid_file", "save_dataset", "simulation"]
+
+_MODULE_OF = {
+    "FederatedData": "federated",
+    "load_qid_file": "libsvm",
+    "load_dataset_dir": "store",
+    "save_dataset": "store",
+    "simulation": "synthetic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULE_OF:
+        return getattr(importlib.import_module(f".{_MODULE_OF[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -55,12 +55,6 @@ def open_text(path: str | Path):
     return open(path, "rb")
 
 
-def compression_of(path: str | Path) -> str:
-    with open(path, "rb") as fh:
-        magic = fh.read(6)
-    return "bz2" if magic.startswith(b"BZh") else "xz" if magic.startswith(b"\xfd7zXZ") else "none"
-
-
 def parse_svmlight(
     path: str | Path,
     *,

@@ -7,15 +7,13 @@ through the page cache instead of each holding its own.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..atomic import atomic_directory
 from ..errors import DataError
 from .federated import FederatedData
 
@@ -23,11 +21,8 @@ from .federated import FederatedData
 def save_dataset(
     data: FederatedData, path: str | Path, config: dict[str, Any] | None = None
 ) -> None:
-    """Write ``data`` to directory ``path`` atomically (a temporary directory renamed)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
+    """Write ``data`` to directory ``path`` atomically (a temporary directory swapped in)."""
+    with atomic_directory(path) as tmp:
         arrays = {"y": data.y, "client_ptr": data.client_ptr}
         if data.is_sparse:
             X = data.X.tocsr()
@@ -56,12 +51,6 @@ def save_dataset(
             "config": config,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def load_dataset_dir(path: str | Path) -> FederatedData:

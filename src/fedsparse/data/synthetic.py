@@ -32,8 +32,6 @@ from .federated import FederatedData
 
 ALPHA_BETA_AS = ("variance", "std")
 V_MEANS = ("client_scalar", "shared_vector")
-# The text's reading: options at these values stay out of names and canonical configs.
-READING_DEFAULTS = {"alpha_beta_as": "variance", "u_mean": 0.1, "v_mean": "client_scalar"}
 
 
 def reading_suffix(

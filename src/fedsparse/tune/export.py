@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..config import run_id
-from ..edges import EDGE_COLUMNS, edge_warning, grid_edges
+from ..grid_edges import EDGE_COLUMNS, edge_warning, grid_edges
 from ..results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
 from .plan import TuneError, study_spec
 from .storage import load_study, open_storage, study_dir

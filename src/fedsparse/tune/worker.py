@@ -21,7 +21,6 @@ import pyarrow as pa
 from ..algorithms import ALGORITHMS
 from ..config import run_id
 from ..errors import ConfigError
-from ..replay import resolved_params
 from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
 from ..studies import METRICS, StudySpec
 from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
@@ -301,7 +300,7 @@ def check_space_on_data(spec: StudySpec, data) -> None:
     for corner in spec.corners():
         cfg = spec.run_config(corner, spec.seeds[0])
         try:
-            params = resolved_params(cfg["params"])
+            params = ALGORITHMS[spec.algorithm].resolved_params(cfg["params"])
             ALGORITHMS[spec.algorithm](problem, params, 0).check_problem()
         except ConfigError as exc:
             raise ConfigError(f"space: {spec.algorithm} on {spec.dataset}: {exc}") from None

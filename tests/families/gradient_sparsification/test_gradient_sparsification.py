@@ -22,7 +22,7 @@ from fedsparse.algorithms import ALGORITHMS
 from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
 from fedsparse.experiment import run_result, run_trace
-from fedsparse.families.gradient_sparsification import algorithms as GSAlgo
+from fedsparse.families.gradient_sparsification import controllers as GSCtrl
 from fedsparse.families.gradient_sparsification import kernels as GS
 from fedsparse.families.gradient_sparsification.algorithms import PeriodicIndices
 from fedsparse.problem import Problem
@@ -683,14 +683,14 @@ def test_algorithm_2_and_3_with_the_exact_sign_find_the_minimiser(extended):
     def sign_of(k):
         return int(np.sign(cost(k + 1e-3) - cost(k - 1e-3)))
 
-    ctrl = GSAlgo.OnlineK(5000, 20, D, extended=extended, window=20, expand=1.5)
+    ctrl = GSCtrl.OnlineK(5000, 20, D, extended=extended, window=20, expand=1.5)
     ks = run_controller(ctrl, sign_of, 4000)
     assert abs(ks[-200:].mean() - k_star) < 0.05 * k_star
     assert np.abs(ks[-200:] - k_star).max() <= 2 * ctrl.delta(4000) + 1
     if extended:
         assert ctrl.B < (np.sqrt(2) - 1) * (D - 20) and ctrl.lo <= k_star <= ctrl.hi
     # a convex cost with a known minimiser: c(k) = (k - 1234)^2
-    ctrl = GSAlgo.OnlineK(20, 20, D, extended=extended)
+    ctrl = GSCtrl.OnlineK(20, 20, D, extended=extended)
     ks = run_controller(ctrl, lambda k: int(np.sign(k - 1234)), 3000)
     assert abs(ks[-100:].mean() - 1234) < 0.01 * 1234
 
@@ -700,7 +700,7 @@ def test_boundary_minimiser_and_beta_monotonicity():
     late = []
     for beta in [0.1, 1, 10, 100]:
         cost = synthetic_cost(D, beta)
-        ctrl = GSAlgo.OnlineK(1000, 20, D, extended=True)
+        ctrl = GSCtrl.OnlineK(1000, 20, D, extended=True)
         ks = run_controller(ctrl, lambda k, c=cost: int(np.sign(c(k + 1e-3) - c(k - 1e-3))), 3000)
         late.append(ks[-500:].mean())
     assert late[0] > 0.95 * D  # beta = 0.1: the minimiser lies beyond k_max
@@ -708,19 +708,19 @@ def test_boundary_minimiser_and_beta_monotonicity():
 
 
 def test_unavailable_sign_keeps_k_and_never_restarts():
-    ctrl = GSAlgo.OnlineK(300, 10, 1000, extended=True, window=5)
+    ctrl = GSCtrl.OnlineK(300, 10, 1000, extended=True, window=5)
     ks = run_controller(ctrl, lambda k: None, 200)
     assert (ks == 300).all() and ctrl.B == 990 and ctrl.m0 == 0
 
 
 def test_restart_rule_needs_a_narrow_window_and_a_long_enough_instance():
-    ctrl = GSAlgo.OnlineK(500, 10, 1000, extended=True, window=4, expand=1.0)
+    ctrl = GSCtrl.OnlineK(500, 10, 1000, extended=True, window=4, expand=1.0)
     signs = iter([1, -1, 1, -1] * 3)
     for m in range(1, 5):
         ctrl.update(m, next(signs))
     # window of 4 over [k range]: delta_m = 990 / sqrt(2m) swings k widely, no restart
     assert ctrl.B == 990
-    ctrl = GSAlgo.OnlineK(500, 10, 1000, extended=True, window=2, expand=1.0)
+    ctrl = GSCtrl.OnlineK(500, 10, 1000, extended=True, window=2, expand=1.0)
     ctrl.update(1, 0)
     ctrl.update(2, 0)  # k stays 500: window [500, 500], B' = 0 < 0.414 B and M'' = 2 >= 0
     assert (ctrl.lo, ctrl.hi, ctrl.B, ctrl.m0, ctrl.M_prev) == (500, 500, 0, 2, 2)
@@ -813,11 +813,11 @@ def test_online_trace_replays_the_controller(control):
     cfg = run_cfg("fabtopk", params=prm, rounds=25, time_model={"exchange_time": 10})
     df = to_frame(run_trace(normalize_run_config(cfg)))
     assert df[["k_used", "k_aux", "sign"]].iloc[0].isna().all()
-    ctrl = GSAlgo.OnlineK(6, 2, 12, extended=control == "online_extended", window=3)
+    ctrl = GSCtrl.OnlineK(6, 2, 12, extended=control == "online_extended", window=3)
     rng = np.random.default_rng(np.random.SeedSequence([0, 5]))
     for m in range(1, 26):
-        k = GSAlgo.stochastic_round(ctrl.k, rng)
-        k_aux = max(1, min(GSAlgo.stochastic_round(ctrl.k - ctrl.delta(m) / 2, rng), k - 1))
+        k = GSCtrl.stochastic_round(ctrl.k, rng)
+        k_aux = max(1, min(GSCtrl.stochastic_round(ctrl.k - ctrl.delta(m) / 2, rng), k - 1))
         rng.random(4)  # the rows of the sign estimate
         row = df.iloc[m]
         assert (row["k_used"], row["k_aux"]) == (k, k_aux)
@@ -875,7 +875,7 @@ def test_k_max_above_d_is_one_line_and_fixed_k_keeps_its_run_config():
 
 
 def feedback(prev, cur, aux, theta=2.0, theta_aux=1.5, k=10, k_aux=8):
-    return GSAlgo.Feedback(prev, cur, aux, theta, theta_aux, k, k_aux)
+    return GSCtrl.Feedback(prev, cur, aux, theta, theta_aux, k, k_aux)
 
 
 def test_feedback_guards_and_estimates():
@@ -890,7 +890,7 @@ def test_feedback_guards_and_estimates():
 
 
 def test_value_ogd_moves_k_against_the_estimated_derivative():
-    ctrl = GSAlgo.ValueOGD(500, 10, 1000)
+    ctrl = GSCtrl.ValueOGD(500, 10, 1000)
     ctrl.learn(1, feedback(1.0, 0.8, 0.9, theta=2.2, theta_aux=1.0))  # slope (2.2 - 2) / 2 > 0
     assert ctrl.k == pytest.approx(500 - 990 / np.sqrt(2) * 0.1)
     k = ctrl.k
@@ -948,7 +948,7 @@ def test_exp3_equals_its_transcription_and_learns_the_cheap_arm():
     def cost(k):
         return 1.0 + abs(k - 15) / 2
 
-    ctrl = GSAlgo.Exp3K(10, 20, horizon=200)
+    ctrl = GSCtrl.Exp3K(10, 20, horizon=200)
     rng = np.random.default_rng(3)
     played = []
     for m in range(1, 1501):
@@ -961,13 +961,13 @@ def test_exp3_equals_its_transcription_and_learns_the_cheap_arm():
     np.testing.assert_array_equal(played, np_exp3(np.arange(10, 21), cost, uniforms, 200))
     assert ctrl.arms[np.argmax(ctrl.probabilities())] == 15
     ctrl.learn(1501, feedback(1.0, 1.1, None))  # loss went up: no update
-    np.testing.assert_array_equal(ctrl.log_w, GSAlgo.Exp3K(10, 20, horizon=200).log_w + ctrl.log_w)
+    np.testing.assert_array_equal(ctrl.log_w, GSCtrl.Exp3K(10, 20, horizon=200).log_w + ctrl.log_w)
 
 
 @given(st.lists(st.floats(0.0, 1e6), min_size=1, max_size=60), st.integers(1, 300))
 @settings(max_examples=40, deadline=None)
 def test_exp3_probabilities_sum_to_one(costs, n_arms):
-    ctrl = GSAlgo.Exp3K(5, 4 + n_arms, horizon=50)
+    ctrl = GSCtrl.Exp3K(5, 4 + n_arms, horizon=50)
     rng = np.random.default_rng(0)
     for m, c in enumerate(costs, 1):
         ctrl.choose(m, rng)
@@ -983,7 +983,7 @@ def test_bandit_equals_the_one_point_gradient_transcription():
     def cost(k):
         return 1.0 + ((k - 150) / 100) ** 2
 
-    ctrl = GSAlgo.BanditK(300, k_min, k_max, horizon=T)
+    ctrl = GSCtrl.BanditK(300, k_min, k_max, horizon=T)
     rng = np.random.default_rng(5)
     got = [ctrl.choose(m, rng) for m in range(1, 2) for _ in [0]]
     ctrl.learn(1, feedback(1.0, 1.0 - 1.0 / cost(got[0]), None, theta=1.0))
@@ -1104,10 +1104,12 @@ def test_a_replay_runs_as_the_first_run_of_its_process(tmp_path, monkeypatch):
 
 
 def test_the_algorithm_receives_the_sequence_resolved(tmp_path):
-    """The config holds the replay's canonical form only; fedsparse.replay resolves it to the
-    recorded k for the algorithm, which reads no file (and refuses an unresolved value)."""
-    from fedsparse.replay import KSequence, resolved_params
+    """The config holds the replay's canonical form only; the class's resolved_params hook
+    (the family's replay.py) resolves it to the recorded k for the algorithm, which reads no
+    file (and refuses an unresolved value)."""
+    from fedsparse.families.gradient_sparsification.replay import KSequence
 
+    resolved_params = ALGORITHMS["fubtopk"].resolved_params
     src = online_source(tmp_path)
     params = normalize_run_config(replay_cfg(tmp_path / "src.parquet"))["params"]
     assert set(params["k_sequence"]) == {"path", "run", "sha256"}

@@ -18,7 +18,6 @@ ties go to the lower index everywhere (selection kernels in ``kernels.py``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,6 +32,7 @@ from ...algorithms.base import (
 )
 from ...algorithms.common import LazyModule, batch_size, stepsize
 from ...errors import ConfigError
+from .controllers import BanditK, Exp3K, Feedback, OnlineK, SequenceK, ValueOGD
 
 K = LazyModule("fedsparse.kernels")
 GS = LazyModule("fedsparse.families.gradient_sparsification.kernels")
@@ -55,9 +55,6 @@ FILL = Hyperparameter(
 K_CONTROLS = ("fixed", "online", "online_extended", "value_ogd", "exp3", "bandit", "sequence")
 SEARCH = ("online", "online_extended", "value_ogd", "exp3", "bandit")
 SIGNED = ("online", "online_extended", "value_ogd")
-# EXP3 and the continuous bandit need a horizon T; the authors' code uses 5780 (spec 4.2). A
-# hyperparameter of its own would need a trace column (fedsparse.results), so it is fixed here.
-HORIZON = 5780
 
 CONTROL = (
     Hyperparameter(
@@ -140,203 +137,6 @@ class PeriodicIndices:
         return J
 
 
-def stochastic_round(x: float, rng: np.random.Generator) -> int:
-    """floor(x) + Bernoulli(x - floor(x)) (spec Definition 2, read as the pitfall says)."""
-    low = math.floor(x)
-    return int(low + (rng.random() < x - low))
-
-
-@dataclass(frozen=True)
-class Feedback:
-    """What the server learns after round m (spec 2.6): the p-weighted single-sample losses
-    at w(m-1), w(m) and w'(m) (``aux``: None without k'), and the times theta_m(k_m) and
-    theta_m(k'_m) of the round and of its k'-element variant."""
-
-    prev: float
-    cur: float
-    aux: float | None
-    theta: float
-    theta_aux: float | None
-    k: int
-    k_aux: int | None
-
-    def tau_hat(self) -> float | None:
-        """(10): the time k' would take for the same loss decrease; None when unavailable
-        (the guard: both losses must have decreased)."""
-        if self.aux is None or not (self.prev > self.cur and self.prev > self.aux):
-            return None
-        return self.theta_aux * (self.prev - self.cur) / (self.prev - self.aux)
-
-    def sign(self) -> int | None:
-        """(11): sign(tau_m(k_m) - tau_hat_m(k'_m)) (k > k')."""
-        tau_hat = self.tau_hat()
-        return None if tau_hat is None else int(np.sign(self.theta - tau_hat))
-
-    def slope(self) -> float | None:
-        """Value-based estimate of d tau / dk: (tau_m(k_m) - tau_hat_m(k'_m)) / (k_m - k'_m)."""
-        tau_hat = self.tau_hat()
-        return None if tau_hat is None else (self.theta - tau_hat) / (self.k - self.k_aux)
-
-    def cost(self) -> float | None:
-        """The bandits' cost: time per unit loss decrease theta_m / (L(w(m-1)) - L(w(m)));
-        None when the loss did not decrease (the same guard as the sign's)."""
-        return self.theta / (self.prev - self.cur) if self.prev > self.cur else None
-
-
-class OnlineK:
-    """Online choice of a continuous k (spec sections 2.3-2.5 and 3): Algorithm 2
-    (``extended=False``: k <- P_K(k - delta_m s_m), delta_m = B / sqrt(2m)) or Algorithm 3
-    (also shrinks K after windows of M_u rounds with an available sign, when the widened
-    window range B' < (sqrt 2 - 1) B and the instance ran at least as long as the last one).
-
-    ``update(m, sign)`` takes the sign of round m (1-based) or None when unavailable (k is
-    then unchanged and the window skips the round); delta uses max(1, m - m_0) with m_0 = 0
-    at the start (the spec's reading of its 3.1/3.4).
-    """
-
-    signed = True  # needs k'_m and w'(m)
-
-    def __init__(self, k_init, k_min, k_max, extended=False, window=20, expand=1.5):
-        self.k = float(k_init)
-        self.k_min0, self.k_max0 = float(k_min), float(k_max)
-        self.lo, self.hi = self.k_min0, self.k_max0
-        self.B = self.k_max0 - self.k_min0
-        self.extended, self.window, self.expand = extended, window, expand
-        self.m0, self.n, self.M_prev = 0, 0, 0
-        self.win_lo, self.win_hi = math.inf, 0.0
-
-    def delta(self, m: int) -> float:
-        return self.B / math.sqrt(2.0 * max(1, m - self.m0))
-
-    def choose(self, m: int, rng: np.random.Generator) -> int:
-        """k_m of round m: the continuous state, stochastically rounded."""
-        return stochastic_round(self.k, rng)
-
-    def choose_aux(self, m: int, k: int, rng: np.random.Generator) -> int | None:
-        """k'_m = k_m - delta_m / 2, rounded too, clamped to [1, k - 1] (spec pitfall 8);
-        None at k = 1 (no k' < k)."""
-        k_aux = stochastic_round(self.k - self.delta(m) / 2, rng)
-        return None if k < 2 else max(1, min(k_aux, k - 1))
-
-    def learn(self, m: int, feedback: Feedback | None) -> None:
-        self.update(m, None if feedback is None else feedback.sign())
-
-    def update(self, m: int, sign: int | None) -> None:
-        delta = self.delta(m)
-        if sign is not None:
-            self.k = min(max(self.k - delta * sign, self.lo), self.hi)
-        if not self.extended:
-            return
-        rounds = m - self.m0  # M'': rounds of the current instance
-        if sign is not None:
-            self.win_lo, self.win_hi = min(self.win_lo, self.k), max(self.win_hi, self.k)
-            self.n += 1
-        if self.n >= self.window:
-            hi = min(self.expand * self.win_hi, self.k_max0)
-            lo = max(self.win_lo / self.expand, self.k_min0)
-            if hi - lo < (math.sqrt(2.0) - 1.0) * self.B and rounds >= self.M_prev:
-                self.lo, self.hi, self.B = lo, hi, hi - lo
-                self.M_prev, self.m0 = rounds, m
-            self.n, self.win_lo, self.win_hi = 0, math.inf, 0.0
-
-
-class ValueOGD(OnlineK):
-    """Value-based online gradient descent on k (spec 4.2.1): Algorithm 2 with the estimated
-    derivative itself in place of its sign, k <- P_K(k - delta_m d_m), d_m = (tau_m(k_m) -
-    tau_hat_m(k'_m)) / (k_m - k'_m); k unchanged when the estimate is unavailable (the paper's
-    rule; the authors' code reuses the previous one)."""
-
-    def __init__(self, k_init, k_min, k_max):
-        super().__init__(k_init, k_min, k_max)
-
-    def learn(self, m: int, feedback: Feedback | None) -> None:
-        slope = None if feedback is None else feedback.slope()
-        if slope is not None:
-            self.k = min(max(self.k - self.delta(m) * slope, self.lo), self.hi)
-
-
-class Exp3K:
-    """EXP3 over the integer arms k_min..k_max (spec 4.2.2, the authors' form): gamma =
-    sqrt(ln n / (n T)); p = (1 - gamma) w / sum w + gamma / n; an arm drawn every round; the
-    played arm's weight times exp(gamma (r / p_arm) / n) with reward r = -cost (minus the time
-    per unit loss decrease). Log-weights, so no weight under- or overflows."""
-
-    signed = False
-
-    def __init__(self, k_min: int, k_max: int, horizon: int = HORIZON):
-        self.arms = np.arange(k_min, k_max + 1)
-        n = self.arms.size
-        self.gamma = min(1.0, math.sqrt(math.log(n) / (n * horizon)))
-        self.log_w = np.zeros(n)
-        self.arm, self.p_arm = 0, 1.0
-
-    def probabilities(self) -> np.ndarray:
-        w = np.exp(self.log_w - self.log_w.max())
-        return (1.0 - self.gamma) * w / w.sum() + self.gamma / w.size
-
-    def choose(self, m: int, rng: np.random.Generator) -> int:
-        p = self.probabilities()
-        self.arm = min(
-            int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), "right")), p.size - 1
-        )
-        self.p_arm = float(p[self.arm])
-        return int(self.arms[self.arm])
-
-    def learn(self, m: int, feedback: Feedback | None) -> None:
-        cost = None if feedback is None else feedback.cost()
-        if cost is not None:
-            self.log_w[self.arm] += self.gamma * (-cost / self.p_arm) / self.arms.size
-
-
-class BanditK:
-    """Continuous bandit, Flaxman-Kalai-McMahan's one-point gradient (spec 4.2.3, the authors'
-    constants on K = [k_min, k_max]): play y = x + delta u, u = +-1 at random, stochastically
-    rounded; g = cost u / delta; x <- P_[k_min + delta, k_max - delta](x - eta g), with
-    delta = T^(-1/4), eta = (k_max - k_min + 1) / T^(3/4); x_1 is the initial k."""
-
-    signed = False
-
-    def __init__(self, k_init: int, k_min: int, k_max: int, horizon: int = HORIZON):
-        self.k_min, self.k_max = k_min, k_max
-        self.delta = horizon**-0.25
-        self.eta = (k_max - k_min + 1) / horizon**0.75
-        self.lo = min(k_min + self.delta, (k_min + k_max) / 2)
-        self.hi = max(k_max - self.delta, self.lo)
-        self.x = min(max(float(k_init), self.lo), self.hi)
-        self.u = 1
-
-    def choose(self, m: int, rng: np.random.Generator) -> int:
-        self.u = 1 if rng.random() < 0.5 else -1
-        k = stochastic_round(self.x + self.delta * self.u, rng)
-        return min(max(k, self.k_min), self.k_max)
-
-    def learn(self, m: int, feedback: Feedback | None) -> None:
-        cost = None if feedback is None else feedback.cost()
-        if cost is not None:
-            g = cost * self.u / self.delta
-            self.x = min(max(self.x - self.eta * g, self.lo), self.hi)
-
-
-class SequenceK:
-    """A recorded k sequence replayed (spec 4.3): round m uses ``ks[m - 1]``; no feedback."""
-
-    signed = False
-
-    def __init__(self, ks: np.ndarray, where: str = "params.k_sequence"):
-        self.ks, self.where = ks, where
-
-    def choose(self, m: int, rng: np.random.Generator) -> int:
-        if m > self.ks.size:
-            raise ConfigError(
-                f"{self.where}: the recorded sequence has {self.ks.size} rounds, this run "
-                f"needs round {m}"
-            )
-        return int(self.ks[m - 1])
-
-    def learn(self, m: int, feedback: Feedback | None) -> None:
-        return None
-
-
 class _GradientSparsification(Algorithm):
     """Shared state and round; subclasses set ``selection``."""
 
@@ -368,11 +168,24 @@ class _GradientSparsification(Algorithm):
         return int(shape[0] * shape[1])
 
     @classmethod
+    def canonical_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        # a replay's k_sequence read now (replay.py reads results: imported on use)
+        from .replay import canonical_params
+
+        return canonical_params(params)
+
+    @classmethod
+    def resolved_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        from .replay import resolved_params
+
+        return resolved_params(params)
+
+    @classmethod
     def validate_params(cls, params: dict[str, Any], where: str = "params") -> dict[str, Any]:
         if isinstance(params, dict) and "k_init" in params:
             params = cls._k_init_as_k(params, where)
         source = params.get("k_sequence") if isinstance(params, dict) else None
-        if isinstance(source, dict):  # canonical (already read): checked by fedsparse.replay
+        if isinstance(source, dict):  # canonical (already read): checked by replay.py
             params = {key: v for key, v in params.items() if key != "k_sequence"}
         out = super().validate_params(params, where)
         if isinstance(source, dict):
@@ -385,7 +198,7 @@ class _GradientSparsification(Algorithm):
             if key in out and control not in controls:
                 raise ConfigError(f"{where}.{key}: only with k_control {' or '.join(controls)}")
         if control == "sequence":  # its source is read where the config is normalised
-            if "k_sequence" not in out:  # (fedsparse.replay.canonical_params)
+            if "k_sequence" not in out:  # (canonical_params)
                 raise ConfigError(f"{where}.k_sequence: required by k_control sequence")
             return out
         if control == "fixed":
@@ -466,13 +279,13 @@ class _GradientSparsification(Algorithm):
 
     def replayed(self) -> np.ndarray:
         """k_control sequence: the k of each round (``ks[m - 1]`` is round m's), from the
-        resolved sequence this run was built with (fedsparse.replay.resolved_params reads the
+        resolved sequence this run was built with (resolved_params reads the
         recorded run; an algorithm reads no files)."""
         seq = self.params["k_sequence"]
         if not hasattr(seq, "ks"):
             raise TypeError(
                 "k_sequence: build the algorithm with the resolved sequence "
-                "(fedsparse.replay.resolved_params), not its config value"
+                "(the class's resolved_params), not its config value"
             )
         return seq.ks
 

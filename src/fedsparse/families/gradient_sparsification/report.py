@@ -42,7 +42,6 @@ __all__ = ["FAMILY", "build"]
 
 PAPER = "Han, Wang, Leung: Adaptive Gradient Sparsification for Efficient FL (ICDCS 2020)"
 GS = ("fabtopk", "utopk", "fubtopk", "periodick", "sendall")
-FIXED_METHODS = ("fabtopk", "fubtopk", "utopk", "periodick", "fedavg", "sendall")
 CONTROLLERS = ("online_extended", "online", "value_ogd", "exp3", "bandit")
 HEADLINE = 0.40  # "up to 40 % improvement in model accuracy for a finite training time"
 SIMILAR = 0.10  # FUB "similar" to FAB: losses within 10 % of each other

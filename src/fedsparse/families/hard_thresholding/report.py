@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...config import SYNTHETIC_READINGS
+from ...data.defaults import SYNTHETIC_READINGS
 from ...report import analysis as an
 from ...report.claims import (
     AGREES,

@@ -1,11 +1,13 @@
 """Replayed k sequences (gradient sparsification's ``k_control: sequence``): the recorded run a
 ``k_sequence`` names, read from its trace where a run config is normalised and again where
-the run is built, so the algorithms layer never reads results.
+the run is built, so the algorithm itself never reads results. The family's algorithms call
+these from their ``Algorithm`` hooks of the same names, which generic code calls through the
+registry's class:
 
-* :func:`canonical_params` (called by ``config.normalize_run_config``, so when a sweep is
-  planned): reads the sequence and writes it as ``{path, run, sha256}``, the content's hash
-  identifying the replay (``config.identity_text`` leaves the path out of the run id); the
-  replay must keep its source's ``k``.
+* :func:`canonical_params` (``config.normalize_run_config``, so when a sweep is planned): reads
+  the sequence and writes it as ``{path, run, sha256}``, the content's hash identifying the
+  replay (``config.identity_text`` leaves the path out of the run id); the replay must keep
+  its source's ``k``.
 * :func:`resolved_params` (where an algorithm is built from a run config: ``experiment``,
   ``checks``, the Optuna worker): the same params with ``k_sequence`` resolved to its
   :class:`KSequence`, reread and checked against the hash, which the algorithm replays.
@@ -24,8 +26,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from .errors import ConfigError, FedsparseError
-from .results import read_results, sql_quote
+from ...errors import ConfigError, FedsparseError
+from ...results import read_results, sql_quote
 
 
 def canonical_params(params: dict[str, Any], where: str = "params") -> dict[str, Any]:

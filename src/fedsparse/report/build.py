@@ -1,0 +1,398 @@
+"""Building the report: the index, runs and fronts pages, each family's page (``families``),
+written under a temporary name and swapped in whole (``build_report``; the layout is in the
+package's docstring)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import importlib
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from .. import __version__
+from ..algorithms.registry import report_pages
+from ..atomic import atomic_directory
+from ..errors import FedsparseError
+from ..query import merge_results
+from ..results import check_results_folder
+from . import analysis as an
+from . import optuna_section, pareto
+from .claims import (
+    AGREES,
+    DERIVED,
+    DISAGREES,
+    NO_CLAIM,
+    NOT_MEASURED,
+    PAPER_CLAIM,
+    VARIATION,
+    Claim,
+    Family,
+    claims_frame,
+    in_reading,
+)
+from .data import ReportData
+from .data_section import add_data_section
+from .figures import objective_figure
+from .page import Page
+
+FRONTS_TITLE = "Accuracy against communication: fronts"
+# a claim about communication (sFedHP's fewer bits, FAB-top-k at a fixed time): cites the fronts
+COMMUNICATION = re.compile(r"\bbits?\b|\bbytes?\b|communicat|time budget|fixed time", re.I)
+
+_PAGES: list[Family] = []
+
+
+def families() -> tuple[Family, ...]:
+    """Each family's page, in the order of the index: the registry's (the built-in families by
+    their ORDER, then any plugin's). A family names its page module in REPORT; the module
+    defines FAMILY. Read on first use: a page imports this package's modules."""
+    if not _PAGES:
+        _PAGES.extend(importlib.import_module(module).FAMILY for module in report_pages())
+    return tuple(_PAGES)
+
+
+def build_report(
+    results_dir: str | Path | Sequence[str | Path], out_dir: str | Path | None = None
+) -> Path:
+    """Write the comparison report of ``results_dir`` (one folder or several); return the
+    path of its index.html."""
+    if isinstance(results_dir, str | Path):
+        results_dir = [results_dir]
+    folders = [Path(f) for f in results_dir]
+    if not folders:
+        raise FedsparseError("no results folder given")
+    if len(folders) > 1 and out_dir is None:
+        out_dir = Path("report")
+        # ./report is not inside a results folder: do not replace an unrelated folder
+        if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "index.html").exists():
+            raise FedsparseError(f"{out_dir}: exists and is not a report; give -o REPORT_DIR")
+    out_dir = Path(out_dir) if out_dir is not None else folders[0] / "report"
+    out_dir = out_dir.absolute()
+    for folder in folders:
+        check_results_folder(folder)
+    with atomic_directory(out_dir, mode=0o755) as tmp:
+        if len(folders) == 1:
+            _build(folders[0], tmp, folders)
+        else:  # the union as one results folder, next to the report (it may be large)
+            with tempfile.TemporaryDirectory(prefix=".merged-", dir=out_dir.parent) as merged:
+                merge_results(folders, merged)
+                _build(Path(merged), tmp, folders)
+    return out_dir / "index.html"
+
+
+def _build(results_dir: Path, root: Path, data_dirs: list[Path]) -> None:
+    """The report of ``results_dir`` in ``root``; partition statistics from ``data_dirs``
+    (the original folders: a merged folder has no data/)."""
+    with ReportData(results_dir) as data:
+        _build_pages(data, root, data_dirs)
+
+
+def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
+    a = an.analyse(data)
+    info = an.overview(a)
+    summary = an.summary_table(a)
+    tables = root / "tables"
+    tables.mkdir()
+    a.sections.drop(columns="slug").to_csv(tables / "datasets.csv", index=False)
+    summary.to_csv(tables / "summary.csv", index=False)
+    a.configs.drop(columns="config_id").to_csv(tables / "configs.csv", index=False)
+
+    present = set(a.runs["algorithm"])
+    fronts = pareto.configurations(data, a)  # data sets with more than one algorithm
+    pages, claims = [], []
+    for family in families():
+        if not family.algorithms & present:  # its paper's claims, not measured here
+            claims.append(claims_frame(family.unmeasured()))
+            continue
+        page = _subpage(root, family.title)
+        found = only_in_variations(family, family.build(page, data, tables))
+        if not fronts.empty:
+            slugs, names = pareto.sections_of(fronts, family.algorithms)
+            if slugs:
+                page.add(pareto.link(slugs, names))
+        page.write(family.page_name(), family.title)
+        pages.append((family.page_name(), family.title, f"{len(found)} claims checked"))
+        claims.append(claims_frame(found, family))
+    claim_table = pd.concat(claims, ignore_index=True)
+    claim_table.to_csv(tables / "claims.csv", index=False)
+
+    page = _subpage(root, "Every data set: best configurations and objective curves")
+    _runs_page(page, a, summary)
+    page.write("runs.html", "Best configurations")
+    pages.append(("runs.html", "Every data set: best configurations and objective curves", ""))
+    if not fronts.empty:
+        page = _subpage(root, FRONTS_TITLE)
+        pareto.add_page(page, fronts, tables)
+        page.write(pareto.PAGE, "Accuracy against communication")
+        pages.append((pareto.PAGE, FRONTS_TITLE, ""))
+    page = _subpage(root, "Data: partitions and test accuracy")
+    add_data_section(page, data, a, tables, data_dirs)
+    if len(page.parts) > 2:  # more than the heading and the way back
+        page.write("data.html", "Data")
+        pages.append(("data.html", "Data: partitions and test accuracy", ""))
+    page = _subpage(root, "Optuna studies")
+    if optuna_section.add_section(page, data, tables):
+        page.write("optuna.html", "Optuna studies")
+        pages.append(("optuna.html", "Optuna studies", ""))
+
+    index = Page(root)
+    _intro(index, a, info)
+    front_slugs = {} if fronts.empty else dict(zip(fronts["section"], fronts["slug"], strict=True))
+    _claims(index, claim_table, front_slugs)
+    _contents(index, pages, present)
+    _footer(index)
+    index.write("index.html", "fedsparse reproduction report: " + ", ".join(info["sweeps"]))
+
+
+def only_in_variations(family: Family, claims: list[Claim]) -> list[Claim]:
+    """The claims, plus a "not measured here" row in the paper's own reading for each paper
+    claim that was measured only in a variation, so that the verdict in the paper's setting
+    says so instead of being silent."""
+    own = next((r for r in family.readings if r.kind != VARIATION), None)
+    if own is None:
+        return claims
+    measured = (AGREES, DISAGREES)
+    in_own = {c.claim for c in claims if c.reading_kind not in ("", VARIATION)}
+    extra, seen = [], set()
+    for c in claims:
+        if c.reading_kind != VARIATION or c.claim in in_own or c.claim in seen:
+            continue
+        if c.claim_kind != PAPER_CLAIM or c.verdict not in measured:
+            continue
+        seen.add(c.claim)
+        why = (
+            f"measured only in a variation ({c.reading}); {family.configs} runs the paper's reading"
+        )
+        row = Claim(c.paper, c.claim, c.paper_value, why, NOT_MEASURED, anchor=c.anchor)
+        extra += in_reading([row], own)
+    return extra + claims
+
+
+def _subpage(root: Path, title: str) -> Page:
+    page = Page(root)
+    page.add('<p class="muted"><a href="index.html">← reproduction report</a></p>')
+    page.text("h1", title)
+    return page
+
+
+def _intro(page: Page, a: an.Analysis, info: dict) -> None:
+    page.text("h1", "fedsparse reproduction report")
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    page.text(
+        "p",
+        f"Sweep{'s' if len(info['sweeps']) > 1 else ''}: "
+        f"{', '.join(info['sweeps'])}. {info['runs']} runs "
+        f"({info['configs']} configurations) on {info['datasets']} data set"
+        f"{'s' if info['datasets'] != 1 else ''}; {info['diverged']} run"
+        f"{'s' if info['diverged'] != 1 else ''} diverged. "
+        f"Report generated {now} by fedsparse {__version__}.",
+    )
+    prov = pd.DataFrame(list(info["provenance"].items()), columns=["provenance", "value"])
+    page.table(prov)
+
+
+def _counts(rows: pd.DataFrame) -> str:
+    """'3 agree, 1 does not agree, 2 not measured here' (verdicts that occur, in order)."""
+    counts = rows["verdict"].value_counts()
+    words = {
+        AGREES: "agree",
+        DISAGREES: "do not agree",
+        NOT_MEASURED: "not measured here",
+        NO_CLAIM: "where the paper makes no claim",
+    }
+    parts = [f"{counts[v]} {words[v]}" for v in words if counts.get(v, 0)]
+    return ", ".join(parts) or "none"
+
+
+def _names(rows: pd.DataFrame) -> str:
+    return ", ".join(dict.fromkeys(r for r in rows["reading"] if r)) or "unnamed"
+
+
+def paper_verdicts(claims: pd.DataFrame) -> list[str]:
+    """Per paper, one sentence: the verdict in the paper's own readings, then in our variations,
+    then our derived expectations (never counted as the paper's claims)."""
+    out = []
+    for paper, rows in claims.groupby("paper", sort=False):
+        paper_rows = rows[rows["claim_kind"] == PAPER_CLAIM]
+        own = paper_rows[paper_rows["reading_kind"] != VARIATION]
+        var = paper_rows[paper_rows["reading_kind"] == VARIATION]
+        groups = list(own.groupby("reading", sort=False))
+        if len(groups) > 1:  # its text and its authors' code: a verdict in each
+            text = f"{paper}: in the paper's readings, " + "; ".join(
+                f"{name} ({rows['reading_kind'].iloc[0]}): {_counts(rows)}" for name, rows in groups
+            )
+        else:
+            text = f"{paper}: in the paper's reading ({_names(own)}): {_counts(own)}"
+        if len(var):
+            text += f"; in our variations ({_names(var)}): {_counts(var)}"
+        derived = rows[rows["claim_kind"] == DERIVED]
+        if len(derived):
+            text += f"; derived expectations of ours (not the paper's claims): {_counts(derived)}"
+        only = own.loc[own["ours"].str.startswith("measured only in a variation"), "claim"]
+        if len(only):
+            text += (
+                f". Measured only in a variation: {len(only)} claim{'s' if len(only) > 1 else ''}"
+            )
+        out.append(text + ".")
+    return out
+
+
+def _claims(page: Page, claims: pd.DataFrame, fronts: dict[str, str] | None = None) -> None:
+    """The table of every paper claim, per paper: the verdict in the paper's own setting first,
+    each row linked to its evidence; a claim about communication also to the front of the data
+    set it names (``fronts``: section -> slug of pareto.html), else to the fronts page."""
+    page.add('<h2 id="claims">Paper claims and our measurements</h2>')
+    if claims.empty:
+        page.text("p", "These results hold no runs any paper claim is about.", "note")
+        return
+    page.text(
+        "p",
+        "Each paper's claims, first in the paper's own reading (its text, or its authors' code "
+        "where the text is silent or contradicts it), then in our variations, which are "
+        "sensitivity studies beside it. A claim the paper makes at one setting is scored there "
+        "only; elsewhere its row says the paper makes no claim there. Derived rows are "
+        "expectations of ours, not the paper's.",
+    )
+    if fronts:
+        page.add(
+            "<p>Claims about communication (bits, bytes, a time budget) can also be read "
+            f'against the <a href="{pareto.PAGE}">accuracy-against-communication fronts</a>: '
+            "which configurations no other beats on both; their rows link there.</p>"
+        )
+    items = "".join(f"<li>{html.escape(t)}</li>" for t in paper_verdicts(claims))
+    page.add(f'<ul class="verdicts">{items}</ul>')
+    head = ["claim", "kind", "reading", "where", "paper's number", "ours", "verdict", ""]
+    rows = []
+    for paper, group in claims.groupby("paper", sort=False):
+        rows.append(f'<tr><th colspan="{len(head)}">{html.escape(paper)}</th></tr>')
+        readings = group.drop_duplicates("reading")
+        notes = "".join(
+            f"<li><b>{html.escape(r.reading)}</b> ({html.escape(r.reading_kind)}): "
+            f"{html.escape(r.reading_description)}</li>"
+            for r in readings.itertuples()
+            if r.reading
+        )
+        if notes:
+            rows.append(f'<tr><td colspan="{len(head)}"><ul>{notes}</ul></td></tr>')
+        for c in group.itertuples():
+            link = f'<a href="{html.escape(c.link)}">details</a>' if c.link else ""
+            if fronts and COMMUNICATION.search(c.claim):
+                link += f' <a href="{html.escape(_front_link(c.where, fronts))}">front</a>'
+            reading = f"{c.reading} ({c.reading_kind})" if c.reading else ""
+            cells = [c.claim, c.claim_kind, reading, c.where, c.paper_value, c.ours]
+            tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
+            cls = {AGREES: "agree", DISAGREES: "disagree"}.get(c.verdict, "unmeasured")
+            verdict = f'<td class="{cls}">{html.escape(c.verdict)}</td>'
+            rows.append(f"<tr>{tds}{verdict}<td>{link}</td></tr>")
+    ths = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    page.add(f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _front_link(where: str, fronts: dict[str, str]) -> str:
+    """pareto.html, at the front of the data set ``where`` names (the longest name found)."""
+    named = [s for s in fronts if isinstance(where, str) and s in where]
+    if not named:
+        return pareto.PAGE
+    return f"{pareto.PAGE}#{pareto.anchor(fronts[max(named, key=len)])}"
+
+
+def _contents(page: Page, pages: list[tuple[str, str, str]], present: set[str]) -> None:
+    page.add('<h2 id="pages">Pages</h2>')
+    items = "".join(
+        f'<li><a href="{html.escape(f)}">{html.escape(t)}</a>'
+        + (f' <span class="muted">({html.escape(n)})</span>' if n else "")
+        + "</li>"
+        for f, t, n in pages
+    )
+    page.add(f"<ul>{items}</ul>")
+    absent = [f.title for f in families() if not f.algorithms & present]
+    if absent:
+        page.text("p", "No runs here of: " + "; ".join(absent) + ".", "muted")
+
+
+def _runs_page(page: Page, a: an.Analysis, summary: pd.DataFrame) -> None:
+    page.text(
+        "p",
+        "An algorithm's best configuration is its hyperparameter setting with the lowest "
+        "final objective averaged over seeds; a configuration with any diverged seed is not "
+        "eligible. A run diverged (and ended) at the first round whose objective is not finite "
+        "or exceeds divergence_factor (default 1000) times its round-0 objective. Non-finite "
+        "objectives are dropped from means. The grid_edges column flags a best value that is "
+        "the smallest or largest value searched: the best may lie beyond the grid.",
+    )
+    page.text("h3", "Data sets")
+    overview = a.sections.rename(columns={"section": "data set"}).drop(columns=["slug", "dataset"])
+    if (overview["center"] == "none").all():  # the papers' reading everywhere: no column
+        overview = overview.drop(columns="center")
+    page.table(overview)
+    items = "".join(
+        f'<li><a href="#ds-{html.escape(s.slug)}">{html.escape(s.section)}</a></li>'
+        for s in a.sections.itertuples()
+    )
+    page.add(f"<nav><ul>{items}</ul></nav>")
+    for sec in a.sections.itertuples():
+        _section(page, a, sec, summary)
+
+
+def _section(page: Page, a: an.Analysis, sec, summary: pd.DataFrame) -> None:
+    name, slug = sec.section, sec.slug
+    page.add(f'<h2 id="ds-{html.escape(slug)}">{html.escape(name)}</h2>')
+    meta = [f"loss {sec.loss}"]
+    if isinstance(sec.kind, str):
+        meta.append(f"kind {sec.kind}" + (f" ({sec.task})" if isinstance(sec.task, str) else ""))
+    if pd.notna(sec.alpha):
+        meta.append(f"α = {sec.alpha:g}, β = {sec.beta:g}")
+    meta.append(f"{sec.runs} runs, {sec.diverged} diverged")
+    page.text("p", "; ".join(meta) + ".", "muted")
+
+    page.text("h3", "Summary per algorithm")
+    s = summary[summary["section"] == name].drop(columns="section")
+    page.table(s, {"mean_train_time_s": lambda v: f"{v:.3g}"})
+    for alg in s.loc[s["grid_edges"] != "", "algorithm"]:
+        page.text("p", f"{an.label(alg)}: {an.edge_note(a, name, alg)}.", "note")
+    for alg in s.loc[s["best_config"] == "all configurations diverged", "algorithm"]:
+        page.text(
+            "p",
+            f"Every configuration of {an.label(alg)} diverged on this data set: "
+            "it has no best configuration and no curve.",
+            "note",
+        )
+
+    page.text("h3", "Objective of the best configurations")
+    best = a.best[a.best["section"] == name]
+    curves = a.curves[a.curves["section"] == name]
+    fstar = float(a.fstar.get(name, float("nan")))
+    fig = objective_figure(
+        curves, dict(zip(best["algorithm"], best["config"], strict=True)), fstar, name
+    )
+    if fig is None:
+        page.text(
+            "p", "No algorithm has a valid configuration with a trace: nothing to plot.", "note"
+        )
+    page.figure(fig, f"objective_{slug}", f"objective curves, {name}")
+    if fig is not None and curves.groupby("algorithm")["n"].max().max() <= 1:
+        page.text("p", "A single seed per configuration: no min-max band.", "muted")
+
+
+def _footer(page: Page) -> None:
+    page.add("<h2>Notes</h2>")
+    page.text(
+        "p",
+        "Verdicts: agrees (our measurement matches the paper's claim within the tolerance its "
+        "page states), does not agree, not measured here (the claim needs runs or data these "
+        "results do not have; the row says which), the paper makes no claim here (we measured "
+        "a setting the paper states no claim for: not a refutation). f̂ is the lowest finite "
+        "objective any run on a data set reached (every run, plotted or not): an estimate of "
+        "f*, not the optimum, so the run that reached it drops to the clip at that round; "
+        "f - f̂ is clipped at 1e-12 max(1, |f̂|) for the log axis. "
+        "Bytes are the cumulative bytes sent up and down (dense vectors d x 8 bytes, sparse ones "
+        "τ x 12 bytes). Tables are also in tables/*.csv, figures in figures/*.png. Heatmap "
+        "colours span at most 4 decades above the best cell; larger (blown-up but finite) "
+        "values take the top colour.",
+        "muted",
+    )
