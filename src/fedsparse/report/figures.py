@@ -19,8 +19,13 @@ from ..algorithms import ALGORITHMS  # noqa: E402
 from .analysis import algorithm_order, label  # noqa: E402
 
 DPI = 110
-# the colours the algorithms declare (Algorithm.colour); the others take a spare one
-_FIXED = {name: cls.colour for name, cls in ALGORITHMS.items() if cls.colour}
+# the colours the algorithms declare (Algorithm.colour); the others take a spare one, as do
+# those whose colour only their family's page uses (Algorithm.shared_pages_by_name)
+_FIXED = {
+    name: cls.colour
+    for name, cls in ALGORITHMS.items()
+    if cls.colour and not cls.shared_pages_by_name
+}
 _SPARE = ["tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
 DIV_COLOUR = "#d0d0d0"
 HEATMAP_DECADES_CAP = 1e4  # colour scale spans at most 4 decades above the best cell
