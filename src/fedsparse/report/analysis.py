@@ -95,6 +95,15 @@ def label(algorithm: str) -> str:
     return LABELS.get(algorithm, algorithm)
 
 
+def symbol(algorithm: str, hyperparameter: str) -> str:
+    """How the algorithm's declarations write a hyperparameter: the symbol its config_label
+    gives it, else its declared symbol, else its name."""
+    cls = ALGORITHMS.get(algorithm)
+    named = dict(cls.config_label or ()) if cls else {}
+    declared = {h.name: h.symbol for h in cls.hyperparameters} if cls else {}
+    return named.get(hyperparameter) or declared.get(hyperparameter) or hyperparameter
+
+
 def _value(v, full_ok: bool = False) -> str:
     if full_ok and pd.isna(v):
         return "full"
