@@ -121,6 +121,50 @@ def test_the_registry_lists_the_built_in_families_in_the_papers_order():
     assert ALGORITHMS["ssca"] is SSCA and ALGORITHMS["fedht"] is FedHT
 
 
+def test_the_report_s_labels_colours_and_symbols_are_the_declarations(monkeypatch):
+    import pandas as pd
+
+    from fedsparse.families.sfedhp import report as sfedhp_page
+    from fedsparse.report import analysis
+    from fedsparse.report.figures import colour
+
+    def row(**values):
+        base = {"stepsize": 0.01, "local_steps": 5, "sparsity": 40, "batch_size": 10}
+        return pd.Series({**base, **values})
+
+    # a built-in's config_label: its hyperparameters in its order, growth only off its default
+    assert analysis.config_label(row(batch_growth=1.0), "fedht") == "γ=0.01, K=5, τ=40, b=10"
+    grown = analysis.config_label(row(batch_growth=1.5), "fedht")
+    assert grown == "γ=0.01, K=5, τ=40, b=10, growth=1.5"
+    full = row(batch_size=None, lambda1=20.0, local_steps=None)
+    assert analysis.config_label(full, "sfedhp") == "γ=0.01, b=full"
+    # a family without config_label (a plugin's, or a new built-in one): every declared one
+    toy = toy_class(
+        hyperparameters=(
+            registry_hp("stepsize", float),
+            registry_hp("toy_scale", float, symbol="s"),
+        )
+    )
+    monkeypatch.setitem(ALGORITHMS, "toygd", toy)
+    toy_row = pd.Series({"stepsize": 0.5, "toy_scale": 2.0})
+    assert analysis.config_label(toy_row, "toygd") == "stepsize=0.5, s=2"
+    # the sFedHP page names and draws its methods as they declare; the shared pages by name
+    assert [sfedhp_page.method_name(a) for a in ("sfedhp", "fedavg", "heurfedamp")] == [
+        "sFedHP",
+        "FedAvg",
+        "HeurFedAMP",
+    ]
+    assert sfedhp_page.method_colour("pfedme") == ALGORITHMS["pfedme"].colour == "tab:blue"
+    assert analysis.label("sfedhp") == "sfedhp" and colour("sfedhp") != "tab:red"
+    assert analysis.symbol("fedht", "stepsize") == "γ" and analysis.symbol("sfedhp", "rho") == "ρ"
+
+
+def registry_hp(name: str, kind: type, **extra):
+    from fedsparse.algorithms import Hyperparameter
+
+    return Hyperparameter(name, kind, name, default=kind(1), **extra)
+
+
 class FakeEntryPoint:
     def __init__(self, name: str, value: str, obj=None, error: Exception | None = None):
         self.name, self.value, self.obj, self.error = name, value, obj, error
