@@ -138,17 +138,17 @@ def config_label(row: pd.Series, algorithm: str | None = None) -> str:
     hyperparameter its runs set, by name."""
     cls = ALGORITHMS.get(algorithm)
     if cls is None:
-        return ", ".join(f"{c}={_value(row[c])}" for c in HP if pd.notna(row.get(c)))
+        return ", ".join(f"{c}={_value(row.get(c))}" for c in HP if pd.notna(row.get(c)))
     declared = {h.name: h for h in cls.hyperparameters}
     named = cls.config_label or tuple((h.name, h.symbol or h.name) for h in cls.hyperparameters)
     parts = []
-    for name, symbol in named:
+    for name, written in named:
         h, value = declared.get(name), row.get(name)
         if h is None or not (pd.notna(value) or h.full_ok):
             continue
         if h.label_omits_default and pd.notna(value) and value == h.default:
             continue
-        parts.append(f"{symbol}={_value(value, h.full_ok)}")
+        parts.append(f"{written}={_value(value, h.full_ok)}")
     return ", ".join(parts)
 
 
