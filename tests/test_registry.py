@@ -3,6 +3,8 @@ fedsparse.algorithms), and everything derived from the classes' declarations."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -21,60 +23,62 @@ from fedsparse.errors import FedsparseError
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Schema version 3 as it was written by hand before the registry (name:type, s string,
-# i int64, d double): the columns, their types and positions are a contract.
-IDENTITY_AND_HYPERPARAMETERS_V3 = """
-    run_id:s sweep:s dataset:s partition:s algorithm:s loss:s model:s seed:i step_time:d
-    round_latency:d exchange_time:d stepsize:d local_steps:i sparsity:i batch_size:i
-    batch_growth:d threshold:s k:i fill:s k_control:s k_sequence:s k_min:i k_max:i
-    window:i expand:d sampled_clients:i stepsize_decay:d prox_weight:d rho_scale:d
-    gamma_scale:d decay:d gamma_extra:d lambda:d cost_limit:d penalty:d inner_stepsize:d
-    inner_steps:i edge_rounds:i lambda1:d lambda2:d gamma1:d gamma2:d rho:d beta:d edges:i
-    sampled_edges:i anchor:s gamma_tiny:d density_floor:d gamma2_rounds:i zero_tol:d mu:d
-    variant:s hvp_delta:d alpha_self:d sigma:d
-"""
-TRACE_ONLY_V3 = """
-    round:i local_iterations:i objective:d
-    bytes_up:i bytes_down:i elapsed_s:d status:s nnz:i train_accuracy:d
-    support_precision:d support_recall:d dist_to_truth:d study:s trial_number:i
-    trial_state:s sampler:s test_accuracy:d train_loss:d pm_objective:d
-    pm_train_accuracy:d pm_test_accuracy:d slack:d constraint_value:d sq_norm:d time:d
-    k_used:i k_aux:i sign:i min_shared:i idle_clients:i edge_bytes_up:i edge_bytes_down:i
-    bits:d density:d pm_density:d
-"""
-RUNS_ONLY_V3 = """
-    rounds:i eval_every:i dataset_kind:s
-    dataset_task:s data_alpha:d data_beta:d status:s final_round:i final_objective:d
-    best_objective:d train_time_s:d wall_time_s:d total_bytes_up:i total_bytes_down:i
-    total_time:d config_json:s client_summary:s shard:s fedsparse_version:s git_commit:s
-    python_version:s numpy_version:s numba_version:s host:s finished_at:s study:s
-    trial_number:i trial_state:s sampler:s trial_value:d search_space:s trial_values:s
-"""
-TRACE_V3 = IDENTITY_AND_HYPERPARAMETERS_V3 + TRACE_ONLY_V3
-RUNS_V3 = IDENTITY_AND_HYPERPARAMETERS_V3 + RUNS_ONLY_V3
-TYPES = {"s": pa.string(), "i": pa.int64(), "d": pa.float64()}
+# The built-in results columns, "name:type" in order, as docs/gen_reference.py writes them from
+# the declarations. A pinned column renamed, retyped, removed or moved is a breaking change (the
+# results folders written before no longer read): the script refuses to write such a pin at one
+# schema version. A column added is not, but the pin is stale until the script is rerun.
+PINNED_SCHEMA = ROOT / "tests" / "pinned_schema.json"
+REGENERATE = "run python docs/gen_reference.py"
 
 
-def pinned(text: str) -> list[tuple[str, pa.DataType]]:
-    return [(c.split(":")[0], TYPES[c.split(":")[1]]) for c in text.split()]
+def gen_reference():
+    """docs/gen_reference.py as a module (it is a script)."""
+    spec = importlib.util.spec_from_file_location(
+        "gen_reference", ROOT / "docs" / "gen_reference.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pin() -> dict:
+    return json.loads(PINNED_SCHEMA.read_text())
+
+
+def pinned(key: str) -> list[tuple[str, pa.DataType]]:
+    return [(c.split(":")[0], pa.type_for_alias(c.split(":")[1])) for c in pin()[key]]
 
 
 def columns(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return [(f.name, f.type) for f in schema]
 
 
-def test_the_built_in_schemas_derived_from_the_classes_are_schema_version_3():
+def test_the_built_in_schemas_derived_from_the_classes_are_the_pinned_ones():
     builtin = results.schemas_of(registry.classes(plugins=False).values())
-    assert columns(builtin.trace) == pinned(TRACE_V3)
-    assert columns(builtin.runs) == pinned(RUNS_V3)
-    hps = [n for n, _ in pinned(TRACE_V3)[11 : 11 + 45]]
-    assert list(builtin.hyperparameters) == hps and hps[0] == "stepsize" and hps[-1] == "sigma"
-    assert builtin.trace.metadata == {b"fedsparse_trace_schema": b"3"}
-    assert builtin.runs.metadata == {b"fedsparse_runs_schema": b"3"}
+    now = {
+        "schema_version": results.SCHEMA_VERSION,
+        "hyperparameters": list(builtin.hyperparameters),
+        "trace": [f"{f.name}:{f.type}" for f in builtin.trace],
+        "runs": [f"{f.name}:{f.type}" for f in builtin.runs],
+    }
+    pinned_now = pin()
+    breaks = gen_reference().pin_breaks(pinned_now, now)
+    assert not breaks, (
+        f"breaking change to the results schema: {'; '.join(breaks)} (results folders written "
+        f"before no longer read): keep them, or raise fedsparse.results.SCHEMA_VERSION and "
+        f"{REGENERATE}"
+    )
+    stale = [k for k, v in now.items() if pinned_now[k] != v]
+    assert not stale, f"tests/pinned_schema.json is out of date ({', '.join(stale)}): {REGENERATE}"
+    hps = now["hyperparameters"]
+    assert hps[0] == "stepsize" and columns(builtin.trace)[11][0] == "stepsize"
+    version = str(results.SCHEMA_VERSION).encode()
+    assert builtin.trace.metadata == {b"fedsparse_trace_schema": version}
+    assert builtin.runs.metadata == {b"fedsparse_runs_schema": version}
     # no plugin in this process: the module's schemas are these
     assert results.TRACE_SCHEMA.equals(builtin.trace, check_metadata=True)
     assert results.RUNS_SCHEMA.equals(builtin.runs, check_metadata=True)
-    assert results.CONFIG_COLUMNS[-45:] == results.HYPERPARAMETER_COLUMNS == tuple(hps)
+    assert results.CONFIG_COLUMNS[-len(hps) :] == results.HYPERPARAMETER_COLUMNS == tuple(hps)
 
 
 def test_the_registry_lists_the_built_in_families_in_the_papers_order():
@@ -116,6 +120,50 @@ def test_the_registry_lists_the_built_in_families_in_the_papers_order():
     from fedsparse.algorithms import SSCA, FedHT
 
     assert ALGORITHMS["ssca"] is SSCA and ALGORITHMS["fedht"] is FedHT
+
+
+def test_the_report_s_labels_colours_and_symbols_are_the_declarations(monkeypatch):
+    import pandas as pd
+
+    from fedsparse.families.sfedhp import report as sfedhp_page
+    from fedsparse.report import analysis
+    from fedsparse.report.figures import colour
+
+    def row(**values):
+        base = {"stepsize": 0.01, "local_steps": 5, "sparsity": 40, "batch_size": 10}
+        return pd.Series({**base, **values})
+
+    # a built-in's config_label: its hyperparameters in its order, growth only off its default
+    assert analysis.config_label(row(batch_growth=1.0), "fedht") == "γ=0.01, K=5, τ=40, b=10"
+    grown = analysis.config_label(row(batch_growth=1.5), "fedht")
+    assert grown == "γ=0.01, K=5, τ=40, b=10, growth=1.5"
+    full = row(batch_size=None, lambda1=20.0, local_steps=None)
+    assert analysis.config_label(full, "sfedhp") == "γ=0.01, b=full"
+    # a family without config_label (a plugin's, or a new built-in one): every declared one
+    toy = toy_class(
+        hyperparameters=(
+            registry_hp("stepsize", float),
+            registry_hp("toy_scale", float, symbol="s"),
+        )
+    )
+    monkeypatch.setitem(ALGORITHMS, "toygd", toy)
+    toy_row = pd.Series({"stepsize": 0.5, "toy_scale": 2.0})
+    assert analysis.config_label(toy_row, "toygd") == "stepsize=0.5, s=2"
+    # the sFedHP page names and draws its methods as they declare; the shared pages by name
+    assert [sfedhp_page.method_name(a) for a in ("sfedhp", "fedavg", "heurfedamp")] == [
+        "sFedHP",
+        "FedAvg",
+        "HeurFedAMP",
+    ]
+    assert sfedhp_page.method_colour("pfedme") == ALGORITHMS["pfedme"].colour == "tab:blue"
+    assert analysis.label("sfedhp") == "sfedhp" and colour("sfedhp") != "tab:red"
+    assert analysis.symbol("fedht", "stepsize") == "γ" and analysis.symbol("sfedhp", "rho") == "ρ"
+
+
+def registry_hp(name: str, kind: type, **extra):
+    from fedsparse.algorithms import Hyperparameter
+
+    return Hyperparameter(name, kind, name, default=kind(1), **extra)
 
 
 class FakeEntryPoint:
@@ -172,11 +220,11 @@ def test_a_plugin_s_columns_go_after_every_built_in_one(tmp_path):
     builtin = registry.classes(plugins=False)
     both = results.schemas_of([*builtin.values(), toy])
     assert columns(both.trace) == [
-        *pinned(TRACE_V3),
+        *pinned("trace"),
         ("toy_scale", pa.float64()),
         ("toy_norm", pa.float64()),
     ]
-    assert columns(both.runs) == [*pinned(RUNS_V3), ("toy_scale", pa.float64())]
+    assert columns(both.runs) == [*pinned("runs"), ("toy_scale", pa.float64())]
     assert both.hyperparameters[-1] == "toy_scale"
     # a shard written without the plugin reads with its columns null (as aggregate reads it)
     old = results.rows_table([{"run_id": "a", "round": 0, "objective": 1.0}], results.TRACE_SCHEMA)
@@ -294,7 +342,7 @@ def test_a_plugin_family_sweeps_resumes_lands_typed_and_is_reported(tmp_path):
         ("toy_mode", pa.string()),
         ("toy_repeats", pa.int64()),
     ]
-    assert columns(runs.schema)[: len(pinned(RUNS_V3))] == pinned(RUNS_V3)
+    assert columns(runs.schema)[: len(pinned("runs"))] == pinned("runs")
     rows = runs.to_pandas().sort_values(["algorithm", "toy_scale"])
     assert rows["algorithm"].tolist() == ["fedht", "toygd", "toygd"]
     assert rows["toy_scale"].tolist()[1:] == [0.5, 1.0] and rows["toy_mode"].iloc[1] == "halved"

@@ -78,6 +78,8 @@ class Hyperparameter:
     omit_default: bool = False
     # how figures and labels write it (e.g. "λ1"); "" for its name
     symbol: str = ""
+    # True: a configuration's label leaves it out at its default (a setting most runs keep)
+    label_omits_default: bool = False
 
     @property
     def required(self) -> bool:
@@ -172,6 +174,13 @@ class Algorithm(ABC):
     # where the report lists it: the algorithms with a report_order first, by it (e.g. a family's
     # baseline before its methods); None: after them, by name
     report_order: ClassVar[int | None] = None
+    # a configuration's label on the report's shared pages (runs, fronts), e.g. "γ=0.01, K=5":
+    # these hyperparameters in this order, each as (name, symbol); None: every declared one, in
+    # declaration order, by its symbol (or name)
+    config_label: ClassVar[tuple[tuple[str, str], ...] | None] = None
+    # True: the shared pages show it by its name and a spare colour, as they did before it declared
+    # a label and colour, which only its family's page uses (the reports stay as they were)
+    shared_pages_by_name: ClassVar[bool] = False
     # the run's time model; run_trace sets it before setup (never mutated in place)
     time_model: dict[str, float] = DEFAULT_TIME_MODEL
 

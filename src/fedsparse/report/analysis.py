@@ -33,16 +33,18 @@ import pandas as pd
 import pyarrow as pa
 
 from ..algorithms import ALGORITHMS
-from ..algorithms.registry import classes
 from ..grid_edges import EDGE_COLUMNS, edge_warning, edges_text, grid_edges
 from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, to_frame
 from .data import ReportData, as_data
 
 HP = list(HYPERPARAMETER_COLUMNS)
-# display names the algorithms declare (Algorithm.label); the others show their names
-LABELS = {name: cls.label for name, cls in ALGORITHMS.items() if cls.label}
-# the built-in algorithms label a configuration as they always did (config_label)
-BUILT_IN = frozenset(classes(plugins=False))
+# display names the algorithms declare (Algorithm.label); the others show their names, as do
+# those whose label only their family's page uses (Algorithm.shared_pages_by_name)
+LABELS = {
+    name: cls.label
+    for name, cls in ALGORITHMS.items()
+    if cls.label and not cls.shared_pages_by_name
+}
 # Algorithm.report_order: the algorithms that declare one lead the report's tables and figures
 # in that order (a family's baseline before its methods); every other follows by name.
 RANKED = {name: c.report_order for name, c in ALGORITHMS.items() if c.report_order is not None}
@@ -93,6 +95,15 @@ def label(algorithm: str) -> str:
     return LABELS.get(algorithm, algorithm)
 
 
+def symbol(algorithm: str, hyperparameter: str) -> str:
+    """How the algorithm's declarations write a hyperparameter: the symbol its config_label
+    gives it, else its declared symbol, else its name."""
+    cls = ALGORITHMS.get(algorithm)
+    named = dict(cls.config_label or ()) if cls else {}
+    declared = {h.name: h.symbol for h in cls.hyperparameters} if cls else {}
+    return named.get(hyperparameter) or declared.get(hyperparameter) or hyperparameter
+
+
 def _value(v, full_ok: bool = False) -> str:
     if full_ok and pd.isna(v):
         return "full"
@@ -121,24 +132,23 @@ def unique_slugs(names: list[str]) -> dict[str, str]:
 
 
 def config_label(row: pd.Series, algorithm: str | None = None) -> str:
-    """Short human-readable hyperparameter setting, e.g. 'γ=0.01, K=5, τ=200, b=10'. A
-    plugin's algorithm: each hyperparameter it declares, by its symbol (or name)."""
-    cls = ALGORITHMS.get(algorithm) if algorithm not in BUILT_IN else None
-    if cls is not None:
-        return ", ".join(
-            f"{h.symbol or h.name}={_value(row.get(h.name), h.full_ok)}"
-            for h in cls.hyperparameters
-            if pd.notna(row.get(h.name)) or h.full_ok
-        )
+    """Short human-readable hyperparameter setting, e.g. 'γ=0.01, K=5, τ=200, b=10': the
+    hyperparameters the algorithm's declarations name (Algorithm.config_label, else every
+    declared one by its symbol or name). An algorithm no longer registered: every
+    hyperparameter its runs set, by name."""
+    cls = ALGORITHMS.get(algorithm)
+    if cls is None:
+        return ", ".join(f"{c}={_value(row.get(c))}" for c in HP if pd.notna(row.get(c)))
+    declared = {h.name: h for h in cls.hyperparameters}
+    named = cls.config_label or tuple((h.name, h.symbol or h.name) for h in cls.hyperparameters)
     parts = []
-    for col, sym in (("stepsize", "γ"), ("local_steps", "K"), ("sparsity", "τ")):
-        if pd.notna(row.get(col)):
-            parts.append(f"{sym}={row[col]:g}")
-    if "batch_size" in row:
-        parts.append("b=full" if pd.isna(row["batch_size"]) else f"b={row['batch_size']}")
-    growth = row.get("batch_growth")
-    if pd.notna(growth) and growth != 1.0:
-        parts.append(f"growth={growth:g}")
+    for name, written in named:
+        h, value = declared.get(name), row.get(name)
+        if h is None or not (pd.notna(value) or h.full_ok):
+            continue
+        if h.label_omits_default and pd.notna(value) and value == h.default:
+            continue
+        parts.append(f"{written}={_value(value, h.full_ok)}")
     return ", ".join(parts)
 
 

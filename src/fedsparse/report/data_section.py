@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import analysis as an
+from . import analysis
 from .data import ReportData, as_data
 from .figures import plt
 
@@ -102,7 +102,7 @@ def embedding_figure(emb: pd.DataFrame, title: str):
     return fig
 
 
-def test_accuracy_table(source: ReportData | str | Path, a: an.Analysis) -> pd.DataFrame:
+def test_accuracy_table(source: ReportData | str | Path, a: analysis.Analysis) -> pd.DataFrame:
     """Final and best test accuracy of each algorithm's best configuration (mean over seeds):
     the trace rows of those runs only, read with SQL."""
     cols = ["section", "algorithm", "best_config", "final_test_accuracy", "max_test_accuracy"]
@@ -139,7 +139,7 @@ def test_accuracy_table(source: ReportData | str | Path, a: an.Analysis) -> pd.D
 
 
 def add_data_section(
-    page, data: ReportData, a: an.Analysis, tables: Path, data_dirs: list[Path] | None = None
+    page, data: ReportData, a: analysis.Analysis, tables: Path, data_dirs: list[Path] | None = None
 ) -> None:
     """Append the data/partition section to the report ``page`` (nothing if nothing to show);
     partition statistics come from ``data_dirs`` (default: the results folders read)."""
@@ -166,8 +166,10 @@ def add_data_section(
         )
         page.table(summary)
     for name, (_meta, stats, emb) in found.items():
-        page.add(f'<h3 id="data-{html.escape(an.slugify(name))}">{html.escape(name)}</h3>')
-        page.figure(embedding_figure(emb, name), f"embedding_{an.slugify(name)}", f"t-SNE, {name}")
+        page.add(f'<h3 id="data-{html.escape(analysis.slugify(name))}">{html.escape(name)}</h3>')
+        page.figure(
+            embedding_figure(emb, name), f"embedding_{analysis.slugify(name)}", f"t-SNE, {name}"
+        )
         page.add("<details><summary>Rows, labels and clusters per client</summary>")
         page.table(stats)
         page.add("</details>")

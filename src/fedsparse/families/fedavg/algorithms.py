@@ -64,6 +64,9 @@ class FedAvg(Algorithm):
     hyperparameters = HYPERPARAMETERS
     trace_columns = (BITS, DENSITY)
     family = "FedAvg"
+    label, colour = "FedAvg", "tab:gray"  # as the sFedHP page shows it
+    shared_pages_by_name = True
+    config_label = (("stepsize", "γ"), ("local_steps", "K"), ("batch_size", "b"))
 
     def check_problem(self, where: str = "params") -> None:
         m, n = self.params["sampled_clients"], self.problem.n_clients

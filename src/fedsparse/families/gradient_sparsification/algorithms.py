@@ -143,6 +143,7 @@ class _GradientSparsification(Algorithm):
     selection: ClassVar[str]  # fab | fub | union | periodic | all
     hyperparameters = (STEPSIZE, BATCH_SIZE, K_ELEMENTS, *CONTROL)
     family = "Gradient sparsification"
+    config_label = (("stepsize", "γ"), ("batch_size", "b"))
     trace_columns = (
         Column("k_used", int, "the k used in this round (D for sendall; null in row 0)"),
         # online k: this round's k'_m and the estimated sign of d tau / dk

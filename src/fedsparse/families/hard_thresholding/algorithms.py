@@ -31,6 +31,7 @@ BATCH_GROWTH = Hyperparameter(
     "per-round batch growth g: b_t = ceil(b * g**t), the papers' Gamma/omega**t with omega = 1/g",
     default=1.0,
     low=1.0,
+    label_omits_default=True,
 )
 THRESHOLD = Hyperparameter(
     "threshold",
@@ -56,6 +57,13 @@ class _LocalSGDHardThreshold(Algorithm):
         THRESHOLD,
     )
     family = "Hard thresholding"
+    config_label = (
+        ("stepsize", "γ"),
+        ("local_steps", "K"),
+        ("sparsity", "τ"),
+        ("batch_size", "b"),
+        ("batch_growth", "growth"),
+    )
 
     def check_problem(self, where: str = "params") -> None:
         pb = self.problem

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...report import analysis as an
+from ...report import analysis
 from ...report.claims import AGREES, DISAGREES, NO_CLAIM, NOT_MEASURED
 from ...report.data import ReportData
 
@@ -46,9 +46,9 @@ HELD_STEP = 0.01
 TRIVIAL_TOL, TRIVIAL_SHARE = 0.01, 0.05
 
 
-def rounds_to_target(a: an.Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
+def rounds_to_target(a: analysis.Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
     """Table 2, and a note per section where it cannot be computed."""
-    rows, notes, base_name = [], {}, an.label(BASELINE)
+    rows, notes, base_name = [], {}, analysis.label(BASELINE)
     for sec in a.sections.itertuples():
         algs = a.best[a.best["section"] == sec.section].set_index("algorithm")
         if BASELINE not in algs.index:
@@ -70,7 +70,7 @@ def rounds_to_target(a: an.Analysis) -> tuple[pd.DataFrame, dict[str, str]]:
         target_row = base[base["round"] <= r].iloc[-1]
         target = float(target_row["mean"])
         plateau = trivial_round(base, r, target)
-        for alg in an.algorithm_order(algs.index):
+        for alg in analysis.algorithm_order(algs.index):
             c = curves[curves["algorithm"] == alg]
             if c.empty:  # a best configuration whose traces are missing
                 continue
@@ -148,7 +148,9 @@ def trivial_text(r: int, check: int) -> str:
     )
 
 
-def with_baseline(a: an.Analysis, b: an.Analysis, edges: bool = True) -> an.Analysis:
+def with_baseline(
+    a: analysis.Analysis, b: analysis.Analysis, edges: bool = True
+) -> analysis.Analysis:
     """``a`` with Distributed-IHT's best configuration and curves taken from ``b`` (an analysis
     of fewer step sizes), the other algorithms' kept; without ``edges``, Distributed-IHT's grid
     edges are dropped (a step held on purpose is no edge to extend)."""
@@ -160,15 +162,15 @@ def with_baseline(a: an.Analysis, b: an.Analysis, edges: bool = True) -> an.Anal
         [a.curves[a.curves["algorithm"] != BASELINE], b.curves[b.curves["algorithm"] == BASELINE]],
         ignore_index=True,
     )
-    return an.Analysis(a.runs, a.sections, a.configs, best, curves, a.fstar, a.data)
+    return analysis.Analysis(a.runs, a.sections, a.configs, best, curves, a.fstar, a.data)
 
 
-def _edge_caveat(a: an.Analysis, section: str, algorithm: str) -> str:
+def _edge_caveat(a: analysis.Analysis, section: str, algorithm: str) -> str:
     """A verdict drawn from a best configuration at the edge of its grid is provisional."""
-    note = an.edge_note(a, section, algorithm)
+    note = analysis.edge_note(a, section, algorithm)
     if not note:
         return ""
-    return f" Provisional: in {an.label(algorithm)}'s best configuration, {note}."
+    return f" Provisional: in {analysis.label(algorithm)}'s best configuration, {note}."
 
 
 def _claim(sec) -> tuple | None:
@@ -192,7 +194,7 @@ def at_papers_setting(sec, claim: tuple | None) -> bool:
 def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> tuple[str, str]:
     """(agreement, sentence): agreement is "agrees", "does not agree", "not measured here" (no
     claim to check, or a trivial target), or "" for the reference itself."""
-    name = an.label(alg)
+    name = analysis.label(alg)
     if alg == BASELINE:
         text = f"{name} is the reference: the target is its mean objective at round {r}"
         if first is not None and first < r:
@@ -211,7 +213,7 @@ def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> tuple[str, str
         factor = ratio if ratio >= 1 else 1 / ratio
         ours = (
             f"{name} reaches the target at round {first}, i.e. {factor:.2g}x {how} rounds "
-            f"than {an.label(BASELINE)} ({r})"
+            f"than {analysis.label(BASELINE)} ({r})"
         )
     if claim is None:
         return NOT_MEASURED, ours + "; the papers make no numeric claim for this data set."
@@ -239,7 +241,7 @@ def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> tuple[str, str
 
 
 def grid_sensitivity(
-    source: ReportData | str | Path, a: an.Analysis, r2t: pd.DataFrame
+    source: ReportData | str | Path, a: analysis.Analysis, r2t: pd.DataFrame
 ) -> pd.DataFrame:
     """The rounds-to-target verdicts at the papers' step sizes next to those at all the step
     sizes searched; empty unless the sweep searched the papers' grid and more (a verdict drawn
@@ -251,7 +253,7 @@ def grid_sensitivity(
     papers = searched & set(PAPER_STEPSIZES)
     if r2t.empty or not papers or papers == searched:
         return pd.DataFrame(columns=cols)
-    small = an.analyse(source, papers)
+    small = analysis.analyse(source, papers)
     theirs, notes = rounds_to_target(small)
     keys = ["section", "algorithm"]
     missing = r2t[keys].merge(theirs[keys], how="left", indicator=True)
@@ -268,7 +270,7 @@ def grid_sensitivity(
         [theirs.assign(grid=label_theirs, _k=0), r2t.assign(grid=label_ours, _k=1)],
         ignore_index=True,
     )
-    rank = {alg: i for i, alg in enumerate(an.algorithm_order(both["algorithm"].unique()))}
+    rank = {alg: i for i, alg in enumerate(analysis.algorithm_order(both["algorithm"].unique()))}
     both = both.sort_values(
         ["section", "algorithm", "_k"],
         key=lambda s: s.map(rank) if s.name == "algorithm" else s,
@@ -277,7 +279,9 @@ def grid_sensitivity(
     return both[cols].reset_index(drop=True)
 
 
-def _missing_verdict(a: an.Analysis, notes: dict, section: str, algorithm: str) -> dict | None:
+def _missing_verdict(
+    a: analysis.Analysis, notes: dict, section: str, algorithm: str
+) -> dict | None:
     """The row of an algorithm that has no rounds-to-target verdict in analysis ``a``: every
     configuration diverged, or the section has no target (its note), or None."""
     mine = a.configs[(a.configs["section"] == section) & (a.configs["algorithm"] == algorithm)]
@@ -292,7 +296,7 @@ def _missing_verdict(a: an.Analysis, notes: dict, section: str, algorithm: str) 
     return None
 
 
-def heatmap_table(a: an.Analysis) -> pd.DataFrame:
+def heatmap_table(a: analysis.Analysis) -> pd.DataFrame:
     """Best (over other hyperparameters) mean final objective per step size x local steps."""
     cfg = a.configs[a.configs["algorithm"].isin(HEATMAP_ALGORITHMS)]
     cfg = cfg.assign(_val=cfg["mean_final"].where(cfg["valid"]))
@@ -311,10 +315,10 @@ def heatmap_table(a: an.Analysis) -> pd.DataFrame:
         cells["best_final"].map(lambda v: f"{v:.3g}"),
         np.where(cells["diverged_runs"] > 0, "div", "n/a"),
     )
-    return an.sort_by_algorithm(cells)
+    return analysis.sort_by_algorithm(cells)
 
 
-def noniid_table(a: an.Analysis, sections: set[str] | None = None) -> pd.DataFrame:
+def noniid_table(a: analysis.Analysis, sections: set[str] | None = None) -> pd.DataFrame:
     """Synthetic data sets read as the papers do (``sections``; by default those not centred):
     each algorithm's best final objective against (alpha, beta)."""
     if sections is None:
@@ -326,7 +330,7 @@ def noniid_table(a: an.Analysis, sections: set[str] | None = None) -> pd.DataFra
     if sec.empty:
         return pd.DataFrame(columns=["task", "loss", "section", "alpha", "beta"])
     wide = a.best.pivot_table(index="section", columns="algorithm", values="mean_final")
-    wide = wide[[c for c in an.algorithm_order(wide.columns)]]
+    wide = wide[[c for c in analysis.algorithm_order(wide.columns)]]
     out = sec[["task", "loss", "section", "alpha", "beta"]].merge(
         wide, left_on="section", right_index=True, how="left"
     )
@@ -334,7 +338,7 @@ def noniid_table(a: an.Analysis, sections: set[str] | None = None) -> pd.DataFra
 
 
 def readings_table(
-    a: an.Analysis,
+    a: analysis.Analysis,
     r2t: pd.DataFrame,
     reading: dict[str, str],
     order: list[str],
@@ -368,7 +372,7 @@ def readings_table(
         h = h.rename(columns={"rounds_to_target": "rounds_to_target_held"})
         h = h.rename(columns={"agreement": "agreement_held"})
         out = out.merge(h, on=["section", "algorithm"], how="left")
-    rank = {alg: i for i, alg in enumerate(an.algorithm_order(out["algorithm"].unique()))}
+    rank = {alg: i for i, alg in enumerate(analysis.algorithm_order(out["algorithm"].unique()))}
     rank_r = {name: i for i, name in enumerate(order)}
     out = out.assign(_c=out["reading"].map(rank_r), _a=out["algorithm"].map(rank))
     return out.sort_values([*keys, "_c", "_a"])[cols].reset_index(drop=True)

@@ -3,7 +3,7 @@ Distributed-IHT baseline): rounds to reach Distributed-IHT's objective against t
 claimed speed-ups, how those verdicts depend on the step-size grid and on Distributed-IHT's own
 step, the final objective over step size and local steps, and the effect of the non-IID level.
 
-Its claims are the papers' headline speed-ups (analysis.CLAIMS), one per algorithm, data set and
+Its claims are the papers' headline speed-ups (ht_analysis.CLAIMS), one per algorithm, data set and
 reading of the Simulation I/II generator the papers make a numeric claim for, checked at this
 sweep's best configurations: with Distributed-IHT at its own best step, and again with it held
 at γ = 0.01 (ht_analysis.HELD_STEP) when the sweep ran it there.
@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ...data.defaults import SYNTHETIC_READINGS
-from ...report import analysis as an
+from ...report import analysis
+from ...report.analysis import Analysis
 from ...report.claims import (
     AGREES,
     DISAGREES,
@@ -35,9 +36,9 @@ from ...report.claims import (
     reading_of,
 )
 from ...report.data import ReportData, as_data
-from ...report.figures import heatmap_figure, noniid_figure
 from ...report.page import Page
-from . import analysis as ht
+from . import analysis as ht_analysis
+from .figures import heatmap_figure, noniid_figure
 
 __all__ = ["FAMILY", "READINGS", "build", "section_readings"]
 
@@ -121,7 +122,7 @@ READINGS = (
 TEXT, TEXT_STD = READINGS[0], READINGS[1]
 
 
-def section_readings(a: an.Analysis) -> dict[str, Reading]:
+def section_readings(a: analysis.Analysis) -> dict[str, Reading]:
     """Each data set's reading, recognised from its runs' configs (a data set's name carries
     its generator readings, so every run of it has the same)."""
     first = a.runs.drop_duplicates("section")
@@ -138,7 +139,7 @@ class Scoring:
     or held at HELD_STEP (``held``), on ``sections``."""
 
     key: str
-    analysis: an.Analysis
+    analysis: Analysis
     r2t: pd.DataFrame
     notes: dict
     clock: pd.DataFrame
@@ -147,7 +148,7 @@ class Scoring:
     def where(self, section: str) -> str:
         """'sim-…; Distributed-IHT at its best step (γ=0.03)': the claim row's setting."""
         if self.key == "held":
-            how = f"Distributed-IHT held at γ={ht.HELD_STEP:g} (flwr PR #7076)"
+            how = f"Distributed-IHT held at γ={ht_analysis.HELD_STEP:g} (flwr PR #7076)"
         else:
             step = _baseline_step(self.analysis, section)
             if step is None:
@@ -157,52 +158,54 @@ class Scoring:
         return f"{section}; {how}"
 
 
-def _baseline_step(a: an.Analysis, section: str) -> float | None:
-    best = a.best[(a.best["section"] == section) & (a.best["algorithm"] == ht.BASELINE)]
+def _baseline_step(a: analysis.Analysis, section: str) -> float | None:
+    best = a.best[(a.best["section"] == section) & (a.best["algorithm"] == ht_analysis.BASELINE)]
     return float(best["stepsize"].iloc[0]) if len(best) else None
 
 
 def _is_held(step) -> bool:
-    return bool(np.isclose(float(step), ht.HELD_STEP))
+    return bool(np.isclose(float(step), ht_analysis.HELD_STEP))
 
 
-def held_scoring(data: ReportData, a: an.Analysis) -> Scoring | None:
+def held_scoring(data: ReportData, a: analysis.Analysis) -> Scoring | None:
     """The claims scored again with Distributed-IHT held at HELD_STEP, on the data sets where
     it ran there without diverging and its own best step is another one; None if none."""
     cfg = a.configs
-    base = cfg[(cfg["algorithm"] == ht.BASELINE) & cfg["valid"]]
+    base = cfg[(cfg["algorithm"] == ht_analysis.BASELINE) & cfg["valid"]]
     ran = set(base.loc[base["stepsize"].map(_is_held), "section"])
     sections = ran - _held_is_best(a)
     if not sections:
         return None
-    held = ht.with_baseline(a, an.analyse(data, {ht.HELD_STEP}), edges=False)
-    r2t, notes = ht.rounds_to_target(held)
+    held = ht_analysis.with_baseline(
+        a, analysis.analyse(data, {ht_analysis.HELD_STEP}), edges=False
+    )
+    r2t, notes = ht_analysis.rounds_to_target(held)
     r2t = r2t[r2t["section"].isin(sections)].reset_index(drop=True)
     return Scoring("held", held, r2t, notes, wallclock_table(held, r2t), sections)
 
 
-def _held_is_best(a: an.Analysis) -> set[str]:
+def _held_is_best(a: analysis.Analysis) -> set[str]:
     """The data sets on which Distributed-IHT's own best step is HELD_STEP (one scoring)."""
-    best = a.best[a.best["algorithm"] == ht.BASELINE]
+    best = a.best[a.best["algorithm"] == ht_analysis.BASELINE]
     return set(best.loc[best["stepsize"].map(_is_held), "section"])
 
 
 def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
     """Write the family's page; return the papers' speed-up claims as measured here."""
     data = as_data(data)  # a results folder will do outside a build
-    a = an.analyse(data)
-    r2t, notes = ht.rounds_to_target(a)
+    a = analysis.analyse(data)
+    r2t, notes = ht_analysis.rounds_to_target(a)
     own = Scoring("own", a, r2t, notes, wallclock_table(a, r2t), set(r2t["section"]))
     held = held_scoring(data, a)
     scorings = [own] if held is None else [own, held]
-    sens = ht.grid_sensitivity(data, a, r2t)
-    cells = ht.heatmap_table(a)
+    sens = ht_analysis.grid_sensitivity(data, a, r2t)
+    cells = ht_analysis.heatmap_table(a)
     reading = section_readings(a)
-    noniid = ht.noniid_table(a, {s for s, r in reading.items() if r == TEXT})
+    noniid = ht_analysis.noniid_table(a, {s for s, r in reading.items() if r == TEXT})
     names = {s: r.name for s, r in reading.items()}
     same = r2t[r2t["section"].isin(_held_is_best(a))]  # held at its own best: one scoring
     held_r2t = same if held is None else pd.concat([same, held.r2t], ignore_index=True)
-    readings = ht.readings_table(a, r2t, names, [r.name for r in READINGS], held_r2t)
+    readings = ht_analysis.readings_table(a, r2t, names, [r.name for r in READINGS], held_r2t)
     r2t.to_csv(tables / "rounds_to_target.csv", index=False)
     own.clock.to_csv(tables / "wallclock.csv", index=False)
     both = pd.concat([s.r2t.assign(distiht_step=s.key) for s in scorings], ignore_index=True)
@@ -239,7 +242,7 @@ def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
 
 
 def claims(
-    a: an.Analysis, scorings: list[Scoring], sens: pd.DataFrame, reading: dict[str, Reading]
+    a: analysis.Analysis, scorings: list[Scoring], sens: pd.DataFrame, reading: dict[str, Reading]
 ) -> list[Claim]:
     """Per reading (the papers' first), data set and scoring of Distributed-IHT's step: the
     rounds and wall-clock claims of every algorithm the papers give a speed-up for."""
@@ -261,7 +264,7 @@ def claims(
 
 
 def _same_data_as_text(
-    a: an.Analysis, reading: dict[str, Reading], found: dict[str, list[Claim]]
+    a: analysis.Analysis, reading: dict[str, Reading], found: dict[str, list[Claim]]
 ) -> list[Claim]:
     """At α = β = 1 the standard-deviations reading generates the variances reading's data (a
     sweep runs it once): that reading's verdicts, at the papers' settings, are this one's too."""
@@ -281,7 +284,7 @@ def _same_data_as_text(
     return in_reading(out, TEXT_STD)
 
 
-def _base_rate_loss(a: an.Analysis, section: str) -> float | None:
+def _base_rate_loss(a: analysis.Analysis, section: str) -> float | None:
     """Simulation II's loss of predicting each client's share of positives for every row (the
     plateau a model that learns nothing else reaches), or None."""
     rid = a.runs.loc[a.runs["section"] == section, "run_id"].iloc[0]
@@ -292,10 +295,10 @@ def _base_rate_loss(a: an.Analysis, section: str) -> float | None:
     return -p * math.log(p) - (1 - p) * math.log(1 - p) if 0 < p < 1 else None
 
 
-def _trivial_note(a: an.Analysis, section: str, r: int) -> str:
-    check = max(1, math.ceil(r * ht.TRIVIAL_SHARE))
+def _trivial_note(a: analysis.Analysis, section: str, r: int) -> str:
+    check = max(1, math.ceil(r * ht_analysis.TRIVIAL_SHARE))
     note = (
-        f"; trivial target: Distributed-IHT is within {ht.TRIVIAL_TOL:.0%} of it by round "
+        f"; trivial target: Distributed-IHT is within {ht_analysis.TRIVIAL_TOL:.0%} of it by round "
         f"{check}, so the target is a plateau and is not scored"
     )
     loss = _base_rate_loss(a, section)
@@ -320,7 +323,7 @@ def _rounds_claims(s: Scoring, section: str, sens: pd.DataFrame) -> list[Claim]:
             ours = f"not reached within the run (target: round {row.R})"
         ours += f"; mean of {seeds} seed{'s' if seeds != 1 else ''}"
         ours += _seed_spread(a, row) + f", best config {row.best_config}"
-        edge = an.edge_note(a, section, row.algorithm)
+        edge = analysis.edge_note(a, section, row.algorithm)
         if edge:
             ours += f" ({edge})"
         if row.trivial:
@@ -339,7 +342,7 @@ def _rounds_claims(s: Scoring, section: str, sens: pd.DataFrame) -> list[Claim]:
                 ours += f"; at the papers' step-size grid: {at} ({papers['agreement'] or 'n/a'})"
         claim = Claim(
             paper=PAPER,
-            claim=f"{an.label(row.algorithm)} needs fewer rounds than Distributed-IHT to "
+            claim=f"{analysis.label(row.algorithm)} needs fewer rounds than Distributed-IHT to "
             f"reach Distributed-IHT's round-{row.R} objective",
             paper_value=f"≈{row.claimed_ratio:g}x fewer rounds ({_setting(a, section)})",
             ours=ours,
@@ -351,10 +354,10 @@ def _rounds_claims(s: Scoring, section: str, sens: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def _setting(a: an.Analysis, section: str) -> str:
+def _setting(a: analysis.Analysis, section: str) -> str:
     """Where the papers state the claim a synthetic data set speaks to."""
     sec = next(a.sections[a.sections["section"] == section].itertuples())
-    return ht.setting_text(ht.CLAIMS[(sec.task, sec.loss)])
+    return ht_analysis.setting_text(ht_analysis.CLAIMS[(sec.task, sec.loss)])
 
 
 # The papers' wall-clock model (seed 001, Fig. 4's caption): clients anywhere in the world, about
@@ -362,7 +365,7 @@ def _setting(a: an.Analysis, section: str) -> str:
 ROUND_DELAY_S, STEP_S, CLAIMED_WALLCLOCK = 0.15, 2e-5, 1.6
 
 
-def wallclock_table(a: an.Analysis, r2t: pd.DataFrame) -> pd.DataFrame:
+def wallclock_table(a: analysis.Analysis, r2t: pd.DataFrame) -> pd.DataFrame:
     """The rounds-to-target comparison in the papers' simulated wall-clock time: each
     algorithm's time to reach Distributed-IHT's round-R objective (rounds x 150 ms + local
     steps per client x 20 µs), and Distributed-IHT's time over it."""
@@ -384,7 +387,7 @@ def wallclock_table(a: an.Analysis, r2t: pd.DataFrame) -> pd.DataFrame:
             seconds[r_alg] = r * ROUND_DELAY_S + steps * STEP_S
             reached = {"section": section, "algorithm": row.algorithm, "rounds": r}
             rows.append({**reached, "local_steps_per_client": steps, "seconds": seconds[r_alg]})
-        base = seconds.get(ht.BASELINE)
+        base = seconds.get(ht_analysis.BASELINE)
         for entry in rows:
             if entry["section"] == section and base and entry.get("seconds"):
                 entry["speedup"] = base / entry["seconds"]
@@ -398,7 +401,7 @@ def _wallclock_claims(s: Scoring, section: str) -> list[Claim]:
     claim a speed-up in rounds for on ``section``."""
     a = s.analysis
     sec = next(a.sections[a.sections["section"] == section].itertuples())
-    claim = ht.CLAIMS.get((sec.task, sec.loss)) if sec.kind == "synthetic" else None
+    claim = ht_analysis.CLAIMS.get((sec.task, sec.loss)) if sec.kind == "synthetic" else None
     if claim is None:
         return []
     t = s.clock[s.clock["section"] == section].set_index("algorithm")
@@ -406,7 +409,7 @@ def _wallclock_claims(s: Scoring, section: str) -> list[Claim]:
     trivial = bool(r2t["trivial"].any())
     out = []
     for alg in claim[3]:
-        if alg not in t.index or ht.BASELINE not in t.index:
+        if alg not in t.index or ht_analysis.BASELINE not in t.index:
             continue  # no best configuration: the rounds claim already says so
         speedup = t.loc[alg, "speedup"]
         if pd.isna(t.loc[alg, "seconds"]):
@@ -414,21 +417,23 @@ def _wallclock_claims(s: Scoring, section: str) -> list[Claim]:
         else:
             ours = (
                 f"{speedup:.2f}x ({t.loc[alg, 'seconds']:.2f} s against "
-                f"{t.loc[ht.BASELINE, 'seconds']:.2f} s)"
+                f"{t.loc[ht_analysis.BASELINE, 'seconds']:.2f} s)"
             )
             ok = speedup >= CLAIMED_WALLCLOCK
         verdict = AGREES if ok else DISAGREES
         if trivial:
             verdict = NOT_MEASURED
             ours += _trivial_note(a, section, int(r2t["R"].iloc[0]))
-        if not ht.at_papers_setting(sec, claim):
+        if not ht_analysis.at_papers_setting(sec, claim):
             verdict = NO_CLAIM
         out.append(
             Claim(
                 paper=PAPER,
-                claim=f"{an.label(alg)} reaches Distributed-IHT's objective faster in "
+                claim=f"{analysis.label(alg)} reaches Distributed-IHT's objective faster in "
                 "wall-clock time (150 ms per round, 20 µs per local step)",
-                paper_value=f"at least {CLAIMED_WALLCLOCK:g}x faster ({ht.setting_text(claim)})",
+                paper_value=(
+                    f"at least {CLAIMED_WALLCLOCK:g}x faster ({ht_analysis.setting_text(claim)})"
+                ),
                 ours=ours,
                 verdict=verdict,
                 where=s.where(section),
@@ -450,7 +455,7 @@ def _wallclock(page: Page, sec, clock: pd.DataFrame, anchor: str = "clock") -> N
         "numbers: a run's time_model (the trace's time column).",
     )
     shown = clock.drop(columns="section").copy()
-    shown["algorithm"] = shown["algorithm"].map(an.label)
+    shown["algorithm"] = shown["algorithm"].map(analysis.label)
     reached = shown["rounds"].notna()
     shown = shown.astype(object)
     shown.loc[~reached, "rounds"] = "not reached"
@@ -464,7 +469,7 @@ def _wallclock(page: Page, sec, clock: pd.DataFrame, anchor: str = "clock") -> N
     )
 
 
-def _seed_spread(a: an.Analysis, row) -> str:
+def _seed_spread(a: analysis.Analysis, row) -> str:
     """When the first and the last seed reach the target (the min and max curves over seeds)."""
     c = a.curves[(a.curves["section"] == row.section) & (a.curves["algorithm"] == row.algorithm)]
     if c.empty or c["n"].max() < 2:
@@ -485,14 +490,14 @@ def _ratio(v: float) -> str:
 def _held(page: Page, sec, held: Scoring) -> None:
     """The rounds-to-target comparison again, Distributed-IHT held at HELD_STEP."""
     t = held.r2t[held.r2t["section"] == sec.section]
-    title = f"The same with Distributed-IHT held at γ = {ht.HELD_STEP:g}"
+    title = f"The same with Distributed-IHT held at γ = {ht_analysis.HELD_STEP:g}"
     page.heading("h3", title, f"held-{sec.slug}")
     page.text(
         "p",
         "Each client's curvature caps the federated methods' local step, while Distributed-IHT "
         "sees only the global curvature, so the verdict depends on the step Distributed-IHT "
-        f"runs at. Here it is held at γ = {ht.HELD_STEP:g}, the step flwr PR #7076 reports for "
-        "it, instead of its own best step above; the federated methods keep their best "
+        f"runs at. Here it is held at γ = {ht_analysis.HELD_STEP:g}, the step flwr PR #7076 "
+        "reports for it, instead of its own best step above; the federated methods keep their best "
         "configurations.",
     )
     _rounds_to_target(page, sec, t, held.notes, heading=False)
@@ -519,7 +524,11 @@ def _rounds_to_target(page: Page, sec, t: pd.DataFrame, notes: dict, heading=Tru
     )
     cols = ["algorithm", "best_config", "R", "rounds_to_target", "ratio", "claim_source"]
     if t["trivial"].any():
-        page.text("p", ht.trivial_text(r, max(1, math.ceil(r * ht.TRIVIAL_SHARE))), "note")
+        page.text(
+            "p",
+            ht_analysis.trivial_text(r, max(1, math.ceil(r * ht_analysis.TRIVIAL_SHARE))),
+            "note",
+        )
     shown = t[[*cols, "claimed_ratio"]].copy()
     shown["rounds_to_target"] = (
         shown["rounds_to_target"].astype(object).where(t["reached"], "not reached")
@@ -549,7 +558,7 @@ def _grid_sensitivity(page: Page, sec, sens: pd.DataFrame) -> None:
         "edge of the smaller grid.",
     )
     shown = sens.drop(columns="section").copy()
-    shown["algorithm"] = shown["algorithm"].map(an.label)
+    shown["algorithm"] = shown["algorithm"].map(analysis.label)
     shown["rounds_to_target"] = shown["rounds_to_target"].astype(object).fillna("not reached")
     page.table(shown)
 
@@ -560,11 +569,11 @@ def _heatmap(page: Page, sec, c: pd.DataFrame) -> None:
         page.text("p", "Neither Fed-HT nor FedIter-HT was run on this data set.", "note")
         return
     name = sec.section
-    for alg in an.algorithm_order(c["algorithm"].unique()):  # one readable figure per panel
+    for alg in analysis.algorithm_order(c["algorithm"].unique()):  # one readable figure per panel
         page.figure(
-            heatmap_figure(c[c["algorithm"] == alg], f"{name}, {an.label(alg)}"),
+            heatmap_figure(c[c["algorithm"] == alg], f"{name}, {analysis.label(alg)}"),
             f"heatmap_{sec.slug}_{alg}",
-            f"heatmap, {name}, {an.label(alg)}",
+            f"heatmap, {name}, {analysis.label(alg)}",
         )
     page.add("<details><summary>Heatmap values</summary>")
     cols = ["algorithm", "stepsize", "local_steps", "cell", "configs", "valid_configs"]
@@ -593,10 +602,10 @@ def _noniid(page: Page, noniid: pd.DataFrame) -> None:
             page.text("p", "Only one (α, β) level: no trend to show.", "muted")
         page.figure(
             noniid_figure(t, title),
-            f"noniid_{an.slugify(task)}_{an.slugify(loss)}",
+            f"noniid_{analysis.slugify(task)}_{analysis.slugify(loss)}",
             f"non-IID effect, {title}",
         )
-        page.table(t.drop(columns=["task", "loss"]).rename(columns=an.LABELS))
+        page.table(t.drop(columns=["task", "loss"]).rename(columns=analysis.LABELS))
 
 
 def readings_statements(readings: pd.DataFrame) -> list[str]:
@@ -609,7 +618,7 @@ def readings_statements(readings: pd.DataFrame) -> list[str]:
         best_base = base["final_objective"].min() if len(base) else float("nan")
         for name, rows in group.groupby("reading", sort=False):
             claimed = rows[rows["claimed_ratio"].notna()]
-            agree = claimed.loc[claimed["agreement"] == AGREES, "algorithm"].map(an.label)
+            agree = claimed.loc[claimed["agreement"] == AGREES, "algorithm"].map(analysis.label)
             what = (
                 f"reproduces the claim for {', '.join(agree)}"
                 if len(agree)
@@ -619,8 +628,8 @@ def readings_statements(readings: pd.DataFrame) -> list[str]:
                 what += " (its target is trivial: a plateau Distributed-IHT reaches early)"
             if "agreement_held" in rows and claimed["agreement_held"].notna().any():
                 held = claimed.loc[claimed["agreement_held"] == AGREES, "algorithm"]
-                names = ", ".join(held.map(an.label))
-                what += f"; with Distributed-IHT held at γ = {ht.HELD_STEP:g}, " + (
+                names = ", ".join(held.map(analysis.label))
+                what += f"; with Distributed-IHT held at γ = {ht_analysis.HELD_STEP:g}, " + (
                     f"the claim for {names}" if len(held) else "none"
                 )
             text = f"{key[0]} task (α, β) = ({key[2]:g}, {key[3]:g}), {name}: {what}"
@@ -654,7 +663,7 @@ def _readings(page: Page, readings: pd.DataFrame) -> None:
     items = "".join(f"<li>{html.escape(t)}</li>" for t in readings_statements(readings))
     page.add(f'<ul class="verdicts">{items}</ul>')
     shown = readings.copy()
-    shown["algorithm"] = shown["algorithm"].map(an.label)
+    shown["algorithm"] = shown["algorithm"].map(analysis.label)
     shown["rounds_to_target"] = shown["rounds_to_target"].astype(object).fillna("not reached")
     shown["ratio"] = shown["ratio"].astype(object).where(shown["ratio"].notna(), "")
     page.table(
@@ -670,10 +679,10 @@ def _readings(page: Page, readings: pd.DataFrame) -> None:
 def _headline() -> tuple[tuple[str, str, str], ...]:
     """The papers' headline claims (the rounds and the wall-clock speed-ups) as stated."""
     out = []
-    for claim in ht.CLAIMS.values():
-        where = ht.setting_text(claim)
+    for claim in ht_analysis.CLAIMS.values():
+        where = ht_analysis.setting_text(claim)
         for alg, ratio in claim[3].items():
-            name = an.label(alg)
+            name = analysis.label(alg)
             rounds = f"{name} needs fewer rounds than Distributed-IHT to reach Distributed-IHT's "
             rounds += f"round-{claim[1]} objective"
             clock = f"{name} reaches Distributed-IHT's objective faster in wall-clock time "

@@ -70,6 +70,9 @@ class ProxClients(Algorithm):
     per-client models, edge/bit accounting read by the trace through extra_metrics."""
 
     family = "Personalised and hierarchical"
+    # the shared pages show these by name; the label and colour are the sFedHP page's
+    shared_pages_by_name = True
+    config_label = (("stepsize", "γ"), ("local_steps", "K"), ("batch_size", "b"))
     trace_columns = (EDGE_BYTES_UP, EDGE_BYTES_DOWN, BITS, DENSITY, PM_DENSITY)
     zero_tol = 0.0
 
@@ -234,6 +237,7 @@ class SFedHP(ProxClients):
     """sFedHP (Liu et al.): client/edge/cloud personalisation with a smooth-l1 sparsity term."""
 
     name = "sfedhp"
+    label, colour = "sFedHP", "tab:red"
     summary = "sFedHP: hierarchical Moreau-envelope personalisation, smooth-l1 sparse"
     hyperparameters = SFEDHP_HYPERPARAMETERS
 
@@ -340,6 +344,7 @@ class PFedMe(FlatClients):
     """pFedMe (Dinh et al.): Moreau-envelope personalisation, uniform server mean."""
 
     name = "pfedme"
+    label, colour = "pFedMe", "tab:blue"
     summary = "pFedMe: personalised models by Moreau envelopes, beta-relaxed uniform mean"
     hyperparameters = PFEDME_HYPERPARAMETERS
 
@@ -405,6 +410,7 @@ class HierFAVG(ProxClients):
     edges weighted by their clients' total p. Client u is under edge u // J."""
 
     name = "hierfavg"
+    label, colour = "HierFAVG", "tab:green"
     summary = "HierFAVG: FedAvg with kappa2 edge aggregations per cloud aggregation"
     trace_columns = (EDGE_BYTES_UP, EDGE_BYTES_DOWN, BITS, DENSITY)
     hyperparameters = (
@@ -483,6 +489,7 @@ class FedProx(FlatClients):
     each) on f_i(w) + mu/2 ||w - w^t||^2 from w^t; the server takes the p-weighted mean."""
 
     name = "fedprox"
+    label, colour = "FedProx", "tab:orange"
     summary = "FedProx: local SGD with a proximal term at w^t, p-weighted mean"
     trace_columns = (BITS, DENSITY)
     hyperparameters = (
@@ -537,6 +544,7 @@ class PerFedAvg(FlatClients):
     theta_i = w - alpha grad f_i(w; D)."""
 
     name = "perfedavg"
+    label, colour = "Per-FedAvg", "tab:purple"
     summary = "Per-FedAvg: first-order (or Hessian-free) MAML, one-step personalisation"
     hyperparameters = (
         stepsize("beta: the outer (meta) step", default=0.05),
@@ -624,6 +632,7 @@ class HeurFedAMP(FlatClients):
     mean (the method has no global model)."""
 
     name = "heurfedamp"
+    label, colour = "HeurFedAMP", "tab:brown"
     summary = "HeurFedAMP: attentive personalised cloud models by cosine similarity"
     hyperparameters = (
         stepsize("local SGD step", default=0.05),

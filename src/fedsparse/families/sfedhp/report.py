@@ -49,24 +49,8 @@ PAPER = "Liu et al., sFedHP (seed 002)"
 PERSONALISED = ("sfedhp", "pfedme", "hierfavg", "fedprox", "perfedavg", "heurfedamp")
 GM_METHODS = ("sfedhp", "pfedme", "hierfavg", "fedprox", "fedavg")  # Table I's methods
 AGREE_PP = 2.0  # percentage points
-NAMES = {
-    "sfedhp": "sFedHP",
-    "pfedme": "pFedMe",
-    "fedavg": "FedAvg",
-    "hierfavg": "HierFAVG",
-    "fedprox": "FedProx",
-    "perfedavg": "Per-FedAvg",
-    "heurfedamp": "HeurFedAMP",
-}
-COLOURS = {
-    "sfedhp": "tab:red",
-    "pfedme": "tab:blue",
-    "fedavg": "tab:gray",
-    "hierfavg": "tab:green",
-    "fedprox": "tab:orange",
-    "perfedavg": "tab:purple",
-    "heurfedamp": "tab:brown",
-}
+# the methods in the paper's tables' order; each shown by its declared label and colour
+METHODS = ("sfedhp", "pfedme", "fedavg", "hierfavg", "fedprox", "perfedavg", "heurfedamp")
 # hyperparameters named in a configuration's label (others only when they vary)
 LABEL_PARAMS = {
     "sfedhp": ("lambda1", "lambda2", "gamma1", "gamma2"),
@@ -83,6 +67,17 @@ for _algo in PERSONALISED:
     for _h in ALGORITHMS[_algo].hyperparameters:
         if _h.symbol:
             SYMBOLS.setdefault(_h.name, _h.symbol)
+
+
+def method_name(algorithm: str) -> str:
+    """How the page names an algorithm: a method's declared label (Algorithm.label)."""
+    return ALGORITHMS[algorithm].label if algorithm in METHODS else algorithm
+
+
+def method_colour(algorithm: str) -> str:
+    """How the page draws an algorithm: a method's declared colour (Algorithm.colour)."""
+    return ALGORITHMS[algorithm].colour if algorithm in METHODS else "black"
+
 
 # ---- the paper's numbers (spec seed-002 §5), % -------------------------------------------
 # Tables II-V: per method (PM, GM); sFedHP and pFedMe per lambda, HeurFedAMP per alpha.
@@ -295,13 +290,15 @@ def _label(algo: str, row: pd.Series, varying: list[str]) -> str:
         if row["lambda1"] == row["lambda2"]:
             parts.append(f"λ={row['lambda1']:g}")
         else:
-            parts.append(f"λ1={row['lambda1']:g} λ2={row['lambda2']:g}")
+            parts.append(
+                f"{SYMBOLS['lambda1']}={row['lambda1']:g} {SYMBOLS['lambda2']}={row['lambda2']:g}"
+            )
         schedule = bool(row["density_floor"] or row["gamma2_rounds"])  # else gamma_tiny unused
         shown_sparse = SPARSITY if schedule else SPARSITY[:-1]
         own = tuple(c for c in shown_sparse if _sparse(row) and row[c])
     shown = [*own, *(c for c in varying if c not in own and c not in hidden)]
     parts += [f"{SYMBOLS.get(c, c)}={_fmt_value(row[c])}" for c in shown if pd.notna(row[c])]
-    return " ".join([NAMES.get(algo, algo), *parts])
+    return " ".join([method_name(algo), *parts])
 
 
 def _sparse(row) -> bool:
@@ -462,7 +459,7 @@ def _styles(curves: pd.DataFrame):
     out = []
     for algo, rows in curves.groupby("algorithm", sort=True):
         for k, lab in enumerate(sorted(rows["label"].unique())):
-            out.append((algo, lab, COLOURS.get(algo, "black"), ("-", "--", ":", "-.")[k % 4]))
+            out.append((algo, lab, method_colour(algo), ("-", "--", ":", "-.")[k % 4]))
     return out
 
 
@@ -613,7 +610,7 @@ def table_claims(summary: pd.DataFrame, key, where: str, anchor: str) -> list[Cl
     others = {a: v for a, v in paper_gm.items() if a != "sfedhp"}
     rival = max(others, key=others.get)
     paper = (
-        f"sFedHP {paper_gm['sfedhp']:.2f} %, next {NAMES[rival]} {others[rival]:.2f} % "
+        f"sFedHP {paper_gm['sfedhp']:.2f} %, next {method_name(rival)} {others[rival]:.2f} % "
         f"(+{paper_gm['sfedhp'] - others[rival]:.2f} pp)"
     )
     claims.append(
@@ -645,11 +642,11 @@ def table_claims(summary: pd.DataFrame, key, where: str, anchor: str) -> list[Cl
 def _ordering_claim(claim, paper, values: pd.Series, winner, rivals, where, anchor) -> Claim:
     present = [a for a in rivals if a in values.index]
     if winner not in values.index or not present:
-        missing = [NAMES[a] for a in (winner, *rivals) if a not in values.index]
+        missing = [method_name(a) for a in (winner, *rivals) if a not in values.index]
         return Claim(
             PAPER, claim, paper, f"no runs of {', '.join(missing)}", NOT_MEASURED, where, anchor
         )
-    ours = ", ".join(f"{NAMES[a]} {values[a]:.2f} %" for a in (winner, *present))
+    ours = ", ".join(f"{method_name(a)} {values[a]:.2f} %" for a in (winner, *present))
     holds = all(values[winner] > values[a] for a in present)
     return Claim(
         PAPER,
@@ -683,7 +680,7 @@ def _pm_gap_claim(summary, key, name, where, anchor) -> Claim:
         f"sFedHP's PM accuracy (λ = {lam:g}) is close to the best PM of the other methods on "
         f"{name} (Tables II–V; agreeing: our gap within {AGREE_PP:g} pp of theirs)"
     )
-    best_name = NAMES.get(paper_best[1], "pFedGP")
+    best_name = method_name(paper_best[1]) if paper_best[1] in METHODS else "pFedGP"
     paper = (
         f"gap {paper_gap:.2f} pp (sFedHP {paper_sf:.2f} %, best {best_name} {paper_best[0]:.2f} %)"
     )
@@ -694,7 +691,7 @@ def _pm_gap_claim(summary, key, name, where, anchor) -> Claim:
     ours_sf = float(dense.loc[dense["lambda1"] == lam, "pm_best"].iloc[0])
     gap, best = float(pm.max()) - ours_sf, pm.idxmax()
     ours = (
-        f"gap {gap:.2f} pp (sFedHP {ours_sf:.2f} %, best {NAMES[best]} {pm.max():.2f} %; "
+        f"gap {gap:.2f} pp (sFedHP {ours_sf:.2f} %, best {method_name(best)} {pm.max():.2f} %; "
         "best over rounds, mean over seeds)"
     )
     ok = abs(gap - paper_gap) <= AGREE_PP
@@ -726,7 +723,7 @@ def convex_claims(
         top = top.sort_values("gm_best", ascending=False)
         ours = (
             ", ".join(
-                f"{NAMES[a]} {mean_std(r.gm_best, r.gm_best_std, r.seeds)} %"
+                f"{method_name(a)} {mean_std(r.gm_best, r.gm_best_std, r.seeds)} %"
                 for a, r in top.iterrows()
             )
             + f" (best over rounds; mean ± std over {int(top['seeds'].min())} seed(s))"
@@ -763,7 +760,7 @@ def convex_claims(
 def _auc(data: ReportData, summary: pd.DataFrame) -> pd.Series:
     """Mean GM accuracy (%) over the evaluated rounds of each method's best configuration
     (``summary``: one data set's), by algorithm."""
-    best = best_configs(summary, "gm_best", NAMES)
+    best = best_configs(summary, "gm_best", METHODS)
     runs = pd.DataFrame(
         [(rid, algo) for algo, ids in best["run_ids"].items() for rid in ids],
         columns=["run_id", "algorithm"],
@@ -972,7 +969,7 @@ def _dataset_section(page, data: ReportData, ds: str, rows: pd.DataFrame, scores
     )
     where = f"{ds} ({why}; {first['model']}, {int(rows['rounds'].max())} rounds)"
     page.add(f'<h3 id="sfedhp-{slug}">{html.escape(ds)}: {html.escape(why)}</h3>')
-    order = {a: k for k, a in enumerate(NAMES)}
+    order = {a: k for k, a in enumerate(METHODS)}
     rows = rows.sort_values("algorithm", key=lambda s: s.map(order), kind="stable")
     table = results_table(rows, key)
     _anchored(page, f"sfedhp-{slug}-table", lambda: page.table(table))

@@ -112,6 +112,7 @@ class _SSCA(Algorithm):
     """The clients' round and the shared recursions; subclasses solve the server problem."""
 
     family = "SSCA"
+    config_label = (("batch_size", "b"),)
     trace_columns = (SQ_NORM,)
 
     def setup(self) -> None:
