@@ -30,6 +30,6 @@ include: "workflow/rules/report.smk"
 
 rule all:
     input:
-        f"{RESULTS}/runs.parquet",
-        f"{RESULTS}/report/index.html",
+        L.runs,
+        L.report_html,
     default_target: True

@@ -106,19 +106,22 @@ def test_reading_the_plan_imports_no_kernels(tmp_path):
 
     import yaml
 
-    from fedsparse.sweep import plan_file_path, plan_sweep, write_plan_file
+    from fedsparse.layout import Layout
+    from fedsparse.plan_file import write_plan_file
+    from fedsparse.sweep import plan_sweep
 
     root = Path(__file__).resolve().parents[1]
     sweep = yaml.safe_load((root / "config/quick.yaml").read_text())
     plan = plan_sweep(sweep)
-    write_plan_file(plan, sweep, plan_file_path(tmp_path))
+    write_plan_file(plan, sweep, Layout(tmp_path).plan_file)
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
     code = f"""
 import sys, yaml
 from fedsparse.progress import sweep_progress
-from fedsparse.sweep import plan_file_path, plan_from_file
+from fedsparse.layout import Layout
+from fedsparse.plan_file import plan_from_file
 sweep = yaml.safe_load(open({str(tmp_path / "sweep.yaml")!r}))
-plan = plan_from_file(plan_file_path({str(tmp_path)!r}), sweep)
+plan = plan_from_file(Layout({str(tmp_path)!r}).plan_file, sweep)
 shard = list(plan.shards)[-1]
 assert plan.shard_dataset(shard) and [r.run_id for r in plan.shards[shard]]
 assert plan.shard_priority(shard) > 0 and plan.shard_resources(shard, "no-data")["runtime"] > 0

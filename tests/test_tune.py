@@ -30,6 +30,7 @@ optuna = pytest.importorskip("optuna")
 
 from fedsparse import run as run_config  # noqa: E402
 from fedsparse.errors import ConfigError  # noqa: E402
+from fedsparse.layout import Layout  # noqa: E402
 from fedsparse.pipeline import make_data  # noqa: E402
 from fedsparse.sweep import plan_sweep  # noqa: E402
 from fedsparse.tune import (  # noqa: E402
@@ -42,7 +43,6 @@ from fedsparse.tune import (  # noqa: E402
     run_worker,
     study_spec,
 )
-from fedsparse.tune.storage import study_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LIN = dict(SMALL_LINEAR)
@@ -418,7 +418,7 @@ def test_kill_and_resume_keeps_finished_trials_and_reruns_abandoned_ones(tmp_pat
     ran = finish([spawn_worker(sweep, tmp_path, env), spawn_worker(sweep, tmp_path, env)])
     after = trials_of(cfg, tmp_path)
     finished = [t for t in after if t.state.name in FINISHED]
-    parts = study_dir(tmp_path, STUDY) / "trials"
+    parts = Layout(tmp_path).study_trial_parts(STUDY)
     saved = {n for n in abandoned if (parts / f"{n:06d}.parquet").exists()}  # killed in between
     assert len(finished) == 10 and sum(ran) == 10 - len(kept) - len(saved)
     assert {t.number: t.value for t in after if t.number in kept} == kept
@@ -446,7 +446,7 @@ def test_a_trial_saved_but_not_told_is_finished_from_its_part(tmp_path):
     spec = study_spec(cfg, STUDY)
     storage = open_storage(spec, tmp_path)
     study = load_study(spec, storage)
-    parts = study_dir(tmp_path, STUDY) / "trials"
+    parts = Layout(tmp_path).study_trial_parts(STUDY)
     parts.mkdir(parents=True, exist_ok=True)
     dead = {"host": socket.gethostname(), "pid": 2**22 + 17}  # no such process
     for number, (state, value) in enumerate([("COMPLETE", 1.5), ("PRUNED", 9.0), (None, 0)]):

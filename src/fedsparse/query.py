@@ -41,6 +41,7 @@ from .aggregate import ROW_GROUP_ROWS, install, stage_traces
 from .atomic import atomic_write
 from .edges import EDGE_COLUMNS, edge_phrase
 from .errors import FedsparseError, FedsparseWarning
+from .layout import Layout
 from .results import (
     HYPERPARAMETER_COLUMNS,
     RUNS_SCHEMA,
@@ -664,12 +665,11 @@ def merge_results(sources: Sequence[str | Path], dest: str | Path) -> MergeSumma
     """Write the union of ``sources`` (see the module docstring) to ``dest`` as a results
     folder, like the aggregate rule: ``traces/`` then ``runs.parquet``, each atomically."""
     dest = Path(dest).absolute()
+    out = Layout(dest)
     spill = None
     try:
         with _merge_views(sources) as (con, folders):
-            if (dest / "runs.parquet").exists() and dest.resolve() not in {
-                f.resolve() for f in folders
-            }:
+            if out.runs.exists() and dest.resolve() not in {f.resolve() for f in folders}:
                 raise FedsparseError(
                     f"{dest}: already holds results; give it as a source too, or another -o"
                 )
@@ -682,9 +682,9 @@ def merge_results(sources: Sequence[str | Path], dest: str | Path) -> MergeSumma
                 # streamed, one data set x algorithm partition at a time, each in run and
                 # round order; staged beside dest and renamed only when both are complete
                 # (dest may be a source: it is read to the end first)
-                staged_traces = stage_traces(_partition_batches(con), dest / "traces")
+                staged_traces = stage_traces(_partition_batches(con), out.traces)
                 try:
-                    staged_runs = _stage_runs(con, dest / "runs.parquet")
+                    staged_runs = _stage_runs(con, out.runs)
                 except BaseException:
                     shutil.rmtree(staged_traces, ignore_errors=True)
                     raise
@@ -696,7 +696,7 @@ def merge_results(sources: Sequence[str | Path], dest: str | Path) -> MergeSumma
     finally:
         if spill is not None:
             shutil.rmtree(spill, ignore_errors=True)
-    install(staged_traces, dest / "traces", staged_runs, dest / "runs.parquet")
+    install(staged_traces, out.traces, staged_runs, out.runs)
     return MergeSummary(n_runs, per_folder, conflicts)
 
 

@@ -5,37 +5,31 @@
 
 rule optuna_study:
     output:
-        f"{RESULTS}/optuna/{{study}}/study.json",
+        L.study_marker("{study}"),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        f"{RESULTS}/logs/optuna/{{study}}/study.log",
+        L.study_log("{study}", "study"),
     params:
         # a change of search space, metric or budget re-creates (or extends) the study
         settings=lambda w: {
             **PLAN.studies[w.study].identity(),
             "n_trials": PLAN.studies[w.study].settings.n_trials,
         },
-        # RESULTS: three levels above RESULTS/optuna/<study>/<file>
-        results=lambda w, output: os.path.dirname(os.path.dirname(os.path.dirname(output[0]))),
     script:
         "../scripts/optuna_study.py"
 
 
 rule optuna_worker:
     input:
-        data=lambda w: f"{RESULTS}/data/{PLAN.studies[w.study].dataset}",
-        study=f"{RESULTS}/optuna/{{study}}/study.json",
+        data=lambda w: L.dataset(PLAN.studies[w.study].dataset),
+        study=L.study_marker("{study}"),
     output:
-        f"{RESULTS}/optuna/{{study}}/worker-{{worker}}.done",
+        L.worker_done("{study}", "{worker}"),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        f"{RESULTS}/logs/optuna/{{study}}/worker-{{worker}}.log",
-    params:
-        data_root=lambda w, input: os.path.dirname(input.data),
-        # RESULTS: three levels above RESULTS/optuna/<study>/<file>
-        results=lambda w, output: os.path.dirname(os.path.dirname(os.path.dirname(output[0]))),
+        L.study_log("{study}", "worker-{worker}"),
     threads: 1
     resources:
         runtime=lambda w, input: PLAN.worker_resources(w.study, input.data)["runtime"],
@@ -46,40 +40,34 @@ rule optuna_worker:
 
 rule optuna_export:
     input:
-        lambda w: expand(
-            f"{RESULTS}/optuna/{w.study}/worker-{{worker}}.done",
-            worker=range(PLAN.studies[w.study].settings.n_workers),
-        ),
+        lambda w: [
+            L.worker_done(w.study, worker)
+            for worker in range(PLAN.studies[w.study].settings.n_workers)
+        ],
     output:
-        traces=f"{RESULTS}/optuna/{{study}}/trials.parquet",
-        runs=f"{RESULTS}/optuna/{{study}}/trials.runs.parquet",
+        traces=L.study_traces("{study}", "trials"),
+        runs=L.study_runs("{study}", "trials"),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        f"{RESULTS}/logs/optuna/{{study}}/export.log",
-    params:
-        # RESULTS: three levels above RESULTS/optuna/<study>/<file>
-        results=lambda w, output: os.path.dirname(os.path.dirname(os.path.dirname(output[0]))),
+        L.study_log("{study}", "export"),
     script:
         "../scripts/optuna_export.py"
 
 
 rule optuna_holdout:
     input:
-        data=lambda w: f"{RESULTS}/data/{PLAN.studies[w.study].dataset}",
-        trials=f"{RESULTS}/optuna/{{study}}/trials.runs.parquet",
+        data=lambda w: L.dataset(PLAN.studies[w.study].dataset),
+        trials=L.study_runs("{study}", "trials"),
     output:
-        traces=f"{RESULTS}/optuna/{{study}}/holdout.parquet",
-        runs=f"{RESULTS}/optuna/{{study}}/holdout.runs.parquet",
+        traces=L.study_traces("{study}", "holdout"),
+        runs=L.study_runs("{study}", "holdout"),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        f"{RESULTS}/logs/optuna/{{study}}/holdout.log",
+        L.study_log("{study}", "holdout"),
     params:
-        data_root=lambda w, input: os.path.dirname(input.data),
         holdout_seeds=lambda w: PLAN.studies[w.study].settings.holdout_seeds,
-        # RESULTS: three levels above RESULTS/optuna/<study>/<file>
-        results=lambda w, output: os.path.dirname(os.path.dirname(os.path.dirname(output[0]))),
     threads: 1
     script:
         "../scripts/optuna_holdout.py"

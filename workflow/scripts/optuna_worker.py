@@ -1,11 +1,13 @@
+from fedsparse.layout import Layout
 from fedsparse.pipeline import job
 from fedsparse.tune import run_worker
 
-with job(snakemake.log[0], snakemake.threads):  # noqa: F821 (snakemake is injected by Snakemake)
+L = Layout.of_sweep(snakemake.config)  # noqa: F821 (snakemake is injected by Snakemake)
+with job(snakemake.log[0], snakemake.threads):  # noqa: F821
     run_worker(
         snakemake.config,  # noqa: F821
         snakemake.wildcards.study,  # noqa: F821
-        data_root=snakemake.params.data_root,  # noqa: F821
-        results_dir=snakemake.params.results,  # noqa: F821
+        data_root=L.data,
+        results_dir=L.root,
         done=snakemake.output[0],  # noqa: F821
     )

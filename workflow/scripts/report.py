@@ -1,7 +1,7 @@
-from pathlib import Path
-
+from fedsparse.layout import Layout
 from fedsparse.pipeline import job
 from fedsparse.report import build_report
 
-with job(snakemake.log[0]):  # noqa: F821 (snakemake is injected by Snakemake)
-    build_report(snakemake.params.results, Path(snakemake.output.html).parent)  # noqa: F821
+L = Layout.of_sweep(snakemake.config)  # noqa: F821 (snakemake is injected by Snakemake)
+with job(snakemake.log[0]):  # noqa: F821
+    build_report(L.root, L.report)

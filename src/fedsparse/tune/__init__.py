@@ -63,7 +63,7 @@ from ..studies import (
 )
 from .export import export_study, finished_trials, pareto_trials, run_holdout, study_status
 from .plan import TuneError, study_spec
-from .storage import create_study, load_study, make_pruner, make_sampler, open_storage, study_dir
+from .storage import create_study, load_study, make_pruner, make_sampler, open_storage
 from .worker import (
     check_space_on_data,
     metric_value,
@@ -95,7 +95,6 @@ __all__ = [
     "plan_studies",
     "run_holdout",
     "run_worker",
-    "study_dir",
     "study_spec",
     "study_status",
     "trial_run_id",

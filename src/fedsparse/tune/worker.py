@@ -21,11 +21,12 @@ import pyarrow as pa
 from ..algorithms import ALGORITHMS
 from ..config import run_id
 from ..errors import ConfigError
+from ..layout import Layout
 from ..replay import resolved_params
 from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
 from ..studies import METRICS, StudySpec
 from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
-from .storage import load_study, make_sampler, open_storage, study_dir, study_lock
+from .storage import load_study, make_sampler, open_storage, study_lock
 
 log = logging.getLogger("fedsparse.tune")
 
@@ -327,7 +328,7 @@ def run_worker(
     check_space_on_data(spec, data)
     storage = open_storage(spec, results_dir)
     s = load_study(spec, storage)
-    parts = study_dir(results_dir, spec.name) / "trials"
+    parts = Layout(results_dir).study_trial_parts(spec.name)
     parts.mkdir(parents=True, exist_ok=True)
     previous = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
