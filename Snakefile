@@ -23,7 +23,7 @@ localrules:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/run.smk"
-include: "workflow/rules/optuna.smk"
+include: "workflow/rules/tune.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 

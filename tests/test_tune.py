@@ -33,16 +33,10 @@ from fedsparse.errors import ConfigError  # noqa: E402
 from fedsparse.layout import Layout  # noqa: E402
 from fedsparse.pipeline import make_data  # noqa: E402
 from fedsparse.sweep import plan_sweep  # noqa: E402
-from fedsparse.tune import (  # noqa: E402
-    create_study,
-    export_study,
-    load_study,
-    metric_value,
-    open_storage,
-    run_holdout,
-    run_worker,
-    study_spec,
-)
+from fedsparse.tune.export import export_study, run_holdout  # noqa: E402
+from fedsparse.tune.plan import study_spec  # noqa: E402
+from fedsparse.tune.storage import create_study, load_study, open_storage  # noqa: E402
+from fedsparse.tune.worker import metric_value, run_worker  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LIN = dict(SMALL_LINEAR)
@@ -98,7 +92,7 @@ def spawn_worker(
     code = (
         "import sys, yaml\n"
         "from fedsparse.pipeline import setup_logging\n"
-        "from fedsparse.tune import run_worker\n"
+        "from fedsparse.tune.worker import run_worker\n"
         "setup_logging(None)\n"
         "cfg = yaml.safe_load(open(sys.argv[1]))\n"
         "print('RAN', run_worker(cfg, sys.argv[2], sys.argv[3] + '/data', sys.argv[3]))\n"

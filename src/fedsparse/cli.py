@@ -160,7 +160,9 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
     from .config import read_config_file
     from .pipeline import setup_logging
-    from .tune import create_study, run_worker, study_status
+    from .tune.export import study_status
+    from .tune.storage import create_study
+    from .tune.worker import run_worker
 
     sweep = read_config_file(args.sweep)
     layout = Layout(args.results) if args.results else Layout.of_sweep(sweep)

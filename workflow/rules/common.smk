@@ -26,7 +26,7 @@ PLAN = (workflow.remote_exec and plan_from_file(L.plan_file, config)) or plan_or
 SHARDS = list(PLAN.shards)
 # the sweep's progress line in runs (started in onstart, so only where jobs are run)
 PROGRESS = sweep_progress(PLAN, config, L.root, logger.info)
-# method optuna: one study per data set x algorithm (rules in optuna.smk); none for grids
+# method optuna: one study per data set x algorithm (rules in tune.smk); none for grids
 STUDIES = list(PLAN.studies)
 STUDY_TRACES = [L.study_traces(s, part) for s in STUDIES for part in ("trials", "holdout")]
 STUDY_RUNS = [L.study_runs(s, part) for s in STUDIES for part in ("trials", "holdout")]

@@ -1,6 +1,6 @@
 from fedsparse.layout import Layout
 from fedsparse.pipeline import job
-from fedsparse.tune import run_holdout
+from fedsparse.tune.export import run_holdout
 
 L = Layout.of_sweep(snakemake.config)  # noqa: F821 (snakemake is injected by Snakemake)
 with job(snakemake.log[0], snakemake.threads):  # noqa: F821

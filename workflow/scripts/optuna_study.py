@@ -1,6 +1,6 @@
 from fedsparse.layout import Layout
 from fedsparse.pipeline import job
-from fedsparse.tune import create_study
+from fedsparse.tune.storage import create_study
 
 L = Layout.of_sweep(snakemake.config)  # noqa: F821 (snakemake is injected by Snakemake)
 with job(snakemake.log[0]):  # noqa: F821

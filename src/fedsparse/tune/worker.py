@@ -24,9 +24,9 @@ from ..errors import ConfigError
 from ..layout import Layout
 from ..replay import resolved_params
 from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
-from ..studies import METRICS, StudySpec
 from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
 from .storage import load_study, make_sampler, open_storage, study_lock
+from .studies import METRICS, StudySpec
 
 log = logging.getLogger("fedsparse.tune")
 
@@ -224,7 +224,7 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
     from ..sweep import Run
 
     params = trial.params
-    prune = spec.settings.pruner["name"] != "none"  # (never with objectives: studies.py)
+    prune = spec.settings.pruner["name"] != "none"  # (never with objectives: tune/studies.py)
     objectives = spec.settings.objectives
     tables, summaries, values, pruned = [], [], [], False
     for k, seed in enumerate(spec.seeds):
