@@ -768,8 +768,8 @@ def test_two_objective_study_with_two_workers_reaches_exactly_n_trials(tmp_path,
 
     # optuna.html shows the Pareto set with its held-out means, from the results alone
     from fedsparse.aggregate import aggregate
-    from fedsparse.report.optuna_section import add_section
     from fedsparse.report.page import Page
+    from fedsparse.report.tune_section import add_section
 
     out = tmp_path / "res"
     aggregate(

@@ -43,7 +43,7 @@ from ..errors import FedsparseError
 from ..query import merge_results
 from ..results import check_results_folder
 from . import analysis as an
-from . import optuna_section, pareto
+from . import pareto, tune_section
 from .claims import (
     AGREES,
     DERIVED,
@@ -188,7 +188,7 @@ def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
         page.write("data.html", "Data")
         pages.append(("data.html", "Data: partitions and test accuracy", ""))
     page = _subpage(root, "Optuna studies")
-    if optuna_section.add_section(page, data, tables):
+    if tune_section.add_section(page, data, tables):
         page.write("optuna.html", "Optuna studies")
         pages.append(("optuna.html", "Optuna studies", ""))
 
