@@ -2,8 +2,8 @@ from snakemake.logging import logger
 from snakemake.utils import min_version
 
 from fedsparse.layout import Layout
-from fedsparse.progress import sweep_progress
 from fedsparse.plan_file import plan_from_file, write_plan_file
+from fedsparse.progress import sweep_progress
 from fedsparse.sweep import plan_or_exit, retype_config
 
 min_version("8.10")
