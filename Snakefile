@@ -23,13 +23,13 @@ localrules:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/run.smk"
-include: "workflow/rules/optuna.smk"
+include: "workflow/rules/tune.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
-        f"{RESULTS}/runs.parquet",
-        f"{RESULTS}/report/index.html",
+        L.runs,
+        L.report_html,
     default_target: True

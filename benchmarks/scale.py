@@ -165,11 +165,13 @@ else:  # the aggregate rule's steps, the trace files K times over (their runs wo
 """
 PLAN = """
 import sys, yaml
-from fedsparse.sweep import plan_checked, plan_file_path, write_plan_file
+from fedsparse.layout import Layout
+from fedsparse.plan_file import write_plan_file
+from fedsparse.sweep import plan_checked
 cfg = yaml.safe_load(open(sys.argv[1]))
 plan = plan_checked(cfg)
 if len(sys.argv) > 2:
-    write_plan_file(plan, cfg, plan_file_path(sys.argv[2]))
+    write_plan_file(plan, cfg, Layout(sys.argv[2]).plan_file)
 """
 SYNTHESISE = """
 import sys, yaml
@@ -190,7 +192,7 @@ print(json.dumps([len(plan.runs), len(names), names[len(names) // 2]]))
 READ_SHARD = """
 import sys, yaml
 import fedsparse.shard
-from fedsparse.sweep import read_plan_shard
+from fedsparse.plan_file import read_plan_shard
 cfg = yaml.safe_load(open(sys.argv[1]))
 read_plan_shard(sys.argv[2], sys.argv[3], cfg)
 """
@@ -233,7 +235,7 @@ def bench(
             row("plan", run_measured([*py, PLAN, str(tmp / "sweep.yaml")]))
             config = ["--configfile", str(tmp / "sweep.yaml")]
             row("dag", run_measured([*snakemake, *config, "-n", "--quiet"], cwd=tmp))
-            run_measured([*py, PLAN, str(tmp / "sweep.yaml"), str(tmp / "results/shards")])
+            run_measured([*py, PLAN, str(tmp / "sweep.yaml"), str(tmp / "results")])
             target = ["--mode", "remote", "-n", "--target-jobs", f"run_shard:shard={shard}"]
             row("job", run_measured([*snakemake, *config, *target, "--quiet"], cwd=tmp))
             plan_file = str(tmp / "results/shards/plan.parquet")

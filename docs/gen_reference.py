@@ -260,10 +260,11 @@ def hyper_range(h: Any) -> str:
 
 def generate_configuration() -> str:
     sys.path.insert(0, str(ROOT / "src"))
-    from fedsparse import config, model, problem, studies, sweep
+    from fedsparse import config, model, problem, sweep
     from fedsparse.algorithms.base import DEFAULT_TIME_MODEL
     from fedsparse.algorithms.registry import classes
     from fedsparse.data.registry import DATASETS, IMAGE_SETS
+    from fedsparse.tune import studies
 
     schema = yaml.safe_load(SCHEMA.read_text())
     defs, props = schema.get("$defs", {}), schema["properties"]

@@ -173,7 +173,7 @@ def test_bad_shard_minutes_is_refused_with_one_line_naming_it(bad):
 def test_a_plan_read_from_its_file_sizes_shards_as_the_planned_one(tmp_path):
     # steps per round differ from local_steps here (pfedme: local x inner steps, hierfavg:
     # local steps x edge rounds); a job's Snakemake reads them from the plan file
-    from fedsparse.sweep import read_plan, write_plan_file
+    from fedsparse.plan_file import read_plan, write_plan_file
 
     cfg = sweep(seeds=[0, 1, 2], shard_size=2)
     cfg["datasets"]["lin"]["data"]["clients"] = 8

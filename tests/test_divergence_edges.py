@@ -212,7 +212,7 @@ def test_report_excludes_finite_blow_ups_and_flags_edges(results, tmp_path):
 
 
 def test_optuna_best_table_flags_a_parameter_at_the_edge_of_the_trials():
-    from fedsparse.report.optuna_section import best_table, trials_table
+    from fedsparse.report.tune_section import best_table, trials_table
 
     space = '{"local_steps": {"type": "int", "low": 1, "high": 9}, "stepsize": {"type": "float"}}'
     runs = pd.DataFrame(

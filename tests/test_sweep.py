@@ -134,7 +134,7 @@ def test_the_schema_takes_any_algorithm_name_and_the_package_refuses_unknown_one
 
 
 def test_plan_file_gives_each_shard_its_runs_and_is_rewritten_only_on_change(tmp_path):
-    from fedsparse.sweep import read_plan_shard, write_plan_file
+    from fedsparse.plan_file import read_plan_shard, write_plan_file
 
     cfg, path = quick(), tmp_path / "plan.parquet"
     plan = plan_sweep(cfg)
@@ -153,7 +153,7 @@ def test_plan_file_gives_each_shard_its_runs_and_is_rewritten_only_on_change(tmp
 
 
 def test_a_plan_read_from_its_file_equals_the_plan(tmp_path):
-    from fedsparse.sweep import read_plan, write_plan_file
+    from fedsparse.plan_file import read_plan, write_plan_file
 
     cfg, path = quick(), tmp_path / "plan.parquet"
     plan = plan_sweep(cfg)
@@ -194,7 +194,9 @@ def test_a_cluster_jobs_snakemake_reads_the_plan_and_never_plans(tmp_path):
     import subprocess
     import sys
 
-    from fedsparse.sweep import plan_checked, plan_file_path, write_plan_file
+    from fedsparse.layout import Layout
+    from fedsparse.plan_file import write_plan_file
+    from fedsparse.sweep import plan_checked
 
     (tmp_path / "rows.svm").write_text(
         "".join(f"{i % 2 * 2 - 1} qid:{i % 3} 1:{i}\n" for i in range(30))
@@ -235,7 +237,7 @@ def test_a_cluster_jobs_snakemake_reads_the_plan_and_never_plans(tmp_path):
     here = os.getcwd()
     os.chdir(tmp_path)
     try:
-        write_plan_file(plan_checked(cfg), cfg, plan_file_path(tmp_path / "results/shards"))
+        write_plan_file(plan_checked(cfg), cfg, Layout(tmp_path / "results").plan_file)
     finally:
         os.chdir(here)
     (tmp_path / "rows.svm").unlink()
@@ -256,7 +258,7 @@ def test_a_data_job_builds_its_data_set_without_planning(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("case", ["missing", "stale", "no such shard", "not parquet"])
 def test_an_unusable_plan_file_is_one_line_naming_it(tmp_path, case):
-    from fedsparse.sweep import PlanFileError, read_plan_shard, write_plan_file
+    from fedsparse.plan_file import PlanFileError, read_plan_shard, write_plan_file
 
     cfg, path = quick(), tmp_path / "plan.parquet"
     shard = next(iter(plan_sweep(cfg).shards))
@@ -284,8 +286,9 @@ def test_a_shard_reads_its_part_and_plans_itself_only_without_a_valid_plan(
     import pandas as pd
 
     import fedsparse.shard as shard_module
+    from fedsparse.layout import Layout
     from fedsparse.pipeline import make_data
-    from fedsparse.sweep import plan_file_path, write_plan_file
+    from fedsparse.plan_file import write_plan_file
 
     cfg = {
         "sweep": "p",
@@ -298,8 +301,8 @@ def test_a_shard_reads_its_part_and_plans_itself_only_without_a_valid_plan(
         "grid": {"stepsize": [0.01], "sparsity": [5]},
     }
     make_data(cfg, "lin", tmp_path / "data" / "lin")
-    shards = tmp_path / "shards"
-    write_plan_file(plan_sweep(cfg), cfg, plan_file_path(shards))
+    shards = Layout(tmp_path).shards
+    write_plan_file(plan_sweep(cfg), cfg, Layout(tmp_path).plan_file)
 
     def outputs(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         traces, runs = shards / f"{name}.parquet", shards / f"{name}.runs.parquet"

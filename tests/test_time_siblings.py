@@ -16,8 +16,9 @@ from fedsparse.cost import RUN_OVERHEAD_S, known_shape, shard_seconds
 from fedsparse.experiment import run_result, run_results, time_siblings_key
 from fedsparse.families.gradient_sparsification.algorithms import FABTopK
 from fedsparse.pipeline import make_data
+from fedsparse.plan_file import read_plan, write_plan_file
 from fedsparse.shard import run_shard, store_path
-from fedsparse.sweep import plan_sweep, read_plan, write_plan_file
+from fedsparse.sweep import plan_sweep
 
 DATA = {
     "kind": "synthetic",

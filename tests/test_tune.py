@@ -30,19 +30,13 @@ optuna = pytest.importorskip("optuna")
 
 from fedsparse import run as run_config  # noqa: E402
 from fedsparse.errors import ConfigError  # noqa: E402
+from fedsparse.layout import Layout  # noqa: E402
 from fedsparse.pipeline import make_data  # noqa: E402
 from fedsparse.sweep import plan_sweep  # noqa: E402
-from fedsparse.tune import (  # noqa: E402
-    create_study,
-    export_study,
-    load_study,
-    metric_value,
-    open_storage,
-    run_holdout,
-    run_worker,
-    study_spec,
-)
-from fedsparse.tune.storage import study_dir  # noqa: E402
+from fedsparse.tune.export import export_study, run_holdout  # noqa: E402
+from fedsparse.tune.plan import study_spec  # noqa: E402
+from fedsparse.tune.storage import create_study, load_study, open_storage  # noqa: E402
+from fedsparse.tune.worker import metric_value, run_worker  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LIN = dict(SMALL_LINEAR)
@@ -98,7 +92,7 @@ def spawn_worker(
     code = (
         "import sys, yaml\n"
         "from fedsparse.pipeline import setup_logging\n"
-        "from fedsparse.tune import run_worker\n"
+        "from fedsparse.tune.worker import run_worker\n"
         "setup_logging(None)\n"
         "cfg = yaml.safe_load(open(sys.argv[1]))\n"
         "print('RAN', run_worker(cfg, sys.argv[2], sys.argv[3] + '/data', sys.argv[3]))\n"
@@ -418,7 +412,7 @@ def test_kill_and_resume_keeps_finished_trials_and_reruns_abandoned_ones(tmp_pat
     ran = finish([spawn_worker(sweep, tmp_path, env), spawn_worker(sweep, tmp_path, env)])
     after = trials_of(cfg, tmp_path)
     finished = [t for t in after if t.state.name in FINISHED]
-    parts = study_dir(tmp_path, STUDY) / "trials"
+    parts = Layout(tmp_path).study_trial_parts(STUDY)
     saved = {n for n in abandoned if (parts / f"{n:06d}.parquet").exists()}  # killed in between
     assert len(finished) == 10 and sum(ran) == 10 - len(kept) - len(saved)
     assert {t.number: t.value for t in after if t.number in kept} == kept
@@ -446,7 +440,7 @@ def test_a_trial_saved_but_not_told_is_finished_from_its_part(tmp_path):
     spec = study_spec(cfg, STUDY)
     storage = open_storage(spec, tmp_path)
     study = load_study(spec, storage)
-    parts = study_dir(tmp_path, STUDY) / "trials"
+    parts = Layout(tmp_path).study_trial_parts(STUDY)
     parts.mkdir(parents=True, exist_ok=True)
     dead = {"host": socket.gethostname(), "pid": 2**22 + 17}  # no such process
     for number, (state, value) in enumerate([("COMPLETE", 1.5), ("PRUNED", 9.0), (None, 0)]):
@@ -774,8 +768,8 @@ def test_two_objective_study_with_two_workers_reaches_exactly_n_trials(tmp_path,
 
     # optuna.html shows the Pareto set with its held-out means, from the results alone
     from fedsparse.aggregate import aggregate
-    from fedsparse.report.optuna_section import add_section
     from fedsparse.report.page import Page
+    from fedsparse.report.tune_section import add_section
 
     out = tmp_path / "res"
     aggregate(

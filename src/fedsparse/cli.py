@@ -10,8 +10,8 @@ import warnings
 from pathlib import Path
 
 from . import __version__
-from .defaults import sweep_default
 from .errors import FedsparseError, FedsparseWarning
+from .layout import Layout
 from .query import DEFAULT_LIMIT, FORMATS, METRICS, PARETO_COLUMNS
 
 
@@ -149,7 +149,7 @@ def _results_folders(p: argparse.ArgumentParser) -> None:
         "results",
         type=Path,
         nargs="*",
-        default=[Path("results")],
+        default=[Layout.of_sweep({}).root],
         help="results folders holding runs.parquet and traces/ (default: results); several "
         "are read as one, each run once (see fedsparse merge)",
     )
@@ -160,21 +160,23 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
     from .config import read_config_file
     from .pipeline import setup_logging
-    from .tune import create_study, run_worker, study_status
+    from .tune.export import study_status
+    from .tune.storage import create_study
+    from .tune.worker import run_worker
 
     sweep = read_config_file(args.sweep)
-    results = args.results or Path(sweep_default(sweep, "results"))
+    layout = Layout(args.results) if args.results else Layout.of_sweep(sweep)
     if args.action == "status":
-        for row in study_status(sweep, results):
+        for row in study_status(sweep, layout.root):
             print(json.dumps(row, default=str))
         return 0
     if not args.study:
         raise FedsparseError(f"tune {args.action}: --study is required")
     setup_logging(None)
     if args.action == "create":
-        create_study(sweep, args.study, results)
+        create_study(sweep, args.study, layout.root)
     else:  # an extra worker, e.g. on another machine sharing a PostgreSQL study
-        run_worker(sweep, args.study, results / "data", results)
+        run_worker(sweep, args.study, layout.data, layout.root)
     return 0
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from .cost import RUN_OVERHEAD_S, known_shape, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
+from .layout import Layout
 
 __all__ = ["DEFAULT_EVERY", "SweepProgress", "duration", "stored_ids", "sweep_progress"]
 
@@ -169,7 +170,8 @@ def sweep_progress(
     every = float(sweep_default(sweep, "progress_every"))
     if not plan.shards or every <= 0:
         return _Silent()
-    return SweepProgress(plan, Path(results) / "store", Path(results) / "data", emit, every)
+    layout = Layout(results)
+    return SweepProgress(plan, layout.store, layout.data, emit, every)
 
 
 def duration(seconds: float) -> str:

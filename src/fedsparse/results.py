@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_write
+from .layout import Layout
 
 if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job never needs it
     import pandas as pd
@@ -338,9 +339,10 @@ def check_results_folder(folder: str | Path) -> Path:
     folder = Path(folder)
     if not folder.is_dir():
         raise MissingResultsError(f"{folder}: no such results folder")
-    for part in ("runs.parquet", "traces/"):
-        if not (folder / part.rstrip("/")).exists():
-            raise MissingResultsError(f"{folder}: no {part} here (not a results folder?)")
+    layout = Layout(folder)
+    for path, shown in ((layout.runs, layout.runs.name), (layout.traces, f"{layout.traces.name}/")):
+        if not path.exists():
+            raise MissingResultsError(f"{folder}: no {shown} here (not a results folder?)")
     return folder.absolute()
 
 
@@ -432,7 +434,7 @@ def one_line(exc: BaseException) -> str:
 
 
 def _runs_source(con, folder: Path) -> str:
-    source = f"read_parquet({sql_quote(str(folder / 'runs.parquet'))})"
+    source = f"read_parquet({sql_quote(str(Layout(folder).runs))})"
     runs = _conformed(con, source, _schemas().runs)
     if not con.execute(f"SELECT count(*) FROM ({runs}) WHERE total_bytes_up IS NULL").fetchone()[0]:
         return runs
@@ -454,9 +456,10 @@ def _runs_source(con, folder: Path) -> str:
 
 
 def _traces_source(con, folder: Path) -> str:
-    if not any((folder / "traces").rglob("*.parquet")):  # a folder without runs
+    traces = Layout(folder).traces
+    if not any(traces.rglob("*.parquet")):  # a folder without runs
         return _conformed(con, "(SELECT 1 WHERE false)", _schemas().trace)
-    glob = sql_quote(str(folder / "traces" / "**" / "*.parquet"))
+    glob = sql_quote(str(traces / "**" / "*.parquet"))
     # one folder's files share a schema (aggregate writes them together), so no union_by_name,
     # which would read every file's footer each time a view is bound
     source = (

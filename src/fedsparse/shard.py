@@ -17,7 +17,7 @@ process on a cluster's login node dies, its jobs run on, and the rerun may start
 same shard, or another shard holding the same runs, while the orphan is still writing.
 
 A shard finds its runs in the sweep's plan file (``shards/plan.parquet`` next to its
-outputs, written once by the Snakemake process; see :func:`fedsparse.sweep.write_plan_file`),
+outputs, written once by the Snakemake process; see :func:`fedsparse.plan_file.write_plan_file`),
 reading only its own part. Where that file is missing, unreadable or was planned from another
 sweep config (e.g. a job queued by an earlier Snakemake run of an edited sweep), the shard
 plans the sweep itself, as every shard did before plan files, and logs one line saying why:
@@ -43,6 +43,8 @@ import pyarrow.parquet as pq
 
 from .data import load_dataset_dir
 from .experiment import run_identity, run_result, run_results, time_siblings_key
+from .layout import Layout
+from .plan_file import PlanFileError, read_plan_shard
 from .progress import duration
 from .provenance import provenance
 from .results import (
@@ -53,7 +55,7 @@ from .results import (
     upgrade,
     write_parquet_atomic,
 )
-from .sweep import PlanFileError, Run, plan_file_path, plan_sweep, read_plan_shard
+from .sweep import Run, plan_sweep
 
 log = logging.getLogger("fedsparse.shard")
 
@@ -94,9 +96,6 @@ def run_summary(
     }
 
 
-STORE = "store"  # the run store's folder in a results folder, beside shards/
-
-
 def store_path(store: str | Path, run_id: str) -> Path:
     """Where the run store keeps a finished run (two-character fan-out: a million runs
     make 256 folders of ~4,000 files, not one folder of a million)."""
@@ -115,14 +114,14 @@ def run_shard(
     """Run every run of ``shard`` the run store does not hold, then write its two Parquet
     outputs.
 
-    The runs come from ``plan_file`` (default: the plan file next to ``runs_out``, where the
-    workflow writes it), else from planning ``sweep`` (see the module docstring). ``store``
-    defaults to ``store/`` beside the folder of ``runs_out`` (``RESULTS/store`` in the
-    workflow).
+    The runs come from ``plan_file``, else from planning ``sweep`` (see the module
+    docstring). The workflow passes its results folder's plan file and ``store``; both
+    default to those of the results folder ``runs_out`` lies in (as ``RESULTS/shards/``).
     """
     runs_out = Path(runs_out)
-    runs = shard_runs(sweep, shard, plan_file or plan_file_path(runs_out.parent))
-    store = Path(store) if store is not None else runs_out.parent.parent / STORE
+    around = Layout.of_shard_output(runs_out)
+    runs = shard_runs(sweep, shard, plan_file or around.plan_file)
+    store = Path(store) if store is not None else around.store
     with _exclusive(runs_out.with_name(f".{shard}.lock"), shard):
         _adopt_parts(Path(f"{traces_out}.parts"), store)
         _run_shard(runs, shard, data_root, store)

@@ -31,9 +31,7 @@ process (one cluster job) loads one data set and its kernels once.
 from __future__ import annotations
 
 import gc
-import hashlib
 import itertools
-import json
 import math
 import re
 from collections.abc import Callable
@@ -44,7 +42,6 @@ from typing import Any
 # Light at import (no algorithms, no kernels): a cluster job's own Snakemake imports this module
 # to read the plan file; the algorithms and the studies are imported where a sweep is planned.
 from .config import (
-    SEED_MARK,
     as_integer,
     as_number,
     check_keys,
@@ -64,7 +61,6 @@ from .cost import (
     known_shape,
     run_seconds,
     shard_seconds,
-    steps_per_round,
 )
 from .defaults import sweep_default
 from .errors import ConfigError, FedsparseError, did_you_mean
@@ -208,7 +204,7 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
         for algo, entry in algorithms.items():
             if isinstance(entry, list):
                 raise ConfigError(f"algorithms.{algo}: a list of override sets is for method grid")
-        from .studies import plan_studies
+        from .tune.studies import plan_studies
 
         plan = Plan(name=name, datasets=datasets)
         plan.studies = plan_studies(sweep, name, datasets, algorithms, seeds)
@@ -285,15 +281,6 @@ def plan_checked(sweep: dict[str, Any]) -> Plan:
     plan = plan_sweep(sweep)
     check_plan(plan, sweep)
     return plan
-
-
-def plan_from_file(path: str | Path, sweep: dict[str, Any]) -> Plan | None:
-    """:func:`read_plan` for the Snakefile of a cluster job: None (plan it then) where the
-    plan file is missing or stale."""
-    try:
-        return read_plan(path, sweep)
-    except PlanFileError:
-        return None
 
 
 def plan_or_exit(sweep: dict[str, Any], config_files: list[str]) -> Plan:
@@ -453,23 +440,6 @@ def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[st
     return axes
 
 
-# ---------------------------------------------------------------------------- plan file
-# The workflow plans the sweep once (in the Snakemake process) and writes the plan next to
-# the shard outputs; each shard job then reads its own runs (a few ms) instead of re-planning
-# the whole sweep (0.3 s for 10,000 runs, 3 s for 100,000: benchmarks/run.py --only scale).
-# One Parquet file: columns shard, run_id, config (the normalised run config as JSON), one row
-# group per shard, so a job reads the footer and its own row group only.
-
-PLAN_FILE = "plan.parquet"  # in RESULTS/shards/, next to the shard outputs
-# 2: the data sets in the metadata, for jobs that read the plan; 3: each run's steps per round
-# (fedsparse.cost.steps_per_round), so a job's Snakemake sizes its job without the algorithms
-PLAN_FILE_VERSION = "4"  # 4: each run's sibling flag
-
-
-class PlanFileError(FedsparseError):
-    """A plan file is missing, unreadable, or written for another sweep config or shard."""
-
-
 def retype_config(config: dict[str, Any], overrides: dict[str, Any]) -> None:
     """Read the values of a config Snakemake loaded as a user means them, in place.
 
@@ -505,183 +475,3 @@ def retype_config(config: dict[str, Any], overrides: dict[str, Any]) -> None:
 
     merge(config, overrides, False)
     config.update(yaml12_numbers(config))
-
-
-def sweep_digest(sweep: dict[str, Any]) -> str:
-    """SHA-256 of the sweep config as canonical JSON: the config a plan file was made from."""
-    text = json.dumps(sweep, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def plan_file_path(shards_dir: str | Path) -> Path:
-    """The plan file of the shards whose outputs lie in ``shards_dir``."""
-    return Path(shards_dir) / PLAN_FILE
-
-
-def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool:
-    """Write ``plan`` (planned from ``sweep``) to ``path`` atomically; return False without
-    writing when ``path`` already holds this very plan (same config, same run ids)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from .atomic import atomic_write
-
-    path = Path(path)
-    digest = _plan_digest(plan, sweep)
-    if _file_metadata(path).get(b"fedsparse_plan_digest") == digest.encode():
-        return False
-    schema = pa.schema(
-        [
-            ("shard", pa.string()),
-            ("run_id", pa.string()),
-            ("config", pa.string()),
-            ("steps", pa.int32()),
-            ("sibling", pa.bool_()),
-        ],
-        metadata={
-            b"fedsparse_plan": PLAN_FILE_VERSION.encode(),
-            b"fedsparse_sweep_digest": sweep_digest(sweep).encode(),
-            b"fedsparse_plan_digest": digest.encode(),
-            b"fedsparse_shards": json.dumps(list(plan.shards)).encode(),  # row group order
-            b"fedsparse_plan_name": plan.name.encode(),
-            b"fedsparse_datasets": json.dumps(plan.datasets).encode(),
-        },
-    )
-    texts = _ConfigTexts()
-    steps: dict[tuple[int, str], int] = {}  # a configuration's seeds share its params object
-    with atomic_write(path) as fh, pq.ParquetWriter(fh, schema, compression="zstd") as writer:
-        for shard, runs in plan.shards.items():
-            keys = [(id(r.config["params"]), r.config["algorithm"]) for r in runs]
-            for key, r in zip(keys, runs, strict=True):
-                if key not in steps:
-                    steps[key] = steps_per_round(r.config)
-            part = {
-                "shard": [shard] * len(runs),
-                "run_id": [r.run_id for r in runs],
-                "config": [texts(r.config) for r in runs],  # key order kept
-                "steps": [steps[key] for key in keys],
-                "sibling": [r.sibling for r in runs],
-            }
-            writer.write_table(pa.table(part, schema=schema), row_group_size=len(runs))
-    return True
-
-
-class _ConfigTexts:
-    """``json.dumps(config)`` of a plan's run configs, one dump per configuration: its seeds'
-    configs share every other value (plan_sweep), and differ in the text only there."""
-
-    def __init__(self):
-        self.templates: dict[tuple[int, ...], tuple[str, str]] = {}
-
-    def __call__(self, config: dict[str, Any]) -> str:
-        key = tuple(id(v) for k, v in config.items() if k != "seed")
-        if key not in self.templates:
-            text = json.dumps({**config, "seed": SEED_MARK})
-            head, tail = text.split(f'"seed": {SEED_MARK}')
-            self.templates[key] = (head, tail)
-        head, tail = self.templates[key]
-        return f'{head}"seed": {int(config["seed"])}{tail}'
-
-
-def read_plan(path: str | Path, sweep: dict[str, Any]) -> Plan:
-    """The plan in the plan file ``path`` as a :class:`Plan` whose shards' runs are read on
-    first use (one row group each): what a cluster job's own Snakemake needs, in
-    milliseconds whatever the sweep's size. PlanFileError as :func:`read_plan_shard`."""
-    meta = _plan_metadata(Path(path), sweep)
-    try:
-        names = json.loads(meta[b"fedsparse_shards"])
-        plan = Plan(
-            name=meta[b"fedsparse_plan_name"].decode(),
-            datasets=json.loads(meta[b"fedsparse_datasets"]),
-        )
-    except (KeyError, ValueError) as exc:
-        raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
-    plan.shards = _ShardsOnDemand(names, lambda shard: read_plan_shard(path, shard, sweep))
-    plan.shard_steps = lambda shard: _read_part(path, shard, sweep, ["steps"])["steps"]
-    return plan
-
-
-class _ShardsOnDemand(dict):
-    """Shard name -> runs, each shard's runs read when first asked for."""
-
-    def __init__(self, names: list[str], read):
-        super().__init__((name, None) for name in names)
-        self._read = read
-
-    def __getitem__(self, shard: str) -> list[Run]:
-        runs = super().__getitem__(shard)
-        if runs is None:
-            runs = self._read(shard)
-            super().__setitem__(shard, runs)
-        return runs
-
-    def values(self):
-        return [self[name] for name in self]
-
-    def items(self):
-        return [(name, self[name]) for name in self]
-
-
-def read_plan_shard(path: str | Path, shard: str, sweep: dict[str, Any]) -> list[Run]:
-    """The runs of ``shard`` from the plan file ``path``, reading only its row group.
-
-    Raises PlanFileError, naming the file and the reason, when the file is missing or
-    unreadable, was written for another sweep config, or holds no such shard.
-    """
-    part = _read_part(path, shard, sweep, ["run_id", "config", "sibling"])
-    return [
-        Run(rid, json.loads(c), sibling)
-        for rid, c, sibling in zip(part["run_id"], part["config"], part["sibling"], strict=True)
-    ]
-
-
-def _read_part(path: str | Path, shard: str, sweep: dict[str, Any], columns: list[str]):
-    """``columns`` of ``shard``'s row group in the plan file ``path``, as lists by name."""
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    try:
-        shards = json.loads(_plan_metadata(path, sweep)[b"fedsparse_shards"])
-        if shard not in shards:
-            raise PlanFileError(f"{path}: no shard {shard!r} in this plan")
-        with pq.ParquetFile(path) as f:
-            part = f.read_row_group(shards.index(shard), columns=columns)
-    except (OSError, KeyError, ValueError) as exc:  # missing, truncated, not Parquet
-        raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
-    return {name: part.column(name).to_pylist() for name in columns}
-
-
-def _plan_metadata(path: Path, sweep: dict[str, Any]) -> dict[bytes, bytes]:
-    """The metadata of the plan file ``path``, checked to be this version's plan of
-    ``sweep`` (PlanFileError naming the file and the reason otherwise)."""
-    import pyarrow.parquet as pq
-
-    if not path.is_file():
-        raise PlanFileError(f"{path}: no plan file")
-    try:
-        meta = pq.read_schema(path).metadata or {}
-    except (OSError, ValueError) as exc:  # truncated, not Parquet
-        raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
-    if meta.get(b"fedsparse_plan") != PLAN_FILE_VERSION.encode():
-        raise PlanFileError(f"{path}: not a plan file of this fedsparse version")
-    if meta.get(b"fedsparse_sweep_digest") != sweep_digest(sweep).encode():
-        raise PlanFileError(f"{path}: planned from another sweep config (stale)")
-    return meta
-
-
-def _plan_digest(plan: Plan, sweep: dict[str, Any]) -> str:
-    """What a plan file holds, in brief: the config, and every shard's run ids (which hash
-    the run configs, so a code change that alters a config changes the digest too)."""
-    h = hashlib.sha256(f"{PLAN_FILE_VERSION}:{sweep_digest(sweep)}".encode())
-    for shard, runs in plan.shards.items():
-        h.update(json.dumps([shard, [r.run_id for r in runs]]).encode())
-    return h.hexdigest()
-
-
-def _file_metadata(path: Path) -> dict[bytes, bytes]:
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_schema(path).metadata or {}
-    except (OSError, ValueError):  # missing or unreadable: rewritten
-        return {}

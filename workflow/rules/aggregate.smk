@@ -1,15 +1,15 @@
 rule aggregate:
     input:
-        traces=expand(f"{RESULTS}/shards/{{shard}}.parquet", shard=SHARDS) + OPTUNA_TRACES,
-        runs=expand(f"{RESULTS}/shards/{{shard}}.runs.parquet", shard=SHARDS) + OPTUNA_RUNS,
+        traces=[L.shard_traces(s) for s in SHARDS] + STUDY_TRACES,
+        runs=[L.shard_runs(s) for s in SHARDS] + STUDY_RUNS,
     output:
-        traces=directory(f"{RESULTS}/traces"),
-        runs=f"{RESULTS}/runs.parquet",
+        traces=directory(L.traces),
+        runs=L.runs,
     conda:
         "../envs/fedsparse.yaml"
     log:
-        f"{RESULTS}/logs/aggregate.log",
+        L.log("aggregate"),
     benchmark:
-        f"{RESULTS}/benchmarks/aggregate.tsv"
+        L.benchmark("aggregate")
     script:
         "../scripts/aggregate.py"

@@ -1,44 +1,35 @@
-import os
-
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
-from fedsparse.defaults import sweep_default
+from fedsparse.layout import Layout
+from fedsparse.plan_file import plan_from_file, write_plan_file
 from fedsparse.progress import sweep_progress
-from fedsparse.sweep import (
-    plan_file_path,
-    plan_from_file,
-    plan_or_exit,
-    retype_config,
-    write_plan_file,
-)
+from fedsparse.sweep import plan_or_exit, retype_config
 
 min_version("8.10")
 
 # --config seeds=[0,1,2] and 1e-3 in a config file: numbers, as a user means them
 retype_config(config, workflow.config_settings.config)
-RESULTS = sweep_default(config, "results")
-# Each shard job reads its runs from this file instead of planning the sweep again.
-PLAN_FILE = plan_file_path(f"{RESULTS}/shards")
+# Every path in the results folder (--config results=DIR; default results) comes from L. The
+# scripts find the same folders from the config (Layout.of_sweep): as params, Snakemake would
+# record them, and a results folder of an earlier version would rerun every finished job.
+L = Layout.of_sweep(config)
 # The main process plans the sweep, checking every value (one line naming the key, exit 1,
 # nothing written; the schema in ../schemas documents the shape for editors), and writes the
-# plan file (onstart); a cluster job's own Snakemake reads the plan from that file instead,
+# plan file (onstart; each shard job reads its runs from it instead of planning the sweep
+# again); a cluster job's own Snakemake reads the plan from that file instead,
 # in milliseconds whatever the sweep's size.
-PLAN = (workflow.remote_exec and plan_from_file(PLAN_FILE, config)) or plan_or_exit(
+PLAN = (workflow.remote_exec and plan_from_file(L.plan_file, config)) or plan_or_exit(
     config, workflow.overwrite_configfiles or workflow.configfiles
 )
 
 SHARDS = list(PLAN.shards)
 # the sweep's progress line in runs (started in onstart, so only where jobs are run)
-PROGRESS = sweep_progress(PLAN, config, RESULTS, logger.info)
-# method optuna: one study per data set x algorithm (rules in optuna.smk); none for grids
+PROGRESS = sweep_progress(PLAN, config, L.root, logger.info)
+# method optuna: one study per data set x algorithm (rules in tune.smk); none for grids
 STUDIES = list(PLAN.studies)
-OPTUNA_TRACES = [
-    f"{RESULTS}/optuna/{s}/{part}.parquet" for s in STUDIES for part in ("trials", "holdout")
-]
-OPTUNA_RUNS = [
-    f"{RESULTS}/optuna/{s}/{part}.runs.parquet" for s in STUDIES for part in ("trials", "holdout")
-]
+STUDY_TRACES = [L.study_traces(s, part) for s in STUDIES for part in ("trials", "holdout")]
+STUDY_RUNS = [L.study_runs(s, part) for s in STUDIES for part in ("trials", "holdout")]
 
 
 onstart:
@@ -46,7 +37,7 @@ onstart:
     # cluster job's own Snakemake); an unchanged plan is not rewritten, and a job that finds
     # no valid plan file plans the sweep itself (fedsparse.shard).
     if SHARDS and not workflow.remote_exec:
-        write_plan_file(PLAN, config, PLAN_FILE)
+        write_plan_file(PLAN, config, L.plan_file)
         # runs done of the plan's, with a rate and the time left, every progress_every s
         PROGRESS.start_thread()
 

@@ -1,12 +1,12 @@
 rule make_data:
     output:
-        directory(f"{RESULTS}/data/{{dataset}}"),
+        directory(L.dataset("{dataset}")),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        f"{RESULTS}/logs/data/{{dataset}}.log",
+        L.data_log("{dataset}"),
     benchmark:
-        f"{RESULTS}/benchmarks/data/{{dataset}}.tsv"
+        L.data_benchmark("{dataset}")
     params:
         spec=lambda w: PLAN.datasets[w.dataset],
     script:

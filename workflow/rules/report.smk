@@ -1,27 +1,25 @@
 rule report:
     input:
-        traces=f"{RESULTS}/traces",
-        runs=f"{RESULTS}/runs.parquet",
+        traces=L.traces,
+        runs=L.runs,
     output:
         html=report(
-            f"{RESULTS}/report/index.html",
+            L.report_html,
             caption="../report/report.rst",
             category="Comparison report",
         ),
         figures=report(
-            directory(f"{RESULTS}/report/figures"),
+            directory(L.report_figures),
             patterns=["{name}.png"],
             caption="../report/objective.rst",
             category="Figures",
         ),
-        tables=directory(f"{RESULTS}/report/tables"),
+        tables=directory(L.report_tables),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        f"{RESULTS}/logs/report.log",
+        L.log("report"),
     benchmark:
-        f"{RESULTS}/benchmarks/report.tsv"
-    params:
-        results=lambda w, input: os.path.dirname(input.runs),
+        L.benchmark("report")
     script:
         "../scripts/report.py"

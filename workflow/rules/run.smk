@@ -1,19 +1,18 @@
 rule run_shard:
     input:
-        lambda w: f"{RESULTS}/data/{PLAN.shard_dataset(w.shard)}",
+        lambda w: L.dataset(PLAN.shard_dataset(w.shard)),
     output:
-        traces=f"{RESULTS}/shards/{{shard}}.parquet",
-        runs=f"{RESULTS}/shards/{{shard}}.runs.parquet",
+        traces=L.shard_traces("{shard}"),
+        runs=L.shard_runs("{shard}"),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        f"{RESULTS}/logs/shards/{{shard}}.log",
+        L.shard_log("{shard}"),
     benchmark:
-        f"{RESULTS}/benchmarks/shards/{{shard}}.tsv"  # wall time and peak memory of the job
+        L.shard_benchmark("{shard}")  # wall time and peak memory of the job
     params:
         # the shard's run ids: when a sweep edit changes them, the shard reruns
         run_ids=lambda w: [r.run_id for r in PLAN.shards[w.shard]],
-        data_root=lambda w, input: os.path.dirname(input[0]),
     threads: 1
     # costliest shards first: a short tail instead of one long shard running alone at the end
     priority: lambda w: PLAN.shard_priority(w.shard)

@@ -1,11 +1,13 @@
+from fedsparse.layout import Layout
 from fedsparse.pipeline import job
-from fedsparse.tune import export_study
+from fedsparse.tune.export import export_study
 
+L = Layout.of_sweep(snakemake.config)
 with job(snakemake.log[0]):
     export_study(
         snakemake.config,
         snakemake.wildcards.study,
-        results_dir=snakemake.params.results,
+        results_dir=L.root,
         traces_out=snakemake.output.traces,
         runs_out=snakemake.output.runs,
     )

@@ -1,10 +1,12 @@
+from fedsparse.layout import Layout
 from fedsparse.pipeline import job
-from fedsparse.tune import create_study
+from fedsparse.tune.storage import create_study
 
+L = Layout.of_sweep(snakemake.config)
 with job(snakemake.log[0]):
     create_study(
         snakemake.config,
         snakemake.wildcards.study,
-        results_dir=snakemake.params.results,
+        results_dir=L.root,
         marker=snakemake.output[0],
     )

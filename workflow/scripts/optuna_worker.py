@@ -1,11 +1,13 @@
+from fedsparse.layout import Layout
 from fedsparse.pipeline import job
-from fedsparse.tune import run_worker
+from fedsparse.tune.worker import run_worker
 
+L = Layout.of_sweep(snakemake.config)
 with job(snakemake.log[0], snakemake.threads):
     run_worker(
         snakemake.config,
         snakemake.wildcards.study,
-        data_root=snakemake.params.data_root,
-        results_dir=snakemake.params.results,
+        data_root=L.data,
+        results_dir=L.root,
         done=snakemake.output[0],
     )

@@ -1,7 +1,7 @@
-from pathlib import Path
-
+from fedsparse.layout import Layout
 from fedsparse.pipeline import job
 from fedsparse.report import build_report
 
+L = Layout.of_sweep(snakemake.config)
 with job(snakemake.log[0]):
-    build_report(snakemake.params.results, Path(snakemake.output.html).parent)
+    build_report(L.root, L.report)

@@ -1,11 +1,15 @@
+from fedsparse.layout import Layout
 from fedsparse.pipeline import job
 from fedsparse.shard import run_shard
 
+L = Layout.of_sweep(snakemake.config)
 with job(snakemake.log[0], snakemake.threads):
     run_shard(
         snakemake.config,
         snakemake.wildcards.shard,
-        data_root=snakemake.params.data_root,
+        data_root=L.data,
         traces_out=snakemake.output.traces,
         runs_out=snakemake.output.runs,
+        plan_file=L.plan_file,
+        store=L.store,
     )

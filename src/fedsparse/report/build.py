@@ -18,10 +18,11 @@ from .. import __version__
 from ..algorithms.registry import report_pages
 from ..atomic import atomic_directory
 from ..errors import FedsparseError
+from ..layout import Layout
 from ..query import merge_results
 from ..results import check_results_folder
 from . import analysis as an
-from . import optuna_section, pareto
+from . import pareto, tune_section
 from .claims import (
     AGREES,
     DERIVED,
@@ -71,7 +72,7 @@ def build_report(
         # ./report is not inside a results folder: do not replace an unrelated folder
         if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "index.html").exists():
             raise FedsparseError(f"{out_dir}: exists and is not a report; give -o REPORT_DIR")
-    out_dir = Path(out_dir) if out_dir is not None else folders[0] / "report"
+    out_dir = Path(out_dir) if out_dir is not None else Layout(folders[0]).report
     out_dir = out_dir.absolute()
     for folder in folders:
         check_results_folder(folder)
@@ -136,7 +137,7 @@ def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
         page.write("data.html", "Data")
         pages.append(("data.html", "Data: partitions and test accuracy", ""))
     page = _subpage(root, "Optuna studies")
-    if optuna_section.add_section(page, data, tables):
+    if tune_section.add_section(page, data, tables):
         page.write("optuna.html", "Optuna studies")
         pages.append(("optuna.html", "Optuna studies", ""))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..layout import Layout
 from . import analysis
 from .data import ReportData, as_data
 from .figures import plt
@@ -41,7 +42,7 @@ def read_partition_stats(
     A data set found in several results folders is taken from the first."""
     out = {}
     for results_dir in results_dirs:
-        root = results_dir / "data"
+        root = Layout(results_dir).data
         if not root.is_dir():
             continue
         for d in sorted(p for p in root.iterdir() if (p / "partition_stats.csv").is_file()):

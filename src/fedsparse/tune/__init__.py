@@ -47,11 +47,18 @@ dead worker (same host and its process gone, or no heartbeat for
 ``grace_period`` seconds; on PostgreSQL also Optuna's own heartbeats) are
 failed and re-queued by the next worker that takes the lock, so an interrupted
 study resumes where it stopped.
+
+The package's own names are the plan of the studies (:mod:`.studies`, which
+:func:`fedsparse.sweep.plan_sweep` uses). The runners build on the sweep planner, so they
+are imported from their modules, not from here (that would make ``sweep`` and ``tune``
+import each other): :mod:`.storage` (``create_study``, ``open_storage``, ``load_study``),
+:mod:`.worker` (``run_worker``), :mod:`.export` (``export_study``, ``run_holdout``,
+``study_status``) and :mod:`.plan` (``study_spec``, ``TuneError``).
 """
 
 from __future__ import annotations
 
-from ..studies import (
+from .studies import (
     METRICS,
     SAMPLERS,
     SearchParam,
@@ -61,42 +68,14 @@ from ..studies import (
     parse_space,
     plan_studies,
 )
-from .export import export_study, finished_trials, pareto_trials, run_holdout, study_status
-from .plan import TuneError, study_spec
-from .storage import create_study, load_study, make_pruner, make_sampler, open_storage, study_dir
-from .worker import (
-    check_space_on_data,
-    metric_value,
-    objective_value,
-    run_worker,
-    trial_run_id,
-)
 
 __all__ = [
     "METRICS",
     "SAMPLERS",
     "SearchParam",
     "StudySpec",
-    "TuneError",
     "TuneSettings",
-    "check_space_on_data",
-    "create_study",
-    "export_study",
-    "finished_trials",
-    "load_study",
-    "make_pruner",
-    "make_sampler",
-    "metric_value",
-    "objective_value",
-    "open_storage",
     "parse_settings",
-    "pareto_trials",
     "parse_space",
     "plan_studies",
-    "run_holdout",
-    "run_worker",
-    "study_dir",
-    "study_spec",
-    "study_status",
-    "trial_run_id",
 ]

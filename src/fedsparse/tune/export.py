@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 
 from ..config import run_id
 from ..grid_edges import EDGE_COLUMNS, edge_warning, grid_edges
+from ..layout import Layout
 from ..results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
 from .plan import TuneError, study_spec
-from .storage import load_study, open_storage, study_dir
+from .storage import load_study, open_storage
 from .worker import with_study_columns
 
 log = logging.getLogger("fedsparse.tune")
@@ -43,7 +44,7 @@ def export_study(
             f"study {spec.name}: {len(trials)} finished trials, expected "
             f"{spec.settings.n_trials}; run the workers first"
         )
-    parts = study_dir(results_dir, spec.name) / "trials"
+    parts = Layout(results_dir).study_trial_parts(spec.name)
     tables, rows = [], []
     space = json.dumps(spec.space_json(), sort_keys=True)
     for t in trials:

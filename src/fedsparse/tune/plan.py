@@ -1,7 +1,7 @@
 """What the study runners share: their error, host name and markers, and a study's spec.
 
 The specs themselves (search spaces, settings) are planned with the sweep, in
-:mod:`fedsparse.studies`.
+:mod:`fedsparse.tune.studies`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from ..atomic import atomic_write
 from ..errors import ConfigError, FedsparseError
-from ..studies import StudySpec
 from ..sweep import plan_sweep
+from .studies import StudySpec
 
 HOST = socket.gethostname()
 MAX_ERRORS = 3  # a trial whose objective raised this many times stops the study

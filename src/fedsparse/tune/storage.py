@@ -15,14 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..studies import StudySpec, check_url
+from ..layout import Layout
 from .plan import study_spec, write_json
+from .studies import StudySpec, check_url
 
 log = logging.getLogger("fedsparse.tune")
-
-
-def study_dir(results_dir: str | Path, study: str) -> Path:
-    return Path(results_dir) / "optuna" / study
 
 
 def open_storage(spec: StudySpec, results_dir: str | Path):
@@ -30,16 +27,16 @@ def open_storage(spec: StudySpec, results_dir: str | Path):
     import optuna
 
     st, settings = spec.settings.storage, spec.settings
-    folder = study_dir(results_dir, spec.name)
-    folder.mkdir(parents=True, exist_ok=True)
+    layout = Layout(results_dir)
+    layout.study(spec.name).mkdir(parents=True, exist_ok=True)
     if st["kind"] == "journal":
         from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-        path = (folder / "journal.log").absolute()
+        path = layout.study_journal(spec.name).absolute()
         lock = _FlockJournalLock(f"{path}.flock")
         return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
     if st["kind"] == "sqlite":
-        url = f"sqlite:///{(folder / 'study.db').absolute()}"
+        url = f"sqlite:///{layout.study_sqlite(spec.name).absolute()}"
     else:
         url = os.environ.get(st["url_env"])
         if not url:
@@ -98,7 +95,7 @@ def study_lock(storage, spec: StudySpec, results_dir: str | Path) -> Iterator[No
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
             yield
         return
-    path = study_dir(results_dir, spec.name) / "reserve.lock"
+    path = Layout(results_dir).study_lock(spec.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

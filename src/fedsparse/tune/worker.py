@@ -21,10 +21,11 @@ import pyarrow as pa
 from ..algorithms import ALGORITHMS
 from ..config import run_id
 from ..errors import ConfigError
+from ..layout import Layout
 from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
-from ..studies import METRICS, StudySpec
 from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
-from .storage import load_study, make_sampler, open_storage, study_dir, study_lock
+from .storage import load_study, make_sampler, open_storage, study_lock
+from .studies import METRICS, StudySpec
 
 log = logging.getLogger("fedsparse.tune")
 
@@ -222,7 +223,7 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
     from ..sweep import Run
 
     params = trial.params
-    prune = spec.settings.pruner["name"] != "none"  # (never with objectives: studies.py)
+    prune = spec.settings.pruner["name"] != "none"  # (never with objectives: tune/studies.py)
     objectives = spec.settings.objectives
     tables, summaries, values, pruned = [], [], [], False
     for k, seed in enumerate(spec.seeds):
@@ -326,7 +327,7 @@ def run_worker(
     check_space_on_data(spec, data)
     storage = open_storage(spec, results_dir)
     s = load_study(spec, storage)
-    parts = study_dir(results_dir, spec.name) / "trials"
+    parts = Layout(results_dir).study_trial_parts(spec.name)
     parts.mkdir(parents=True, exist_ok=True)
     previous = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():

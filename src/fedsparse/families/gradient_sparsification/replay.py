@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ...errors import ConfigError, FedsparseError
+from ...layout import Layout
 from ...results import read_results, sql_quote
 
 
@@ -96,7 +97,7 @@ def load_k_sequence(value: Any, where: str = "params.k_sequence") -> KSequence:
 
 def _stamp(src: Path, where: str) -> tuple[int, int]:
     """A modification stamp of a trace file or results folder (a changed source is reread)."""
-    probe = src / "runs.parquet" if src.is_dir() else src
+    probe = Layout(src).runs if src.is_dir() else src
     try:
         st = probe.stat()
     except OSError:

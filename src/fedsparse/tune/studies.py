@@ -1,9 +1,9 @@
 """Search spaces, settings and study specifications of a sweep with ``method: optuna``.
 
 Planning only (no Optuna import): :func:`fedsparse.sweep.plan_sweep` calls
-:func:`plan_studies`, and :mod:`fedsparse.tune` runs the studies it plans. Keeping this
-outside the ``tune`` package lets ``sweep`` use it without importing ``tune``, which
-itself builds on ``sweep``.
+:func:`plan_studies`, and the other modules of :mod:`fedsparse.tune` run the studies it
+plans. They build on ``sweep``, so the package's ``__init__`` imports this module only:
+``sweep`` uses it without importing the runners.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .algorithms import ALGORITHMS
-from .config import (
+from ..algorithms import ALGORITHMS
+from ..config import (
     DEFAULT_DIVERGENCE_FACTOR,
     as_integer,
     as_number,
@@ -23,8 +23,8 @@ from .config import (
     normalize_run_config,
     partition_label,
 )
-from .defaults import sweep_default
-from .errors import ConfigError, did_you_mean
+from ..defaults import sweep_default
+from ..errors import ConfigError, did_you_mean
 
 OPTUNA_KEYS = (
     "n_trials",

@@ -1,0 +1,171 @@
+"""Where everything lies in a results folder, in one place.
+
+The workflow's rules, its scripts, the shard runner, the progress line, the Optuna runners,
+the readers (query, report, merge) and the CLI all ask :class:`Layout` for a path instead of
+spelling out the folder's names. The names are a contract (users, scripts and older results
+folders rely on them); tests/test_layout.py pins every one.
+
+A method taking a name (``shard_traces(shard)``) accepts a Snakemake wildcard too: the rules
+say ``L.shard_traces("{shard}")`` and get the pattern ``RESULTS/shards/{shard}.parquet``.
+
+A lowest-layer module like :mod:`fedsparse.defaults` (it imports nothing else of the
+package): a cluster job's Snakemake reads it before anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .defaults import sweep_default
+
+PLAN_FILE = "plan.parquet"  # the sweep's plan, beside the shard outputs
+RUNS_FILE = "runs.parquet"  # one row per run
+TRACES = "traces"  # the per-round traces, a hive-partitioned Parquet dataset
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The paths of the results folder ``root``."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @classmethod
+    def of_sweep(cls, sweep: dict[str, Any]) -> Layout:
+        """The layout of a sweep config's results folder (its ``results`` key, default
+        ``results``)."""
+        return cls(sweep_default(sweep, "results"))
+
+    # ------------------------------------------------------------------ what readers read
+    @property
+    def runs(self) -> Path:
+        """One row per run (the aggregate's, or a merge's, output)."""
+        return self.root / RUNS_FILE
+
+    @property
+    def traces(self) -> Path:
+        """Every evaluated round of every run: ``traces/dataset=…/algorithm=…/*.parquet``."""
+        return self.root / TRACES
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report"
+
+    @property
+    def report_html(self) -> Path:
+        return self.report / "index.html"
+
+    @property
+    def report_figures(self) -> Path:
+        return self.report / "figures"
+
+    @property
+    def report_tables(self) -> Path:
+        return self.report / "tables"
+
+    # ------------------------------------------------------------------ data sets
+    @property
+    def data(self) -> Path:
+        """The folder of the sweep's built data sets, one folder each."""
+        return self.root / "data"
+
+    def dataset(self, name: str) -> Path:
+        return self.data / name
+
+    # ------------------------------------------------------------------ grid runs
+    @property
+    def store(self) -> Path:
+        """The run store: each finished run's trace, kept whatever happens to the shards."""
+        return self.root / "store"
+
+    @property
+    def shards(self) -> Path:
+        return self.root / "shards"
+
+    @property
+    def plan_file(self) -> Path:
+        return self.shards / PLAN_FILE
+
+    def shard_traces(self, shard: str) -> Path:
+        return self.shards / f"{shard}.parquet"
+
+    def shard_runs(self, shard: str) -> Path:
+        return self.shards / f"{shard}.runs.parquet"
+
+    @classmethod
+    def of_shard_output(cls, shard_output: str | Path) -> Layout:
+        """The layout of the results folder a shard output lies in (a shard run by hand
+        with outputs of its own naming keeps the store and plan file beside them)."""
+        return cls(Path(shard_output).parent.parent)
+
+    # ------------------------------------------------------------------ Optuna studies
+    # (the folder's name stays ``optuna``: users and older results folders know it so)
+    @property
+    def studies(self) -> Path:
+        return self.root / "optuna"
+
+    def study(self, study: str) -> Path:
+        """A study's folder: its marker, storage, lock, workers' markers and outputs."""
+        return self.studies / study
+
+    def study_marker(self, study: str) -> Path:
+        return self.study(study) / "study.json"
+
+    def study_journal(self, study: str) -> Path:
+        return self.study(study) / "journal.log"
+
+    def study_sqlite(self, study: str) -> Path:
+        return self.study(study) / "study.db"
+
+    def study_lock(self, study: str) -> Path:
+        return self.study(study) / "reserve.lock"
+
+    def study_trial_parts(self, study: str) -> Path:
+        """Each finished trial's traces, written by its worker, read by the export."""
+        return self.study(study) / "trials"
+
+    def worker_done(self, study: str, worker: str | int) -> Path:
+        return self.study(study) / f"worker-{worker}.done"
+
+    def study_traces(self, study: str, part: str) -> Path:
+        """``part``: ``trials`` (the export) or ``holdout`` (the re-runs on fresh seeds)."""
+        return self.study(study) / f"{part}.parquet"
+
+    def study_runs(self, study: str, part: str) -> Path:
+        return self.study(study) / f"{part}.runs.parquet"
+
+    # ------------------------------------------------------------------ logs and benchmarks
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def benchmarks(self) -> Path:
+        return self.root / "benchmarks"
+
+    def data_log(self, dataset: str) -> Path:
+        return self.logs / "data" / f"{dataset}.log"
+
+    def data_benchmark(self, dataset: str) -> Path:
+        return self.benchmarks / "data" / f"{dataset}.tsv"
+
+    def shard_log(self, shard: str) -> Path:
+        return self.logs / "shards" / f"{shard}.log"
+
+    def shard_benchmark(self, shard: str) -> Path:
+        return self.benchmarks / "shards" / f"{shard}.tsv"
+
+    def study_log(self, study: str, step: str) -> Path:
+        """``step``: ``study``, ``worker-<n>``, ``export`` or ``holdout``."""
+        return self.logs / "optuna" / study / f"{step}.log"
+
+    def log(self, job: str) -> Path:
+        """The log of a one-off job: ``aggregate`` or ``report``."""
+        return self.logs / f"{job}.log"
+
+    def benchmark(self, job: str) -> Path:
+        return self.benchmarks / f"{job}.tsv"

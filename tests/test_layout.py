@@ -1,0 +1,97 @@
+"""The results folder's layout is a contract: every path as it has always been named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fedsparse.layout import Layout
+
+
+def test_every_path_of_a_results_folder_keeps_its_name():
+    L = Layout("res")
+    got = {
+        "runs": L.runs,
+        "traces": L.traces,
+        "report": L.report,
+        "report_html": L.report_html,
+        "report_figures": L.report_figures,
+        "report_tables": L.report_tables,
+        "data": L.data,
+        "dataset": L.dataset("svm"),
+        "store": L.store,
+        "shards": L.shards,
+        "plan_file": L.plan_file,
+        "shard_traces": L.shard_traces("lin--0000"),
+        "shard_runs": L.shard_runs("lin--0000"),
+        "studies": L.studies,
+        "study": L.study("s"),
+        "study_marker": L.study_marker("s"),
+        "study_journal": L.study_journal("s"),
+        "study_sqlite": L.study_sqlite("s"),
+        "study_lock": L.study_lock("s"),
+        "study_trial_parts": L.study_trial_parts("s"),
+        "worker_done": L.worker_done("s", 3),
+        "study_traces": L.study_traces("s", "trials"),
+        "study_runs": L.study_runs("s", "holdout"),
+        "logs": L.logs,
+        "benchmarks": L.benchmarks,
+        "data_log": L.data_log("svm"),
+        "data_benchmark": L.data_benchmark("svm"),
+        "shard_log": L.shard_log("lin--0000"),
+        "shard_benchmark": L.shard_benchmark("lin--0000"),
+        "study_log": L.study_log("s", "worker-0"),
+        "log": L.log("aggregate"),
+        "benchmark": L.benchmark("report"),
+    }
+    expected = {
+        "runs": "res/runs.parquet",
+        "traces": "res/traces",
+        "report": "res/report",
+        "report_html": "res/report/index.html",
+        "report_figures": "res/report/figures",
+        "report_tables": "res/report/tables",
+        "data": "res/data",
+        "dataset": "res/data/svm",
+        "store": "res/store",
+        "shards": "res/shards",
+        "plan_file": "res/shards/plan.parquet",
+        "shard_traces": "res/shards/lin--0000.parquet",
+        "shard_runs": "res/shards/lin--0000.runs.parquet",
+        "studies": "res/optuna",
+        "study": "res/optuna/s",
+        "study_marker": "res/optuna/s/study.json",
+        "study_journal": "res/optuna/s/journal.log",
+        "study_sqlite": "res/optuna/s/study.db",
+        "study_lock": "res/optuna/s/reserve.lock",
+        "study_trial_parts": "res/optuna/s/trials",
+        "worker_done": "res/optuna/s/worker-3.done",
+        "study_traces": "res/optuna/s/trials.parquet",
+        "study_runs": "res/optuna/s/holdout.runs.parquet",
+        "logs": "res/logs",
+        "benchmarks": "res/benchmarks",
+        "data_log": "res/logs/data/svm.log",
+        "data_benchmark": "res/benchmarks/data/svm.tsv",
+        "shard_log": "res/logs/shards/lin--0000.log",
+        "shard_benchmark": "res/benchmarks/shards/lin--0000.tsv",
+        "study_log": "res/logs/optuna/s/worker-0.log",
+        "log": "res/logs/aggregate.log",
+        "benchmark": "res/benchmarks/report.tsv",
+    }
+    assert {k: str(v) for k, v in got.items()} == expected
+
+
+def test_wildcards_pass_through_as_snakemake_patterns():
+    L = Layout("results")
+    assert str(L.shard_runs("{shard}")) == "results/shards/{shard}.runs.parquet"
+    assert (
+        str(L.worker_done("{study}", "{worker}")) == "results/optuna/{study}/worker-{worker}.done"
+    )
+    assert str(L.study_log("{study}", "worker-{worker}")) == (
+        "results/logs/optuna/{study}/worker-{worker}.log"
+    )
+
+
+def test_the_default_results_folder_and_a_shard_outputs_folder():
+    assert Layout.of_sweep({}).root == Path("results")
+    assert Layout.of_sweep({"results": "out/x"}).store == Path("out/x/store")
+    assert Layout.of_shard_output("res/shards/a.runs.parquet") == Layout("res")
