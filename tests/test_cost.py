@@ -53,10 +53,12 @@ def test_run_bytes_counts_minibatch_rows_and_tau_column_evaluations():
         rows=1000, cols=200, nnz=200_000, sparse=False, clients=10, n_classes=0, disk_bytes=0
     )
     params = {"stepsize": 0.1, "sparsity": 20, "local_steps": 3, "batch_size": 5}
-    config = {"params": params, "rounds": 4, "eval_every": 2}
+    config = {"algorithm": "fedht", "params": params, "rounds": 4, "eval_every": 2}
     local = 10 * 3 * 5 * 200 * 8  # clients x K x batch rows x row bytes
-    evaluation = 1000 * 20 * 8  # every row at the tau columns
+    evaluation = 1000 * 20 * 8  # every row at the tau columns (fedht's model_support)
     assert cost.run_bytes(config, shape) == 4 * local + 3 * evaluation  # rounds 0, 2, 4
+    dense = {**config, "algorithm": "fedavg"}  # a dense model: every column
+    assert cost.run_bytes(dense, shape) == 4 * local + 3 * 1000 * 200 * 8
     full = {**config, "params": {**params, "batch_size": None}}
     assert cost.run_bytes(full, shape) == 4 * 10 * 3 * 100 * 200 * 8 + 3 * evaluation
     csr = cost.DataShape(1000, 200, 5000, True, 10, 0, 0)
@@ -189,11 +191,15 @@ def test_a_plan_read_from_its_file_sizes_shards_as_the_planned_one(tmp_path):
     read = read_plan(tmp_path / "plan.parquet", cfg)
     make_data(cfg, "lin", tmp_path / "lin")
     for shard, runs in plan.shards.items():
-        assert read.shard_steps(shard) == [cost.steps_per_round(r.config) for r in runs]
+        assert read.shard_work(shard) == [cost.run_work(r.config) for r in runs]
         assert read.shard_priority(shard) == plan.shard_priority(shard) > 0
         assert read.shard_resources(shard, tmp_path / "lin") == plan.shard_resources(
             shard, tmp_path / "lin"
         )
+    # the hard-thresholding family bounds its model's support (its model_support hook): an
+    # exact evaluation reads tau columns; the others' models are dense
+    supports = {r.config["algorithm"]: cost.run_work(r.config).support for r in plan.runs}
+    assert supports == {"pfedme": None, "hierfavg": None, "fedht": cfg["grid"]["sparsity"][0]}
 
 
 def test_a_second_process_on_the_same_shard_waits_for_the_first(tmp_path):

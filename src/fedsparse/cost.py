@@ -15,7 +15,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -75,22 +75,40 @@ def synthetic_shape(data: dict[str, Any]) -> DataShape:
     return DataShape(rows, cols, rows * cols, False, data["clients"], 0, 2 * rows * cols * 8)
 
 
-def steps_per_round(config: dict[str, Any]) -> int:
-    """Minibatch gradients one client of a run computes per round, by its algorithm: the
-    model's one input that needs the algorithms (the plan file records it for each run)."""
+class RunWork(NamedTuple):
+    """What the cost model needs from a run's algorithm (its hooks): minibatch gradients one
+    client computes per round, and the non-zeros per class its global model keeps where the
+    algorithm bounds them (None: dense). The plan file records both for each run, so a cluster
+    job's Snakemake sizes its job without loading the algorithms."""
+
+    steps: int
+    support: int | None
+
+
+def run_work(config: dict[str, Any]) -> RunWork:
+    """A run's :class:`RunWork`, from its algorithm's ``steps_per_round`` and
+    ``model_support`` (an algorithm not registered here: its ``local_steps``, dense)."""
     from .algorithms import ALGORITHMS  # not at import: the plan's readers need no kernels
 
     params = config["params"]
     cls = ALGORITHMS.get(config.get("algorithm", ""))
-    return int(params.get("local_steps", 1) if cls is None else cls.steps_per_round(params))
+    if cls is None:
+        return RunWork(int(params.get("local_steps", 1)), None)
+    return RunWork(int(cls.steps_per_round(params)), cls.model_support(params))
 
 
-def run_bytes(config: dict[str, Any], shape: DataShape, steps: int | None = None) -> float:
-    """Bytes one run reads: its local steps' minibatch rows and its evaluations (``steps``:
-    its :func:`steps_per_round`, where known already)."""
+def steps_per_round(config: dict[str, Any]) -> int:
+    """Minibatch gradients one client of a run computes per round, by its algorithm."""
+    return run_work(config).steps
+
+
+def run_bytes(config: dict[str, Any], shape: DataShape, work: RunWork | None = None) -> float:
+    """Bytes one run reads: its local steps' minibatch rows and its evaluations (``work``:
+    its :func:`run_work`, where known already; an exact evaluation of a model that keeps
+    ``support`` non-zeros per class reads only those columns)."""
     params = config["params"]
     rounds = config["rounds"]
-    steps = steps_per_round(config) if steps is None else steps
+    steps, support = run_work(config) if work is None else work
     batch = params.get("batch_size")
     client_rows = shape.rows / max(shape.clients, 1)
     if batch is None or params.get("batch_growth", 1.0) != 1.0:
@@ -102,27 +120,27 @@ def run_bytes(config: dict[str, Any], shape: DataShape, steps: int | None = None
     if shape.sparse:
         evaluation = shape.nnz * 12.0 * classes
     else:
-        tau = min(params.get("sparsity", shape.cols), shape.cols)
+        tau = shape.cols if support is None else min(support, shape.cols)
         evaluation = shape.rows * tau * 8.0 * classes
     evaluations = math.ceil(rounds / sweep_default(config, "eval_every")) + 1
     return rounds * local + evaluations * evaluation
 
 
-def run_seconds(config: dict[str, Any], shape: DataShape, steps: int | None = None) -> float:
+def run_seconds(config: dict[str, Any], shape: DataShape, work: RunWork | None = None) -> float:
     """Estimated seconds of one run, its job's start-up aside."""
-    return run_bytes(config, shape, steps) / BYTES_PER_SECOND + RUN_OVERHEAD_S
+    return run_bytes(config, shape, work) / BYTES_PER_SECOND + RUN_OVERHEAD_S
 
 
 def shard_seconds(
     configs: list[dict[str, Any]],
     shape: DataShape,
-    steps: list[int] | None = None,
+    work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
 ) -> float:
-    """Estimated seconds of one job running ``configs`` one after another (``steps``: each
-    one's :func:`steps_per_round`, where known already; ``siblings``: which runs share the
+    """Estimated seconds of one job running ``configs`` one after another (``work``: each
+    one's :func:`run_work`, where known already; ``siblings``: which runs share the
     computation of the run before them, and cost only their trace's writing)."""
-    steps = [None] * len(configs) if steps is None else steps
+    work = [None] * len(configs) if work is None else work
     siblings = [False] * len(configs) if siblings is None else siblings
     # A planned configuration's seeds share its params mapping (sweep._plan_sweep), and cost
     # the same: each is estimated once, not once per seed (the DAG's priorities of a
@@ -130,14 +148,14 @@ def shard_seconds(
     # is alive (this call), with the other fields the estimate reads.
     known: dict[tuple, float] = {}
     total = 0.0  # summed as before, then the start-up: the same float as per-run estimates
-    for c, s, sibling in zip(configs, steps, siblings, strict=True):
+    for c, w, sibling in zip(configs, work, siblings, strict=True):
         if sibling:
             total += RUN_OVERHEAD_S
             continue
-        key = (id(c["params"]), c["rounds"], c.get("eval_every"), c.get("algorithm"), s)
+        key = (id(c["params"]), c["rounds"], c.get("eval_every"), c.get("algorithm"), w)
         seconds = known.get(key)
         if seconds is None:
-            seconds = known[key] = run_seconds(c, shape, s)
+            seconds = known[key] = run_seconds(c, shape, w)
         total += seconds
     return JOB_STARTUP_S + total
 
@@ -145,11 +163,11 @@ def shard_seconds(
 def shard_runtime_minutes(
     configs: list[dict[str, Any]],
     shape: DataShape,
-    steps: list[int] | None = None,
+    work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
 ) -> int:
     """A SLURM time limit (minutes) for one job running ``configs`` one after another."""
-    seconds = shard_seconds(configs, shape, steps, siblings)
+    seconds = shard_seconds(configs, shape, work, siblings)
     return max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
 
 
@@ -177,12 +195,12 @@ def job_resources(
     configs: list[dict[str, Any]],
     data_spec: dict[str, Any],
     data_dir: str | Path,
-    steps: list[int] | None = None,
+    work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
 ) -> dict[str, int]:
     """``runtime`` (minutes) and ``mem_mb`` for a job running ``configs`` on one data set."""
     shape = known_shape(data_spec, data_dir)
     if shape is None:
         return {"runtime": UNKNOWN_RUNTIME_MIN, "mem_mb": UNKNOWN_MEM_MB}
-    runtime = shard_runtime_minutes(configs, shape, steps, siblings)
+    runtime = shard_runtime_minutes(configs, shape, work, siblings)
     return {"runtime": runtime, "mem_mb": job_mem_mb(shape)}

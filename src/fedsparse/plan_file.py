@@ -18,13 +18,14 @@ from typing import Any
 
 # Light at import, as fedsparse.sweep: a cluster job's own Snakemake reads the plan file.
 from .config import SEED_MARK
-from .cost import steps_per_round
+from .cost import RunWork, run_work
 from .errors import FedsparseError
 from .sweep import Plan, Run
 
 # 2: the data sets in the metadata, for jobs that read the plan; 3: each run's steps per round
-# (fedsparse.cost.steps_per_round), so a job's Snakemake sizes its job without the algorithms
-PLAN_FILE_VERSION = "4"  # 4: each run's sibling flag
+# (fedsparse.cost.run_work), so a job's Snakemake sizes its job without the algorithms; 4: each
+# run's sibling flag
+PLAN_FILE_VERSION = "5"  # 5: each run's model support (cost.RunWork), beside its steps
 
 
 class PlanFileError(FedsparseError):
@@ -55,6 +56,7 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
             ("run_id", pa.string()),
             ("config", pa.string()),
             ("steps", pa.int32()),
+            ("support", pa.int32()),  # null: a dense model
             ("sibling", pa.bool_()),
         ],
         metadata={
@@ -67,18 +69,19 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
         },
     )
     texts = _ConfigTexts()
-    steps: dict[tuple[int, str], int] = {}  # a configuration's seeds share its params object
+    work: dict[tuple[int, str], RunWork] = {}  # a configuration's seeds share its params object
     with atomic_write(path) as fh, pq.ParquetWriter(fh, schema, compression="zstd") as writer:
         for shard, runs in plan.shards.items():
             keys = [(id(r.config["params"]), r.config["algorithm"]) for r in runs]
             for key, r in zip(keys, runs, strict=True):
-                if key not in steps:
-                    steps[key] = steps_per_round(r.config)
+                if key not in work:
+                    work[key] = run_work(r.config)
             part = {
                 "shard": [shard] * len(runs),
                 "run_id": [r.run_id for r in runs],
                 "config": [texts(r.config) for r in runs],  # key order kept
-                "steps": [steps[key] for key in keys],
+                "steps": [work[key].steps for key in keys],
+                "support": [work[key].support for key in keys],
                 "sibling": [r.sibling for r in runs],
             }
             writer.write_table(pa.table(part, schema=schema), row_group_size=len(runs))
@@ -116,8 +119,13 @@ def read_plan(path: str | Path, sweep: dict[str, Any]) -> Plan:
     except (KeyError, ValueError) as exc:
         raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
     plan.shards = _ShardsOnDemand(names, lambda shard: read_plan_shard(path, shard, sweep))
-    plan.shard_steps = lambda shard: _read_part(path, shard, sweep, ["steps"])["steps"]
+    plan.shard_work = lambda shard: _shard_work(path, shard, sweep)
     return plan
+
+
+def _shard_work(path: str | Path, shard: str, sweep: dict[str, Any]) -> list[RunWork]:
+    part = _read_part(path, shard, sweep, ["steps", "support"])
+    return [RunWork(*w) for w in zip(part["steps"], part["support"], strict=True)]
 
 
 class _ShardsOnDemand(dict):

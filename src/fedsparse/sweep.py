@@ -57,6 +57,7 @@ from .config import (
 )
 from .cost import (
     RUN_OVERHEAD_S,
+    RunWork,
     job_resources,
     known_shape,
     run_seconds,
@@ -113,9 +114,9 @@ class Plan:
     datasets: dict[str, dict[str, Any]]  # name -> {"data": ..., "model": ...}
     shards: dict[str, list[Run]] = field(default_factory=dict)
     studies: dict[str, Any] = field(default_factory=dict)  # method optuna: name -> StudySpec
-    # shard -> its runs' steps per round (the cost model's input from the algorithms), where
-    # read from a plan file; None: computed from the runs' configs
-    shard_steps: Callable[[str], list[int]] | None = field(default=None, repr=False)
+    # shard -> its runs' cost.RunWork (the cost model's input from the algorithms), where read
+    # from a plan file; None: computed from the runs' configs
+    shard_work: Callable[[str], list[RunWork]] | None = field(default=None, repr=False)
 
     @property
     def runs(self) -> list[Run]:
@@ -129,7 +130,7 @@ class Plan:
         runs = self.shards[shard]
         spec = self.datasets[runs[0].dataset]["data"]
         configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
-        return job_resources(configs, spec, data_dir, self._steps(shard), siblings)
+        return job_resources(configs, spec, data_dir, self._work(shard), siblings)
 
     def shard_priority(self, shard: str) -> int:
         """Estimated seconds of a shard (0 if its data is not yet known): the scheduler
@@ -139,10 +140,10 @@ class Plan:
         if shape is None:
             return 0
         configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
-        return round(shard_seconds(configs, shape, self._steps(shard), siblings))
+        return round(shard_seconds(configs, shape, self._work(shard), siblings))
 
-    def _steps(self, shard: str) -> list[int] | None:
-        return None if self.shard_steps is None else self.shard_steps(shard)
+    def _work(self, shard: str) -> list[RunWork] | None:
+        return None if self.shard_work is None else self.shard_work(shard)
 
     def worker_resources(self, study: str, data_dir: str | Path) -> dict[str, int]:
         """The same for one Optuna worker: its share of the trials at the costliest corner."""

@@ -268,6 +268,13 @@ class Algorithm(ABC):
         return False
 
     @classmethod
+    def model_support(cls, params: dict[str, Any]) -> int | None:
+        """Non-zeros per class the global model keeps, where the algorithm bounds them (hard
+        thresholding's τ); None: a dense model. The cost model charges an exact evaluation
+        that many columns rather than every one (fedsparse.cost.run_work)."""
+        return None
+
+    @classmethod
     def steps_per_round(cls, params: dict[str, Any]) -> int:
         """Minibatch gradients one client computes per round, for the cost estimate."""
         return int(params.get("local_steps", 1))

@@ -12,7 +12,7 @@ let the server take ``H_tau`` of the weighted average:
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -64,6 +64,11 @@ class _LocalSGDHardThreshold(Algorithm):
         ("batch_size", "b"),
         ("batch_growth", "growth"),
     )
+
+    @classmethod
+    def model_support(cls, params: dict[str, Any]) -> int | None:
+        """H_τ keeps τ entries of each class's weights: an exact evaluation reads τ columns."""
+        return params.get("sparsity")
 
     def check_problem(self, where: str = "params") -> None:
         pb = self.problem
