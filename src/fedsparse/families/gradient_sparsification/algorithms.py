@@ -1,4 +1,4 @@
-"""Gradient sparsification with error feedback (seed paper 003; spec seed-003-adaptive-gs.md).
+"""Gradient sparsification with error feedback (spec seed-003-adaptive-gs.md).
 
 Every round is one synchronous SGD step on an aggregated sparse gradient (not FedAvg):
 each client adds its minibatch gradient at w to its residual a_i and offers a subset of

@@ -1,4 +1,4 @@
-"""The hard-thresholding family's analysis (seeds 000/001), on top of the generic one
+"""The hard-thresholding family's analysis, on top of the generic one
 (``report.analysis``): rounds to reach Distributed-IHT's objective against the papers' claimed
 speed-ups, the verdicts at the papers' step-size grid and with Distributed-IHT held at the step
 flwr PR #7076 reports, the final objective over step size and local steps, and the effect of

@@ -1,4 +1,4 @@
-"""The report's page for the hard-thresholding family (seeds 000/001: Fed-HT, FedIter-HT and the
+"""The report's page for the hard-thresholding family (Fed-HT, FedIter-HT and the
 Distributed-IHT baseline): rounds to reach Distributed-IHT's objective against the papers'
 claimed speed-ups, how those verdicts depend on the step-size grid and on Distributed-IHT's own
 step, the final objective over step size and local steps, and the effect of the non-IID level.
@@ -360,8 +360,9 @@ def _setting(a: analysis.Analysis, section: str) -> str:
     return ht_analysis.setting_text(ht_analysis.CLAIMS[(sec.task, sec.loss)])
 
 
-# The papers' wall-clock model (seed 001, Fig. 4's caption): clients anywhere in the world, about
-# 150 ms of network delay per round, 20 µs per local step; "at least 1.6 times faster".
+# The papers' wall-clock model (the conference paper, Fig. 4's caption): clients anywhere in the
+# world, about 150 ms of network delay per round, 20 µs per local step; "at least 1.6 times
+# faster".
 ROUND_DELAY_S, STEP_S, CLAIMED_WALLCLOCK = 0.15, 2e-5, 1.6
 
 

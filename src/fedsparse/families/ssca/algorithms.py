@@ -1,4 +1,4 @@
-"""Mini-batch SSCA, unconstrained and constrained (seed paper 004; spec seed-004-ssca.md).
+"""Mini-batch SSCA, unconstrained and constrained (spec seed-004-ssca.md).
 
 Clients are stateless: each round every client draws a minibatch and sends its mean
 gradient (Algorithm 2: and mean loss) at the broadcast model; the server combines them
