@@ -324,6 +324,7 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     from fedsparse.families.gradient_sparsification import kernels as GS
     from fedsparse.families.sfedhp import kernels as KP
     from fedsparse.families.ssca import kernels as KS
+    from fedsparse.kernels import prox
     from fedsparse.model import ACTIVATIONS
     from fedsparse.problem import KernelModel, Problem
 
@@ -331,23 +332,28 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     network_kernels = [
         K.mlp_batch_grad,
         K.mlp_local_sgd_round,
-        GS.accumulate_offers_mlp,
         KS.client_batch_grads,
-        KP.mlp_prox_steps,
-        KP.sfedhp_round,
-        KP.pfedme_round,
-        KP.hierfavg_round,
     ]
     for kernel in network_kernels:
         names = kernel_parameters(kernel)
         at = names.index("sizes")
         assert tuple(names[at : at + 5]) == KERNEL_MODEL_ARGS, kernel.__name__
+    # kernels of either kind of model take Problem.step_model: a flag, then the bundle
+    either_kernels = [
+        prox.prox_steps,
+        GS.accumulate_offers,
+        KP.sfedhp_round,
+        KP.pfedme_round,
+        KP.hierfavg_round,
+    ]
+    for kernel in either_kernels:
+        names = kernel_parameters(kernel)
+        at = names.index("network")
+        assert tuple(names[at : at + 6]) == ("network", *KERNEL_MODEL_ARGS), kernel.__name__
     linear_kernels = [
         K.batch_grad,
         K.local_sgd_round,
         K.local_sgd_round_csr,
-        GS.accumulate_offers,
-        KP.prox_steps,
     ]
     for kernel in linear_kernels:
         names = kernel_parameters(kernel)
@@ -362,3 +368,39 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     assert km.activation_code == ACTIVATIONS.index("tanh")
     assert km.loss_code == K.LOSS_CODES["softmax"]
     assert km.l2 == pb.l2 == 1e-3 and km.linear == (km.loss_code, km.l2)
+    assert pb.step_model[0] is True and pb.step_model[1:] == tuple(km)
+    assert pb.parameter_noun == "number of model parameters" and not pb.is_linear
+    linear = Problem(make_data("softmax"), "softmax", 1e-3)
+    assert linear.is_linear and linear.step_model[0] is False
+    assert linear.parameter_noun == "dimension"
+
+
+def test_no_family_branches_on_the_kind_of_model():
+    """The linear-vs-network switch lives behind the Problem: no family's algorithms read
+    ``fast_linear`` (they ask ``is_linear``/``parameter_noun`` where they must know) or call
+    a model-specific kernel themselves."""
+    import ast
+    from pathlib import Path
+
+    import fedsparse.families
+
+    root = Path(fedsparse.families.__file__).parent
+    sources = sorted(root.glob("*/algorithms.py"))
+    assert len(sources) >= 5
+    # the model-specific kernels (local_sgd_round and prox_steps are also the Problem's
+    # methods' names, so they are not listed)
+    forbidden = {
+        "fast_linear",
+        "batch_grad",
+        "mlp_batch_grad",
+        "mlp_local_sgd_round",
+        "local_sgd_round_csr",
+        "thread_buffers",
+        "mlp_prox_steps",
+        "accumulate_offers_mlp",
+    }
+    for source in sources:
+        tree = ast.parse(source.read_text())
+        read = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        read |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        assert not read & forbidden, (source.parent.name, sorted(read & forbidden))
