@@ -404,3 +404,46 @@ def test_no_family_branches_on_the_kind_of_model():
         read = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
         read |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
         assert not read & forbidden, (source.parent.name, sorted(read & forbidden))
+
+
+def test_work_space_grows_to_the_largest_batch_and_never_shrinks():
+    from conftest import make_data
+
+    from fedsparse.problem import Problem
+
+    data = make_data("softmax")  # clients of 10, 17, 25 and 13 rows
+    net = Problem(data, "softmax", 1e-3, model={"kind": "mlp", "hidden": [4]})
+    work = net.local_work()
+    first = work.for_batch(5)
+    assert work.rows == 5 and work.for_batch(3) is first  # smaller: the same buffers
+    assert work.for_batch(0) is not first and work.rows == 25  # a full batch: the largest client
+    assert work.for_batch(100) is work.buffers and work.rows == 25  # capped at the largest
+    linear = Problem(data, "softmax", 1e-3).local_work()
+    buffers = linear.for_batch(1)
+    assert linear.for_batch(0) is buffers  # a linear model's buffers do not depend on rows
+
+
+@pytest.mark.parametrize("model", [{}, {"kind": "mlp", "hidden": [4], "bias": False}])
+def test_minibatch_grad_is_the_models_kernel(model):
+    from conftest import make_data
+
+    from fedsparse import kernels as K
+    from fedsparse.problem import Problem
+
+    pb = Problem(make_data("softmax"), "softmax", 1e-3, model=model)
+    W = pb.initial_model() + 0.1
+    rows = np.array([0, 3, 7], np.int64)
+    G = np.empty(pb.shape)
+    value = pb.minibatch_grad(W, rows, G, pb.grad_work(3))
+    d, expected = pb.data, np.empty(pb.shape)
+    if pb.is_linear:
+        want = K.batch_grad(
+            d.kernel_X, d.y, rows, W, *pb.kernel_model.linear, expected, np.zeros(3)
+        )
+    else:
+        work = K.mlp_work(pb.sizes, 3)
+        want = K.mlp_batch_grad(d.kernel_X, d.y, rows, W[0], *pb.kernel_model, expected[0], work)
+    assert value == want
+    np.testing.assert_array_equal(G, expected)
+    assert pb.minibatch_grad(W, rows[:0], G, None) == 0.0
+    np.testing.assert_array_equal(G, pb.l2 * W)
