@@ -324,6 +324,7 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     from fedsparse.families.gradient_sparsification import kernels as GS
     from fedsparse.families.sfedhp import kernels as KP
     from fedsparse.families.ssca import kernels as KS
+    from fedsparse.kernels import prox
     from fedsparse.model import ACTIVATIONS
     from fedsparse.problem import KernelModel, Problem
 
@@ -331,23 +332,28 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     network_kernels = [
         K.mlp_batch_grad,
         K.mlp_local_sgd_round,
-        GS.accumulate_offers_mlp,
         KS.client_batch_grads,
-        KP.mlp_prox_steps,
-        KP.sfedhp_round,
-        KP.pfedme_round,
-        KP.hierfavg_round,
     ]
     for kernel in network_kernels:
         names = kernel_parameters(kernel)
         at = names.index("sizes")
         assert tuple(names[at : at + 5]) == KERNEL_MODEL_ARGS, kernel.__name__
+    # kernels of either kind of model take Problem.step_model: a flag, then the bundle
+    either_kernels = [
+        prox.prox_steps,
+        GS.accumulate_offers,
+        KP.sfedhp_round,
+        KP.pfedme_round,
+        KP.hierfavg_round,
+    ]
+    for kernel in either_kernels:
+        names = kernel_parameters(kernel)
+        at = names.index("network")
+        assert tuple(names[at : at + 6]) == ("network", *KERNEL_MODEL_ARGS), kernel.__name__
     linear_kernels = [
         K.batch_grad,
         K.local_sgd_round,
         K.local_sgd_round_csr,
-        GS.accumulate_offers,
-        KP.prox_steps,
     ]
     for kernel in linear_kernels:
         names = kernel_parameters(kernel)
@@ -362,3 +368,82 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     assert km.activation_code == ACTIVATIONS.index("tanh")
     assert km.loss_code == K.LOSS_CODES["softmax"]
     assert km.l2 == pb.l2 == 1e-3 and km.linear == (km.loss_code, km.l2)
+    assert pb.step_model[0] is True and pb.step_model[1:] == tuple(km)
+    assert pb.parameter_noun == "number of model parameters" and not pb.is_linear
+    linear = Problem(make_data("softmax"), "softmax", 1e-3)
+    assert linear.is_linear and linear.step_model[0] is False
+    assert linear.parameter_noun == "dimension"
+
+
+def test_no_family_branches_on_the_kind_of_model():
+    """The linear-vs-network switch lives behind the Problem: no family's algorithms read
+    ``fast_linear`` (they ask ``is_linear``/``parameter_noun`` where they must know) or call
+    a model-specific kernel themselves."""
+    import ast
+    from pathlib import Path
+
+    import fedsparse.families
+
+    root = Path(fedsparse.families.__file__).parent
+    sources = sorted(root.glob("*/algorithms.py"))
+    assert len(sources) >= 5
+    # the model-specific kernels (local_sgd_round and prox_steps are also the Problem's
+    # methods' names, so they are not listed)
+    forbidden = {
+        "fast_linear",
+        "batch_grad",
+        "mlp_batch_grad",
+        "mlp_local_sgd_round",
+        "local_sgd_round_csr",
+        "thread_buffers",
+        "mlp_prox_steps",
+        "accumulate_offers_mlp",
+    }
+    for source in sources:
+        tree = ast.parse(source.read_text())
+        read = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        read |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        assert not read & forbidden, (source.parent.name, sorted(read & forbidden))
+
+
+def test_work_space_grows_to_the_largest_batch_and_never_shrinks():
+    from conftest import make_data
+
+    from fedsparse.problem import Problem
+
+    data = make_data("softmax")  # clients of 10, 17, 25 and 13 rows
+    net = Problem(data, "softmax", 1e-3, model={"kind": "mlp", "hidden": [4]})
+    work = net.local_work()
+    first = work.for_batch(5)
+    assert work.rows == 5 and work.for_batch(3) is first  # smaller: the same buffers
+    assert work.for_batch(0) is not first and work.rows == 25  # a full batch: the largest client
+    assert work.for_batch(100) is work.buffers and work.rows == 25  # capped at the largest
+    linear = Problem(data, "softmax", 1e-3).local_work()
+    buffers = linear.for_batch(1)
+    assert linear.for_batch(0) is buffers  # a linear model's buffers do not depend on rows
+
+
+@pytest.mark.parametrize("model", [{}, {"kind": "mlp", "hidden": [4], "bias": False}])
+def test_minibatch_grad_is_the_models_kernel(model):
+    from conftest import make_data
+
+    from fedsparse import kernels as K
+    from fedsparse.problem import Problem
+
+    pb = Problem(make_data("softmax"), "softmax", 1e-3, model=model)
+    W = pb.initial_model() + 0.1
+    rows = np.array([0, 3, 7], np.int64)
+    G = np.empty(pb.shape)
+    value = pb.minibatch_grad(W, rows, G, pb.grad_work(3))
+    d, expected = pb.data, np.empty(pb.shape)
+    if pb.is_linear:
+        want = K.batch_grad(
+            d.kernel_X, d.y, rows, W, *pb.kernel_model.linear, expected, np.zeros(3)
+        )
+    else:
+        work = K.mlp_work(pb.sizes, 3)
+        want = K.mlp_batch_grad(d.kernel_X, d.y, rows, W[0], *pb.kernel_model, expected[0], work)
+    assert value == want
+    np.testing.assert_array_equal(G, expected)
+    assert pb.minibatch_grad(W, rows[:0], G, None) == 0.0
+    np.testing.assert_array_equal(G, pb.l2 * W)

@@ -322,7 +322,7 @@ def _warm_up(cls: type, problem: Problem, params: dict[str, Any], seed: int) -> 
         cls.name,
         problem.data.is_sparse,
         problem.loss,
-        problem.fast_linear,
+        problem.is_linear,
         problem.sizes.ndim,
         problem.network.dtype,
     )

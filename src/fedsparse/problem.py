@@ -9,13 +9,15 @@ which also score per-client (personalised) models on each client's own rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from . import kernels as K
+from . import kernels
 from .data import FederatedData
 from .errors import ConfigError
+from .kernels import prox
 from .model import ACTIVATIONS, Network
 
 LOSS_TASKS = {"least_squares": "regression", "logistic": "binary", "softmax": "multiclass"}
@@ -53,6 +55,30 @@ class KernelModel(NamedTuple):
     def linear(self) -> tuple[int, float]:
         """(loss_code, l2): the arguments of the fast linear kernels."""
         return self.loss_code, self.l2
+
+
+class ThreadWork:
+    """Per-thread work space of one kind of training kernel, allocated on first use and grown
+    (never shrunk) to the largest minibatch asked for: the one growth rule of every algorithm.
+
+    The algorithm holds it (from :meth:`Problem.local_work` or :meth:`Problem.step_work`) and
+    hands it back to the problem's step methods, which read :meth:`for_batch`.
+    """
+
+    def __init__(self, allocate: Callable[[int], tuple], most_rows: int, grows: bool = True):
+        self._allocate = allocate
+        self._most_rows = most_rows  # the largest client: a full batch's rows
+        self._grows = grows  # False: the buffers do not depend on the batch (a linear model)
+        self.rows = 0
+        self.buffers: tuple | None = None
+
+    def for_batch(self, batch: int) -> tuple:
+        """The buffers, grown to hold a minibatch of ``batch`` rows (<= 0: a full batch)."""
+        rows = self._most_rows if batch <= 0 else min(batch, self._most_rows)
+        if self.buffers is None or (self._grows and rows > self.rows):
+            self.buffers = self._allocate(rows)
+            self.rows = rows
+        return self.buffers
 
 
 class Problem:
@@ -101,10 +127,10 @@ class Problem:
             self.network.kernel_sizes(),
             self.network.bias,
             ACTIVATIONS.index(self.network.activation),
-            K.LOSS_CODES[loss],
+            kernels.LOSS_CODES[loss],
             float(l2),
         )
-        if not self.network.fast_linear:
+        if not self.is_linear:
             one_blas_thread()
         self.true_support = None if data.x_true is None else np.flatnonzero(data.x_true)
         self._in_true_support = None if data.x_true is None else data.x_true != 0
@@ -135,13 +161,224 @@ class Problem:
         return self.kernel_model.activation_code
 
     @property
-    def fast_linear(self) -> bool:
-        """A linear model without intercept: W is (n_outputs, n_features), with fast paths."""
+    def is_linear(self) -> bool:
+        """A linear model without intercept: W is (n_outputs, n_features), thresholded and
+        scored per class row, with its own fast kernels. Any other model (a network, or a
+        linear model with intercept) has W of shape (1, n_params)."""
         return self.network.fast_linear
+
+    @property
+    def fast_linear(self) -> bool:
+        """:attr:`is_linear` under its older name (the tests' oracles read it)."""
+        return self.is_linear
+
+    @property
+    def parameter_noun(self) -> str:
+        """What a row of W counts, for messages: "dimension" (a linear model's features)
+        or "number of model parameters"."""
+        return "dimension" if self.is_linear else "number of model parameters"
+
+    @property
+    def step_model(self) -> tuple:
+        """``(network, sizes, bias, activation_code, loss_code, l2)``: the model as the kernels
+        that take either kind (:mod:`fedsparse.kernels.prox` and those built on
+        :func:`~fedsparse.kernels.prox.model_grad`) take it, ``network`` choosing the gradient."""
+        return (not self.is_linear, *self.kernel_model)
 
     @property
     def n_params(self) -> int:
         return self.network.n_params
+
+    # ---- the model's interface to the algorithms: local steps, gradients, work spaces -------
+    # Everything that belongs to one run's model (W, the clients' copies, step sizes, weights)
+    # is an argument, never state of the problem: a cohort of runs differing in a continuous
+    # hyperparameter can later pass a stack of members through the same methods
+    # (docs/architecture.md, "The model's interface").
+
+    @property
+    def _most_rows(self) -> int:
+        return int(self.data.client_sizes.max())
+
+    def local_work(self) -> ThreadWork:
+        """Work space of :meth:`local_sgd_round` (one per algorithm instance)."""
+        if self.is_linear:
+            return ThreadWork(
+                lambda rows: kernels.thread_buffers(*self.shape), self._most_rows, False
+            )
+        dense = not self.data.is_sparse
+        return ThreadWork(
+            lambda rows: kernels.mlp_thread_work(self.sizes, rows, dense=dense), self._most_rows
+        )
+
+    def step_work(self) -> ThreadWork:
+        """Work space of :meth:`prox_steps` and of the family kernels that take
+        :attr:`step_model` (see :func:`fedsparse.kernels.prox.step_work`)."""
+        network, dense = not self.is_linear, not self.data.is_sparse
+        return ThreadWork(
+            lambda rows: prox.step_work(self.sizes, self.shape, rows, network=network, dense=dense),
+            self._most_rows,
+            network,
+        )
+
+    def grad_work(self, max_rows: int) -> np.ndarray | tuple:
+        """One thread's work space of :meth:`minibatch_grad` for up to ``max_rows`` rows."""
+        if self.is_linear:
+            return np.zeros(self.shape[0])
+        return kernels.mlp_work(self.sizes, max(max_rows, 1), dense=not self.data.is_sparse)
+
+    def local_sgd_round(
+        self,
+        W: np.ndarray,
+        W_local: np.ndarray,
+        perm: np.ndarray,
+        rng: np.ndarray,
+        steps: int,
+        batch: int,
+        stepsize: float,
+        work: ThreadWork,
+        *,
+        tau_local: int = 0,
+        layer_bounds: np.ndarray | None = None,
+        client_ptr: np.ndarray | None = None,
+    ) -> None:
+        """``steps`` local SGD steps of every client from ``W`` into ``W_local``.
+
+        Parameters
+        ----------
+        W : array, shape :attr:`shape`
+            The broadcast model.
+        W_local : array, shape (n_clients, *shape)
+            Output: each client's model at the end of the round.
+        perm, rng : the run's per-client row permutations and random states (advanced).
+        steps, batch, stepsize : local steps, rows per minibatch (<= 0: all), step size.
+        work : from :meth:`local_work`.
+        tau_local : > 0: H_tau after every step (per class row, or per segment of
+            ``layer_bounds`` for a network).
+        client_ptr : the row bounds of the clients stepped (default: all); ``W_local`` and
+            ``rng`` then hold those clients only.
+        """
+        data = self.data
+        ptr = data.client_ptr if client_ptr is None else client_ptr
+        buffers = work.for_batch(batch)
+        common = (data.kernel_X, data.y, ptr)
+        steps_of = (perm, rng, steps, batch, stepsize)
+        if self.is_linear:
+            if layer_bounds is not None:
+                raise ValueError("layer bounds are for networks; a linear model has rows")
+            kernels.local_sgd_round(
+                *common, W, W_local, *steps_of, *self.kernel_model.linear, tau_local, buffers
+            )
+            return
+        bounds = () if layer_bounds is None else (layer_bounds,)
+        kernels.mlp_local_sgd_round(
+            *common,
+            W[0],
+            W_local[:, 0],
+            *steps_of,
+            *self.kernel_model,
+            tau_local,
+            buffers,
+            *bounds,
+        )
+
+    @property
+    def has_active_set_steps(self) -> bool:
+        """Whether :meth:`active_set_sgd_round` applies: a linear model on CSR data."""
+        return self.is_linear and self.data.is_sparse
+
+    def active_set_sgd_round(
+        self,
+        W: np.ndarray,
+        support: np.ndarray,
+        compact: tuple,
+        perm: np.ndarray,
+        rng: np.ndarray,
+        steps: int,
+        batch: int,
+        stepsize: float,
+        tau_local: int,
+        work: tuple,
+    ) -> None:
+        """:meth:`local_sgd_round` touching only each client's active coordinates (the
+        broadcast ``support`` plus the features its rows hit), into the compact models
+        ``compact`` of :func:`fedsparse.kernels.sparse_buffers` (``work`` from there too)."""
+        if not self.has_active_set_steps:
+            raise ValueError("the active-set kernel needs CSR data and a linear model")
+        data = self.data
+        kernels.local_sgd_round_csr(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            W,
+            support,
+            *compact,
+            perm,
+            rng,
+            steps,
+            batch,
+            stepsize,
+            *self.kernel_model.linear,
+            tau_local,
+            work,
+        )
+
+    def prox_steps(
+        self,
+        thetas: np.ndarray,
+        anchors: np.ndarray,
+        which: np.ndarray,
+        perm: np.ndarray,
+        rng: np.ndarray,
+        steps: int,
+        batch: int,
+        fresh: bool,
+        stepsize: float,
+        weight: float,
+        gamma: float,
+        rho: float,
+        work: ThreadWork,
+    ) -> None:
+        """Proximal local steps of every client on ``thetas`` (n_clients, *shape), in place,
+        anchored at ``anchors[which[i]]`` (see :mod:`fedsparse.kernels.prox`); ``work`` from
+        :meth:`step_work`."""
+        data = self.data
+        prox.prox_steps(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            thetas,
+            anchors,
+            np.ascontiguousarray(which, dtype=np.int64),
+            perm,
+            rng,
+            steps,
+            batch,
+            fresh,
+            stepsize,
+            weight,
+            gamma,
+            rho,
+            *self.step_model,
+            work.for_batch(batch),
+        )
+
+    def minibatch_grad(
+        self, W: np.ndarray, rows: np.ndarray, G: np.ndarray, work: np.ndarray | tuple
+    ) -> float:
+        """Mean loss over ``rows`` plus ridge at ``W`` (shape :attr:`shape`); its gradient
+        into ``G`` (the same shape). No rows: the ridge term's gradient, and 0.0. ``work``
+        from :meth:`grad_work`."""
+        if rows.size == 0:
+            G[:] = self.l2 * W
+            return 0.0
+        data = self.data
+        if self.is_linear:
+            return kernels.batch_grad(
+                data.kernel_X, data.y, rows, W, *self.kernel_model.linear, G, work
+            )
+        return kernels.mlp_batch_grad(
+            data.kernel_X, data.y, rows, W[0], *self.kernel_model, G[0], work
+        )
 
     def initial_model(self) -> np.ndarray:
         """theta_0 of shape :attr:`shape` (the config's ``model.init``)."""
@@ -168,7 +405,7 @@ class Problem:
         Sparse data: 1, as each model reads its own CSC columns (nothing is shared).
         Other models than the fast linear one: 1 (a forward pass each).
         """
-        if self.data.is_sparse or not self.fast_linear:
+        if self.data.is_sparse or not self.is_linear:
             return 1
         per_model = self.n_outputs * max(self.data.n_samples, self.n_features) * 8
         return max(1, min(16, (32 << 20) // per_model))
@@ -186,9 +423,9 @@ class Problem:
             self._margins = np.empty((n_models, self.n_outputs, d.n_samples))
         M = self._margins[:n_models]
         if d.is_sparse:
-            K.margins_csc(d.kernel_csc, Ws, M)
+            kernels.margins_csc(d.kernel_csc, Ws, M)
         else:
-            K.margins_columns(d.columns, Ws, M)
+            kernels.margins_columns(d.columns, Ws, M)
         return M
 
     def margins(self, W: np.ndarray) -> np.ndarray:
@@ -197,27 +434,27 @@ class Problem:
 
     def client_objectives(self, W: np.ndarray, margins: np.ndarray | None = None) -> np.ndarray:
         """Every client's mean loss f_i(W), the l2 term included."""
-        if not self.fast_linear:
+        if not self.is_linear:
             loss_sum, _ = self._forward(self.data, W.reshape(1, -1), self.data.client_ptr)
             return loss_sum / self.data.client_sizes + self._ridge(W)
         M = self.margins(W) if margins is None else margins
         d = self.data
-        return K.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, self.l2)
+        return kernels.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, self.l2)
 
     def objective(self, W: np.ndarray, margins: np.ndarray | None = None) -> float:
         """The federated training objective sum_i p_i f_i(W)."""
-        return float(K.weighted_sum(self.client_objectives(W, margins), self.p))
+        return float(kernels.weighted_sum(self.client_objectives(W, margins), self.p))
 
     def test_accuracy(self, W: np.ndarray) -> float:
         """Accuracy of W on the data set's held-out test rows (classification)."""
         d = self.data
-        if not self.fast_linear:
+        if not self.is_linear:
             one = np.zeros(2, np.int64)
             one[1] = d.y_test.shape[0]
             _, correct = self._forward(d, W.reshape(1, -1), one, test=True)
             return int(correct.sum()) / d.y_test.shape[0]
         Mt = np.ascontiguousarray(np.asarray(d.X_test @ W.T).T)  # (n_outputs, n_test)
-        return K.correct_from_margins(Mt, d.y_test, self.loss_code) / d.y_test.shape[0]
+        return kernels.correct_from_margins(Mt, d.y_test, self.loss_code) / d.y_test.shape[0]
 
     def metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
         """Objective plus the metrics this data set supports (see the trace schema)."""
@@ -226,7 +463,7 @@ class Problem:
     def metrics_many(self, Ws: np.ndarray) -> list[dict[str, float | int | None]]:
         """:meth:`metrics` of each model in a stack ``Ws`` (n_models, *shape), the same
         values as one at a time; fast linear models share one pass over the data."""
-        if not self.fast_linear:
+        if not self.is_linear:
             return [self._network_metrics(W) for W in Ws]
         M = self.margins_many(Ws)
         return [self._metrics_from(Ws[q], M[q]) for q in range(Ws.shape[0])]
@@ -243,7 +480,7 @@ class Problem:
         ridge = 0.5 * self.l2 * np.einsum("ij,ij->i", flat, flat)
         per_client = loss_sum / d.client_sizes + ridge
         out: dict[str, float | None] = {
-            "pm_objective": float(K.weighted_sum(per_client, self.p)),
+            "pm_objective": float(kernels.weighted_sum(per_client, self.p)),
             "pm_train_accuracy": None,
             "pm_test_accuracy": None,
         }
@@ -275,7 +512,7 @@ class Problem:
         y = d.y_test if test else d.y
         loss_sum = np.empty(groups)
         correct = np.empty(groups, np.int64)
-        K.mlp_eval(
+        kernels.mlp_eval(
             X,
             y,
             ptr,
@@ -297,8 +534,8 @@ class Problem:
         data_loss = loss_sum / d.client_sizes
         with np.errstate(over="ignore", invalid="ignore"):
             out: dict[str, float | int | None] = {
-                "objective": float(K.weighted_sum(data_loss + self._ridge(W), self.p)),
-                "train_loss": float(K.weighted_sum(data_loss, self.p)),
+                "objective": float(kernels.weighted_sum(data_loss + self._ridge(W), self.p)),
+                "train_loss": float(kernels.weighted_sum(data_loss, self.p)),
                 "nnz": int(np.count_nonzero(W)),
             }
         if self.loss in ("logistic", "softmax"):
@@ -317,10 +554,12 @@ class Problem:
             out["train_loss"] = out["objective"]
         else:  # the same client losses without the ridge term
             d = self.data
-            data_loss = K.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, 0.0)
-            out["train_loss"] = float(K.weighted_sum(data_loss, self.p))
+            data_loss = kernels.client_losses_from_margins(
+                M, d.y, d.client_ptr, self.loss_code, W, 0.0
+            )
+            out["train_loss"] = float(kernels.weighted_sum(data_loss, self.p))
         if self.loss in ("logistic", "softmax"):
-            correct = K.correct_from_margins(M, self.data.y, self.loss_code)
+            correct = kernels.correct_from_margins(M, self.data.y, self.loss_code)
             out["train_accuracy"] = correct / self.data.n_samples
             if self.data.has_test:
                 out["test_accuracy"] = self.test_accuracy(W)

@@ -39,8 +39,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import overload
+from numba import njit, prange
 
 from .mlp import BLAS_N as _N
 from .mlp import BLAS_T as _T
@@ -49,6 +48,7 @@ from .mlp import add_bias as _add_bias
 from .mlp import as_work as _as_work
 from .mlp import bias_activate as _bias_activate
 from .mlp import bias_grad as _bias_grad
+from .mlp import gather as _gather
 from .mlp import gemm as _gemm
 from .mlp import row_loss as _row_loss
 from .mlp import scale as _scale
@@ -147,37 +147,6 @@ def cnn_work_lengths(spec: np.ndarray, max_batch: int) -> tuple[int, ...]:
         2 * b * int(h[H_WIDEST]) + 2 * int(h[H_COLS]) + 2 * int(h[H_PARAMS]) * int(h[H_F32]),
         2,
     )
-
-
-# ---------------------------------------------------------------------------
-# Input rows, dense or CSR, into a dense block
-
-
-def _densify(X, rows, X0):
-    """``X0 (b x d) = X[rows]`` for dense or CSR ``X`` (compiled only)."""
-
-
-@overload(_densify)
-def _densify_impl(X, rows, X0):
-    if isinstance(X, types.Array):
-
-        def dense(X, rows, X0):
-            d = X.shape[1]
-            for r in range(rows.shape[0]):
-                X0[r * d : (r + 1) * d] = X[rows[r]]
-
-        return dense
-
-    def csr(X, rows, X0):
-        data, indices, indptr = X
-        b = rows.shape[0]
-        d = X0.shape[0] // b if b > 0 else 0
-        X0[: b * d] = 0.0
-        for r in range(b):
-            for k in range(indptr[rows[r]], indptr[rows[r] + 1]):
-                X0[r * d + indices[k]] = data[k]
-
-    return csr
 
 
 # ---------------------------------------------------------------------------
@@ -466,7 +435,7 @@ def cnn_step(X, y, rows, theta, spec, act, loss, work, alpha, shrink, T):
     ncols = spec[0, H_COLS]
     cols = E[2 * half : 2 * half + ncols]
     dcols = E[2 * half + ncols : 2 * half + 2 * ncols]
-    _densify(X, rows, X0[: b * spec[0, H_IN]])
+    _gather(X, rows, X0[: b * spec[0, H_IN]], True)
     Z = E[: b * c]
     _forward_train(X0, spec, theta, b, act, A, D, Z, cols, coef)
     scale = 1.0 / b
@@ -543,7 +512,7 @@ def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lane
             n = stop - start
             for r in range(n):
                 rows[r] = start + r
-            _densify(X, rows[:n], X0[: n * d])
+            _gather(X, rows[:n], X0[: n * d], True)
             if which[i] != model:
                 model = which[i]
                 theta = _as_work(thetas[model], tbuf)

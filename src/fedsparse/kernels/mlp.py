@@ -452,21 +452,35 @@ def _add_bias(Z, b, width, theta, boff):
 # First layer: dense rows through BLAS, CSR rows by sparse loops (dispatch on X's type)
 
 
-def _gather(X, rows, X0):
-    """Copy dense rows ``X[rows]`` into ``X0`` (b x d); nothing for CSR (compiled only)."""
+def _gather(X, rows, X0, densify_csr):
+    """Copy the rows ``X[rows]`` into ``X0`` (b x d): always for dense ``X``, for CSR only if
+    ``densify_csr`` (a cnn's layers read dense rows; an MLP's first layer reads CSR in place)
+    (compiled only)."""
 
 
 @overload(_gather)
-def _gather_impl(X, rows, X0):
+def _gather_impl(X, rows, X0, densify_csr):
     if isinstance(X, types.Array):
 
-        def dense(X, rows, X0):
+        def dense(X, rows, X0, densify_csr):
             d = X.shape[1]
             for r in range(rows.shape[0]):
                 X0[r * d : (r + 1) * d] = X[rows[r]]
 
         return dense
-    return lambda X, rows, X0: None
+
+    def csr(X, rows, X0, densify_csr):
+        if not densify_csr:
+            return
+        data, indices, indptr = X
+        b = rows.shape[0]
+        d = X0.shape[0] // b if b > 0 else 0
+        X0[: b * d] = 0.0
+        for r in range(b):
+            for k in range(indptr[rows[r]], indptr[rows[r] + 1]):
+                X0[r * d + indices[k]] = data[k]
+
+    return csr
 
 
 def _first_forward(X, rows, X0, theta, out, d, Z, coef):
@@ -772,7 +786,7 @@ def _mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrin
     X0, A, D, E, coef = work
     b = rows.shape[0]
     c = sizes[-1]
-    _gather(X, rows, X0)
+    _gather(X, rows, X0, False)
     Z = E[: b * c]
     _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z, coef)
     scale = 1.0 / b
@@ -1045,4 +1059,4 @@ def mlp_local_sgd_round(
 
 # The building blocks kernels.cnn shares with these kernels, under public names.
 gemm, add_bias, bias_activate, bias_grad = _gemm, _add_bias, _bias_activate, _bias_grad
-row_loss, scale, as_work = _row_loss, _scale, _as_work
+row_loss, scale, as_work, gather = _row_loss, _scale, _as_work, _gather

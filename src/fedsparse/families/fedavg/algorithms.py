@@ -35,7 +35,7 @@ from ...algorithms.common import (
 )
 from ...errors import ConfigError
 
-K = LazyModule("fedsparse.kernels")
+kernels = LazyModule("fedsparse.kernels")
 
 HYPERPARAMETERS = (
     stepsize("initial local step size a"),
@@ -77,15 +77,14 @@ class FedAvg(Algorithm):
             )
 
     def setup(self) -> None:
-        pb = self.problem
-        self.W = pb.initial_model()
-        self.W_local = np.zeros((pb.n_clients, *pb.shape))
-        self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
-        self.rng = K.client_states(self.seed, pb.n_clients)
-        self.server = server_stream(self.seed, pb.n_clients)
-        self.scratch = K.threshold_scratch(pb.shape[1])
-        self.work_rows = 0
-        self.work = K.thread_buffers(*pb.shape) if pb.fast_linear else None
+        problem = self.problem
+        self.W = problem.initial_model()
+        self.W_local = np.zeros((problem.n_clients, *problem.shape))
+        self.perm = np.arange(problem.data.n_samples, dtype=np.int64)
+        self.rng = kernels.client_states(self.seed, problem.n_clients)
+        self.server = server_stream(self.seed, problem.n_clients)
+        self.scratch = kernels.threshold_scratch(problem.shape[1])
+        self.work = problem.local_work()
         self.bits = 0.0
 
     def participants(self) -> np.ndarray | None:
@@ -97,60 +96,41 @@ class FedAvg(Algorithm):
 
     def _local(self, ptr, W_local, rng, batch: int, lr: float) -> None:
         """Local SGD of the clients of ``ptr`` (rows, W_local and rng sliced alike)."""
-        pb, prm, data = self.problem, self.params, self.problem.data
-        common = (self.perm, rng, prm["local_steps"], batch, lr)
-        if pb.fast_linear:
-            K.local_sgd_round(
-                data.kernel_X,
-                data.y,
-                ptr,
-                self.W,
-                W_local,
-                *common,
-                *pb.kernel_model.linear,
-                0,
-                self.work,
-            )
-            return
-        rows = int(data.client_sizes.max()) if batch <= 0 else batch
-        if rows > self.work_rows:
-            self.work = K.mlp_thread_work(pb.sizes, rows)
-            self.work_rows = rows
-        K.mlp_local_sgd_round(
-            data.kernel_X,
-            data.y,
-            ptr,
-            self.W[0],
-            W_local[:, 0],
-            *common,
-            *pb.kernel_model,
-            0,
+        self.problem.local_sgd_round(
+            self.W,
+            W_local,
+            self.perm,
+            rng,
+            self.params["local_steps"],
+            batch,
+            lr,
             self.work,
+            client_ptr=ptr,
         )
 
     def round(self, t: int) -> RoundCost:
-        pb, prm = self.problem, self.params
-        batch = 0 if prm["batch_size"] is None else prm["batch_size"]
-        lr = prm["stepsize"] / float(t + 1) ** prm["stepsize_decay"]
+        problem, params = self.problem, self.params
+        batch = 0 if params["batch_size"] is None else params["batch_size"]
+        lr = params["stepsize"] / float(t + 1) ** params["stepsize_decay"]
         who = self.participants()
-        ptr = pb.data.client_ptr
+        ptr = problem.data.client_ptr
         nnz_down = int(np.count_nonzero(self.W))  # W_t, before the average replaces it
         if who is None:
             self._local(ptr, self.W_local, self.rng, batch, lr)
-            K.aggregate(self.W_local, pb.p, self.W.shape[1], self.W, self.scratch)
-            n = pb.n_clients
+            kernels.aggregate(self.W_local, problem.p, self.W.shape[1], self.W, self.scratch)
+            n = problem.n_clients
         else:
             # one kernel call per participant on its own slices: the same streams and rows
             # as in a round of all clients, so client i's work never depends on the draw
             for i in who:
                 self._local(ptr[i : i + 2], self.W_local[i : i + 1], self.rng[i : i + 1], batch, lr)
-            p = pb.p[who] / pb.p[who].sum()
-            K.aggregate(self.W_local[who], p, self.W.shape[1], self.W, self.scratch)
+            p = problem.p[who] / problem.p[who].sum()
+            kernels.aggregate(self.W_local[who], p, self.W.shape[1], self.W, self.scratch)
             n = who.size
         up = self.W_local if who is None else self.W_local[who]
         self.add_bits(up, nnz_down)
         size = dense_bytes(self.W.size)
-        return RoundCost(n * size, n * size, prm["local_steps"])
+        return RoundCost(n * size, n * size, params["local_steps"])
 
     def add_bits(self, up: np.ndarray, nnz_down: int) -> None:
         """Remark 1 bits of this round for one client on average: each participant's model

@@ -34,8 +34,8 @@ from ...algorithms.common import LazyModule, batch_size, stepsize
 from ...errors import ConfigError
 from .controllers import BanditK, Exp3K, Feedback, OnlineK, SequenceK, ValueOGD
 
-K = LazyModule("fedsparse.kernels")
-GS = LazyModule("fedsparse.families.gradient_sparsification.kernels")
+kernels = LazyModule("fedsparse.kernels")
+sparsification = LazyModule("fedsparse.families.gradient_sparsification.kernels")
 numba = LazyModule("numba")
 
 STEPSIZE = stepsize("SGD step size eta")
@@ -311,8 +311,8 @@ class _GradientSparsification(Algorithm):
         return OnlineK(k, k_min, k_max, extended, self.param("window"), self.param("expand")), k_max
 
     def setup(self) -> None:
-        pb = self.problem
-        N, D = pb.n_clients, self.n_params
+        problem = self.problem
+        N, D = problem.n_clients, self.n_params
         self.k = self.params.get("k", 0) if self.selection not in ("periodic", "all") else 0
         self.controller: Any = None
         k_cap = self.k
@@ -320,15 +320,11 @@ class _GradientSparsification(Algorithm):
             self.controller, k_max = self._controller()
             self.ctrl_rng = np.random.default_rng(np.random.SeedSequence([self.seed, 5]))
             k_cap = k_max if self.k else 0
-            self.loss_work = (
-                (np.zeros((1, *pb.shape)), np.zeros(pb.shape[0]))
-                if pb.fast_linear
-                else (np.zeros(D), K.mlp_work(pb.sizes, 1))
-            )
-        self.W = pb.initial_model()
+            self.loss_work = (np.zeros(problem.shape), problem.grad_work(1))
+        self.W = problem.initial_model()
         self.A = np.zeros((N, D))  # residuals a_i
-        self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
-        self.rng = K.client_states(self.seed, N)
+        self.perm = np.arange(problem.data.n_samples, dtype=np.int64)
+        self.rng = kernels.client_states(self.seed, N)
         k_offer = max(k_cap, 1)  # arrays need a column even when nothing is offered
         self.idx = np.zeros((N, k_offer), np.int64)
         self.val = np.zeros((N, k_offer))
@@ -337,7 +333,7 @@ class _GradientSparsification(Algorithm):
         self.J = np.zeros(k_offer, np.int64)
         threads = numba.config.NUMBA_NUM_THREADS
         self.sel = np.empty((threads, 2 * D), np.uint64)
-        self.counts = np.empty((threads, GS.RADIX_BINS), np.int64)
+        self.counts = np.empty((threads, sparsification.RADIX_BINS), np.int64)
         self.shared = np.zeros(N, np.int64)  # |J ∩ J_i| of the last round
         self.contributed = np.zeros(N, np.int64)  # sum over rounds of |J ∩ J_i|
         self.idle_rounds = np.zeros(N, np.int64)  # rounds with J ∩ J_i empty
@@ -349,11 +345,7 @@ class _GradientSparsification(Algorithm):
         self.samples: np.ndarray | None = None  # the rows h of the sign estimate
         if self.selection == "periodic":
             self.periodic = PeriodicIndices(self.seed, D)
-        if pb.fast_linear:
-            self.G = np.zeros((threads, D))
-            self.S = np.zeros((threads, pb.shape[0]))
-        else:
-            self.work_rows = 0
+        self.work = problem.step_work()
 
     def _batch(self) -> int:
         b = self.params["batch_size"]
@@ -361,54 +353,30 @@ class _GradientSparsification(Algorithm):
 
     def _accumulate(self, k: int) -> None:
         """a_i += minibatch gradient at w for every client; offers of size k (0: none)."""
-        pb, data = self.problem, self.problem.data
+        problem, data = self.problem, self.problem.data
         batch = self._batch()
         idx, val = (
             (self.idx, self.val)
             if k == self.idx.shape[1] or k == 0
-            else (np.empty((pb.n_clients, k), np.int64), np.empty((pb.n_clients, k)))
+            else (np.empty((problem.n_clients, k), np.int64), np.empty((problem.n_clients, k)))
         )
-        if pb.fast_linear:
-            GS.accumulate_offers(
-                data.kernel_X,
-                data.y,
-                data.client_ptr,
-                self.W,
-                self.A,
-                self.perm,
-                self.rng,
-                batch,
-                *pb.kernel_model.linear,
-                k,
-                idx,
-                val,
-                self.G,
-                self.S,
-                self.sel,
-                self.counts,
-            )
-        else:
-            rows = int(data.client_sizes.max()) if batch <= 0 else batch
-            if rows > self.work_rows:
-                self.work = K.mlp_thread_work(pb.sizes, rows)
-                self.work_rows = rows
-            GS.accumulate_offers_mlp(
-                data.kernel_X,
-                data.y,
-                data.client_ptr,
-                self.W[0],
-                self.A,
-                self.perm,
-                self.rng,
-                batch,
-                *pb.kernel_model,
-                k,
-                idx,
-                val,
-                self.work,
-                self.sel,
-                self.counts,
-            )
+        sparsification.accumulate_offers(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            self.W,
+            self.A,
+            self.perm,
+            self.rng,
+            batch,
+            *problem.step_model,
+            k,
+            idx,
+            val,
+            self.work.for_batch(batch),
+            self.sel,
+            self.counts,
+        )
         self.offers = (idx, val)
 
     def _values(self, k: int, down: int | None = None) -> tuple[int, int]:
@@ -430,39 +398,39 @@ class _GradientSparsification(Algorithm):
 
     def _select(self, idx, val, k, agg, in_J, J) -> np.ndarray:
         """Aggregate the offers (idx, val), choose J (marked in ``in_J``); return J."""
-        GS.aggregate_offers(idx, val, self.problem.p, agg)
+        sparsification.aggregate_offers(idx, val, self.problem.p, agg)
         if self.selection == "union":
-            J = GS.union_indices(idx, in_J)
+            J = sparsification.union_indices(idx, in_J)
             in_J[J] = True
             return J
         if self.selection == "fab":
-            GS.fab_select(idx, val, agg, k, self.params["fill"] == "aggregate", in_J, J)
+            sparsification.fab_select(idx, val, agg, k, self.params["fill"] == "aggregate", in_J, J)
         else:
-            GS.fub_select(idx, agg, k, in_J, J)
+            sparsification.fub_select(idx, agg, k, in_J, J)
         return J[:k]
 
     def round(self, t: int) -> RoundCost:
-        pb, prm = self.problem, self.params
-        N, D = pb.n_clients, self.n_params
+        problem, params = self.problem, self.params
+        N, D = problem.n_clients, self.n_params
         w = self.W.reshape(-1)  # a view: flat row-major parameters
-        eta = prm["stepsize"]
+        eta = params["stepsize"]
         if self.selection == "all":
             self._accumulate(0)
-            w -= eta * (pb.p @ self.A)
+            w -= eta * (problem.p @ self.A)
             self.A[:] = 0.0
             self.shared[:] = D
             self.k_used = D
             self._tally()
             return RoundCost(N * dense_bytes(D), N * dense_bytes(D), 1, D, D)
         ctrl, m = self.controller, t + 1
-        k = prm["k"] if ctrl is None else ctrl.choose(m, self.ctrl_rng)
+        k = params["k"] if ctrl is None else ctrl.choose(m, self.ctrl_rng)
         k_aux = ctrl.choose_aux(m, k, self.ctrl_rng) if ctrl is not None and ctrl.signed else None
         w_prev = w.copy() if ctrl is not None else None
         aux_down = None
         if self.selection == "periodic":
             self._accumulate(0)
             J = self.periodic.next(k)
-            self.agg[J] = pb.p @ self.A[:, J]
+            self.agg[J] = problem.p @ self.A[:, J]
             if k_aux is not None:
                 J_aux, agg_aux = J[:k_aux], self.agg
             w[J] -= eta * self.agg[J]
@@ -479,9 +447,9 @@ class _GradientSparsification(Algorithm):
                 J_aux = self._select(ia, va, k_aux, agg_aux, in_aux, np.zeros(k_aux, np.int64))
                 aux_down = J_aux.size
             J = self._select(idx, val, k, self.agg, self.in_J, self.J)
-            GS.count_shared(idx, self.in_J, self.shared)
-            GS.reset_sent(self.A, idx, self.in_J, self.selection == "union")
-            GS.apply_sparse(w, J, self.agg, eta, self.in_J)
+            sparsification.count_shared(idx, self.in_J, self.shared)
+            sparsification.reset_sent(self.A, idx, self.in_J, self.selection == "union")
+            sparsification.apply_sparse(w, J, self.agg, eta, self.in_J)
             up, down = self._values(k, J.size)
             cost = RoundCost(N * sparse_bytes(k), N * sparse_bytes(J.size), 1, up, down)
         self.k_used = k
@@ -524,13 +492,15 @@ class _GradientSparsification(Algorithm):
     def _feedback(self, w_prev, w, w_aux, theta, theta_aux) -> dict[str, float | None]:
         """Spec section 2.6: each client's loss at w(m-1), w(m) and (with k') w'(m) on one
         random row of its minibatch, p-weighted, and the times of the round."""
-        pb, data = self.problem, self.problem.data
+        problem, data = self.problem, self.problem.data
         ptr, batch = data.client_ptr, self._batch()
         sizes = np.diff(ptr)
         b = sizes if batch <= 0 else np.minimum(sizes, batch)
-        self.samples = self.perm[ptr[:-1] + (self.ctrl_rng.random(pb.n_clients) * b).astype(int)]
+        self.samples = self.perm[
+            ptr[:-1] + (self.ctrl_rng.random(problem.n_clients) * b).astype(int)
+        ]
         points = (w_prev, w) if w_aux is None else (w_prev, w, w_aux)
-        L = np.array([[self._sample_loss(v, h) for h in self.samples] for v in points]) @ pb.p
+        L = np.array([[self._sample_loss(v, h) for h in self.samples] for v in points]) @ problem.p
         aux = None if w_aux is None else float(L[2])
         return {
             "prev": float(L[0]),
@@ -542,15 +512,9 @@ class _GradientSparsification(Algorithm):
 
     def _sample_loss(self, w: np.ndarray, row: int) -> float:
         """f_{i,h}(w): the loss of one row (l2 term included)."""
-        pb, data = self.problem, self.problem.data
-        rows = np.array([row], np.int64)
-        if pb.fast_linear:
-            G, S = self.loss_work
-            return K.batch_grad(
-                data.kernel_X, data.y, rows, w.reshape(pb.shape), *pb.kernel_model.linear, G[0], S
-            )
-        g, work = self.loss_work
-        return K.mlp_batch_grad(data.kernel_X, data.y, rows, w, *pb.kernel_model, g, work)
+        problem = self.problem
+        G, work = self.loss_work
+        return problem.minibatch_grad(w.reshape(problem.shape), np.array([row], np.int64), G, work)
 
     @property
     def model(self) -> np.ndarray:

@@ -14,8 +14,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ...kernels.losses import batch_grad
-from ...kernels.mlp import mlp_batch_grad
+from ...kernels.prox import model_grad
 from ...kernels.rng import draw_minibatch
 from ...kernels.threshold import RADIX_BINS, radix_select
 
@@ -92,45 +91,16 @@ def _accumulate_offer(a, g, k, sel, counts, idx, val):
 
 
 @njit(parallel=True, cache=True)
-def accumulate_offers(X, y, ptr, W, A, perm, rng, batch, loss, l2, k, idx, val, G, S, sel, counts):
-    """Every client adds its minibatch gradient at ``W`` (linear model) to its residual and
-    offers its top-k.
-
-    Parameters
-    ----------
-    W : array, shape (n_outputs, n_features)
-    A : array, shape (n_clients, n_outputs * n_features)
-        Residuals a_i (row-major flat), updated in place.
-    perm, rng : per-client row permutations and random states (as in ``local_sgd_round``).
-    batch : int
-        Minibatch size; <= 0: all the client's rows (deterministic).
-    k : int
-        Offer size; 0: accumulate only.
-    idx, val : arrays, shape (n_clients, k)
-        Output: each client's ranked offer (indices, residual values).
-    G, S, sel, counts : per-thread gradient (n_threads, D), softmax scratch, and
-        :func:`topk_scratch` buffers (n_threads, ...).
-    """
-    n_clients = ptr.shape[0] - 1
-    c, d = W.shape
-    for i in prange(n_clients):
-        t = numba.get_thread_id()
-        rows = draw_minibatch(perm, ptr, i, batch, rng)
-        Gt = G[t].reshape((c, d))
-        batch_grad(X, y, rows, W, loss, l2, Gt, S[t])
-        _accumulate_offer(A[i], G[t], k, sel[t], counts[t], idx[i], val[i])
-
-
-@njit(parallel=True, cache=True)
-def accumulate_offers_mlp(
+def accumulate_offers(
     X,
     y,
     ptr,
-    theta,
+    W,
     A,
     perm,
     rng,
     batch,
+    network,
     sizes,
     bias,
     act,
@@ -143,18 +113,33 @@ def accumulate_offers_mlp(
     sel,
     counts,
 ):
-    """:func:`accumulate_offers` for flat MLP parameters ``theta`` (n_params,); ``work`` is
-    :func:`fedsparse.kernels.mlp_thread_work` (its G rows hold the gradients)."""
+    """Every client adds its minibatch gradient at ``W`` to its residual and offers its top-k.
+
+    Parameters
+    ----------
+    W : array, shape (n_outputs, n_features) for a linear model, (1, n_params) for a network
+    A : array, shape (n_clients, W.size)
+        Residuals a_i (row-major flat), updated in place.
+    perm, rng : per-client row permutations and random states (as in ``local_sgd_round``).
+    batch : int
+        Minibatch size; <= 0: all the client's rows (deterministic).
+    network, sizes, bias, act, loss, l2 : the model (``Problem.step_model``).
+    k : int
+        Offer size; 0: accumulate only.
+    idx, val : arrays, shape (n_clients, k)
+        Output: each client's ranked offer (indices, residual values).
+    work : per-thread work space from :func:`fedsparse.kernels.prox.step_work` (its G rows
+        hold the gradients); sel, counts : per-thread :func:`topk_scratch` buffers.
+    """
     n_clients = ptr.shape[0] - 1
-    P = theta.shape[0]
-    X0, Aw, Dw, E, coef, G, _ = work
+    G, S, X0, Aw, Dw, E, coef = work
     for i in prange(n_clients):
         t = numba.get_thread_id()
         rows = draw_minibatch(perm, ptr, i, batch, rng)
-        g = G[t, :P]
+        Gt = G[t]
         wt = (X0[t], Aw[t], Dw[t], E[t], coef[t])
-        mlp_batch_grad(X, y, rows, theta, sizes, bias, act, loss, l2, g, wt)
-        _accumulate_offer(A[i], g, k, sel[t], counts[t], idx[i], val[i])
+        model_grad(X, y, rows, W, Gt, network, sizes, bias, act, loss, l2, S[t], wt)
+        _accumulate_offer(A[i], Gt.reshape(A.shape[1]), k, sel[t], counts[t], idx[i], val[i])
 
 
 @njit(cache=True)

@@ -20,7 +20,7 @@ from ...algorithms.base import Algorithm, Hyperparameter, RoundCost, dense_bytes
 from ...algorithms.common import LOCAL_STEP_BATCH_SIZE, LazyModule, stepsize
 from ...errors import ConfigError
 
-K = LazyModule("fedsparse.kernels")
+kernels = LazyModule("fedsparse.kernels")
 
 STEPSIZE = stepsize("constant step size gamma")
 SPARSITY = Hyperparameter("sparsity", int, "tau: non-zeros kept per class by H_tau", low=1)
@@ -71,53 +71,47 @@ class _LocalSGDHardThreshold(Algorithm):
         return params.get("sparsity")
 
     def check_problem(self, where: str = "params") -> None:
-        pb = self.problem
-        d = pb.shape[1]  # a row of W: the features, or every parameter of a network
+        problem = self.problem
+        d = problem.shape[1]  # a row of W: the features, or every parameter of a network
         if self.params["sparsity"] > d:
-            what = "dimension" if pb.fast_linear else "number of model parameters"
             raise ConfigError(
-                f"{where}.sparsity: {self.params['sparsity']} is larger than the {what} {d} "
-                f"of dataset {pb.data.name}"
+                f"{where}.sparsity: {self.params['sparsity']} is larger than the "
+                f"{problem.parameter_noun} {d} of dataset {problem.data.name}"
             )
-        if self.param("threshold") == "per_layer" and pb.fast_linear:
+        if self.param("threshold") == "per_layer" and problem.is_linear:
             raise ConfigError(
                 f"{where}.threshold: per_layer is for networks (model.kind mlp, or bias); "
                 "a linear model is thresholded per class already"
             )
 
     def setup(self) -> None:
-        pb = self.problem
-        self.W = pb.initial_model()
-        self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
-        self.rng = K.client_states(self.seed, pb.n_clients)
-        self.scratch = K.threshold_scratch(pb.shape[1])
-        if not pb.fast_linear:  # a network (or an intercept): flat parameters, H_tau over all
-            self.active_set = False
-            self.W_local = np.zeros((pb.n_clients, *pb.shape))
-            self.work_rows = 0  # rows the work space holds; grows with the batch size
-            return
-        # On CSR data, local steps that touch only each client's active coordinates
-        # (the broadcast support plus the features its minibatches hit) are several
-        # times faster than dense ones (RCV1-shaped, one thread: Fed-HT 18 -> 8 ms per
-        # round, Distributed-IHT 9 -> 2 ms; FedIter-HT 10 ms, 125 with dense steps).
-        self.use_active_set(pb.data.is_sparse)
+        problem = self.problem
+        self.W = problem.initial_model()
+        self.perm = np.arange(problem.data.n_samples, dtype=np.int64)
+        self.rng = kernels.client_states(self.seed, problem.n_clients)
+        self.scratch = kernels.threshold_scratch(problem.shape[1])
+        # On CSR data, local steps of a linear model that touch only each client's active
+        # coordinates (the broadcast support plus the features its minibatches hit) are
+        # several times faster than dense ones (RCV1-shaped, one thread: Fed-HT 18 -> 8 ms
+        # per round, Distributed-IHT 9 -> 2 ms; FedIter-HT 10 ms, 125 with dense steps).
+        self.use_active_set(problem.has_active_set_steps)
 
     def use_active_set(self, on: bool) -> None:
         """Choose the local-step kernel (both give the same bits); call after ``setup``."""
-        pb = self.problem
+        problem = self.problem
         self.active_set = on
         if on:
-            if not pb.data.is_sparse:
-                raise ValueError("the active-set kernel needs CSR data")
-            indptr, ptr = pb.data.kernel_X[2], pb.data.client_ptr
+            if not problem.has_active_set_steps:
+                raise ValueError("the active-set kernel needs CSR data and a linear model")
+            indptr, ptr = problem.data.kernel_X[2], problem.data.client_ptr
             self._client_nnz = indptr[ptr[1:]] - indptr[ptr[:-1]]
             # every client has a row (FederatedData checks), so no empty reduceat segment
             self._client_widest_row = np.maximum.reduceat(np.diff(indptr), ptr[:-1])
             self.compact, self.work = None, None
             self.W_local = None
         else:
-            self.W_local = np.zeros((pb.n_clients, *pb.shape))
-            self.work = K.thread_buffers(*pb.shape)
+            self.W_local = np.zeros((problem.n_clients, *problem.shape))
+            self.work = problem.local_work()
 
     def _compact_capacity(self, batch: int) -> int:
         """Coordinates a client's model may hold at the end of a round with this batch size.
@@ -125,12 +119,12 @@ class _LocalSGDHardThreshold(Algorithm):
         With local H_tau at most c * tau per client; without, the broadcast support
         (at most c * tau columns) plus every feature the client's sampled rows touch.
         """
-        pb, prm = self.problem, self.params
-        c, d, tau = pb.shape[0], pb.n_features, prm["sparsity"]
+        problem, params = self.problem, self.params
+        c, d, tau = problem.shape[0], problem.n_features, params["sparsity"]
         if self.threshold_locally:
             return min(d, c * tau)
-        sizes = pb.data.client_sizes
-        rows = sizes if batch <= 0 else np.minimum(sizes, prm["local_steps"] * batch)
+        sizes = problem.data.client_sizes
+        rows = sizes if batch <= 0 else np.minimum(sizes, params["local_steps"] * batch)
         touched = np.minimum(self._client_nnz, rows * self._client_widest_row)
         return int(min(d, c * tau + touched.max()))
 
@@ -140,7 +134,7 @@ class _LocalSGDHardThreshold(Algorithm):
         if self.active_set:
             if self.compact is None:  # before the first round
                 return np.zeros((self.problem.n_clients, *self.problem.shape))
-            return K.dense_models(*self.compact, self.problem.n_features)
+            return kernels.dense_models(*self.compact, self.problem.n_features)
         return self.W_local
 
     def batch_at(self, t: int) -> int:
@@ -162,83 +156,55 @@ class _LocalSGDHardThreshold(Algorithm):
         return cap if grown >= cap else math.ceil(grown)
 
     def round(self, t: int) -> RoundCost:
-        pb, prm = self.problem, self.params
-        n = pb.n_clients
+        problem, params = self.problem, self.params
+        n = problem.n_clients
         bytes_down = n * sparse_bytes(np.count_nonzero(self.W))  # broadcast of H_tau(x_t)
-        data = pb.data
         batch = self.batch_at(t)
-        steps = (self.perm, self.rng, prm["local_steps"], batch, prm["stepsize"])
-        tau_local = prm["sparsity"] if self.threshold_locally else 0  # 0: no local H_tau
-        model = pb.kernel_model
-        if not pb.fast_linear:
-            rows = int(pb.data.client_sizes.max()) if batch <= 0 else batch
-            if rows > self.work_rows:
-                self.work = K.mlp_thread_work(pb.sizes, rows)
-                self.work_rows = rows
-            K.mlp_local_sgd_round(
-                data.kernel_X,
-                data.y,
-                data.client_ptr,
-                self.W[0],
-                self.W_local[:, 0],
-                *steps,
-                *model,
-                tau_local,
-                self.work,
-                *self._layer_bounds(),
-            )
-        elif self.active_set:
+        steps = (self.perm, self.rng, params["local_steps"], batch, params["stepsize"])
+        tau_local = params["sparsity"] if self.threshold_locally else 0  # 0: no local H_tau
+        if self.active_set:
             support = np.flatnonzero(np.any(self.W != 0.0, axis=0))
             capacity = self._compact_capacity(batch)
-            if support.size > min(pb.n_features, pb.shape[0] * prm["sparsity"]):
+            if support.size > min(problem.n_features, problem.shape[0] * params["sparsity"]):
                 # cannot happen (W is H_tau per row), but the capacity counts on it
                 raise RuntimeError("broadcast model has more non-zero columns than c * sparsity")
             if self.compact is None or self.compact[0].shape[1] < capacity:  # grows with b
-                self.compact, self.work = K.sparse_buffers(n, *pb.shape, capacity)
-            K.local_sgd_round_csr(
-                data.kernel_X,
-                data.y,
-                data.client_ptr,
-                self.W,
-                support,
-                *self.compact,
-                *steps,
-                *model.linear,
-                tau_local,
-                self.work,
+                self.compact, self.work = kernels.sparse_buffers(n, *problem.shape, capacity)
+            problem.active_set_sgd_round(
+                self.W, support, self.compact, *steps, tau_local, self.work
             )
         else:
-            K.local_sgd_round(
-                data.kernel_X,
-                data.y,
-                data.client_ptr,
+            bounds = self._layer_bounds()
+            problem.local_sgd_round(
                 self.W,
                 self.W_local,
                 *steps,
-                *model.linear,
-                tau_local,
                 self.work,
+                tau_local=tau_local,
+                layer_bounds=bounds[0] if bounds else None,
             )
         if not self.threshold_locally:
             bytes_up = n * dense_bytes(self.W.size)
         elif self.active_set:
-            bytes_up = sparse_bytes(K.nnz_active(*self.compact[1:]).sum())
+            bytes_up = sparse_bytes(kernels.nnz_active(*self.compact[1:]).sum())
         else:
-            bytes_up = sparse_bytes(K.nnz_per_client(self.W_local).sum())
+            bytes_up = sparse_bytes(kernels.nnz_per_client(self.W_local).sum())
+        tau = params["sparsity"]
         if self.active_set:
-            K.aggregate_active(*self.compact, pb.p, self.W)
-            K.hard_threshold_rows(self.W, prm["sparsity"], self.scratch)
+            kernels.aggregate_active(*self.compact, problem.p, self.W)
+            kernels.hard_threshold_rows(self.W, tau, self.scratch)
         elif self._layer_bounds():
-            K.aggregate(self.W_local, pb.p, self.W.shape[1], self.W, self.scratch)  # no H_tau
-            bounds = pb.network.layer_bounds
+            # no H_tau in the average: it is taken per layer
+            kernels.aggregate(self.W_local, problem.p, self.W.shape[1], self.W, self.scratch)
+            bounds = problem.network.layer_bounds
             for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-                K.hard_threshold(self.W[0, lo:hi], prm["sparsity"], self.scratch)
+                kernels.hard_threshold(self.W[0, lo:hi], tau, self.scratch)
         else:
-            K.aggregate(self.W_local, pb.p, prm["sparsity"], self.W, self.scratch)
+            kernels.aggregate(self.W_local, problem.p, tau, self.W, self.scratch)
         # values for the time model: a dense value is one, a sparse entry two (value + index)
         up = bytes_up / (n * (sparse_bytes(1) / 2 if self.threshold_locally else dense_bytes(1)))
         return RoundCost(
-            bytes_up, bytes_down, prm["local_steps"], up, 2 * bytes_down / (n * sparse_bytes(1))
+            bytes_up, bytes_down, params["local_steps"], up, 2 * bytes_down / (n * sparse_bytes(1))
         )
 
     def _layer_bounds(self) -> tuple[np.ndarray, ...]:

@@ -39,9 +39,8 @@ from ...algorithms.base import (
 from ...algorithms.common import BITS, DENSITY, LazyModule, batch_size, server_stream, stepsize
 from ...errors import ConfigError
 
-K = LazyModule("fedsparse.kernels")
-KP = LazyModule("fedsparse.families.sfedhp.kernels")
-numba = LazyModule("numba")
+kernels = LazyModule("fedsparse.kernels")
+round_kernels = LazyModule("fedsparse.families.sfedhp.kernels")
 
 
 def edge_of(n_clients: int, edges: int, where: str = "params.edges") -> np.ndarray:
@@ -77,49 +76,30 @@ class ProxClients(Algorithm):
     zero_tol = 0.0
 
     def _setup_clients(self) -> None:
-        pb = self.problem
-        self.W = pb.initial_model()
-        self.thetas = np.repeat(self.W[None], pb.n_clients, axis=0)
-        self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
-        self.rng = K.client_states(self.seed, pb.n_clients)
-        self.server = server_stream(self.seed, pb.n_clients)
-        self.work_rows = 0
-        self.work = K.thread_buffers(*pb.shape) if pb.fast_linear else None
+        problem = self.problem
+        self.W = problem.initial_model()
+        self.thetas = np.repeat(self.W[None], problem.n_clients, axis=0)
+        self.perm = np.arange(problem.data.n_samples, dtype=np.int64)
+        self.rng = kernels.client_states(self.seed, problem.n_clients)
+        self.server = server_stream(self.seed, problem.n_clients)
+        self.work = problem.step_work()  # the proximal steps' and the round kernels'
         self.totals = {"edge_bytes_up": 0, "edge_bytes_down": 0, "bits": 0.0}
-        self._round_work: tuple | None = None
 
     def prox(self, thetas, anchors, which, steps, batch, fresh, stepsize, weight, gamma, rho):
-        """Run the proximal steps kernel on ``thetas`` (n_clients, *shape) in place."""
-        pb, data = self.problem, self.problem.data
-        batch = 0 if batch is None else batch
-        which = np.ascontiguousarray(which, dtype=np.int64)
-        common = (self.perm, self.rng, steps, batch, fresh, stepsize, weight, gamma, rho)
-        if pb.fast_linear:
-            KP.prox_steps(
-                data.kernel_X,
-                data.y,
-                data.client_ptr,
-                thetas,
-                anchors,
-                which,
-                *common,
-                *pb.kernel_model.linear,
-                self.work,
-            )
-            return
-        rows = int(data.client_sizes.max()) if batch <= 0 else batch
-        if rows > self.work_rows:
-            self.work = K.mlp_thread_work(pb.sizes, max(rows, 1), dense=not data.is_sparse)
-            self.work_rows = rows
-        KP.mlp_prox_steps(
-            data.kernel_X,
-            data.y,
-            data.client_ptr,
-            thetas[:, 0],
-            anchors[:, 0],
+        """Run the proximal steps on ``thetas`` (n_clients, *shape) in place."""
+        self.problem.prox_steps(
+            thetas,
+            anchors,
             which,
-            *common,
-            *pb.kernel_model,
+            self.perm,
+            self.rng,
+            steps,
+            0 if batch is None else batch,
+            fresh,
+            stepsize,
+            weight,
+            gamma,
+            rho,
             self.work,
         )
 
@@ -129,25 +109,9 @@ class ProxClients(Algorithm):
         b = self.params["batch_size"]
         return 0 if b is None else b
 
-    def model_args(self) -> tuple:
-        """(mlp, sizes, bias, activation, loss, l2): the model as the round kernels take it."""
-        pb = self.problem
-        return (not pb.fast_linear, *pb.kernel_model)
-
     def round_work(self) -> tuple:
         """Per-thread work space of the whole-round kernels: (G, S, X0, A, D, E, coef)."""
-        if self._round_work is None:
-            pb, data = self.problem, self.problem.data
-            rows = int(data.client_sizes.max())
-            rows = rows if self.batch <= 0 else min(rows, self.batch)
-            n = numba.config.NUMBA_NUM_THREADS
-            G, S = np.zeros((n, *pb.shape)), np.zeros((n, pb.shape[0]))
-            if pb.fast_linear:  # the MLP slots are not read
-                mlp = (*(np.zeros((n, 1)),) * 4, np.zeros((n, 2)))
-            else:
-                mlp = K.mlp_thread_work(pb.sizes, max(rows, 1), dense=not data.is_sparse)[:5]
-            self._round_work = (G, S, *mlp)
-        return self._round_work
+        return self.work.for_batch(self.batch)
 
     def nnz(self, models: np.ndarray) -> np.ndarray:
         return count_nonzero(models, self.zero_tol)
@@ -250,39 +214,39 @@ class SFedHP(ProxClients):
         edge_of(n_clients, params["edges"], f"{where}.edges")
 
     def check_problem(self, where: str = "params") -> None:
-        prm = self.params
-        self.check_clients(prm, self.problem.n_clients, where)
-        if prm["sampled_edges"] > prm["edges"]:
+        params = self.params
+        self.check_clients(params, self.problem.n_clients, where)
+        if params["sampled_edges"] > params["edges"]:
             raise ConfigError(
-                f"{where}.sampled_edges: {prm['sampled_edges']} is more than the "
-                f"{prm['edges']} edges"
+                f"{where}.sampled_edges: {params['sampled_edges']} is more than the "
+                f"{params['edges']} edges"
             )
 
     def setup(self) -> None:
         self._setup_clients()
-        prm = self.params
-        self.zero_tol = prm["zero_tol"]
-        edge_of(self.problem.n_clients, prm["edges"])  # client u under edge u // J
-        self.gamma1 = prm["gamma1"]
+        params = self.params
+        self.zero_tol = params["zero_tol"]
+        edge_of(self.problem.n_clients, params["edges"])  # client u under edge u // J
+        self.gamma1 = params["gamma1"]
 
     def current_gammas(self, t: int) -> tuple[float, float]:
         """(gamma1, gamma2) of round ``t`` (0-based) under the optional schedule."""
-        prm = self.params
-        g2 = prm["gamma2"]
-        if prm["gamma2_rounds"] > 0 and t >= prm["gamma2_rounds"]:
-            g2 = prm["gamma_tiny"]
+        params = self.params
+        g2 = params["gamma2"]
+        if params["gamma2_rounds"] > 0 and t >= params["gamma2_rounds"]:
+            g2 = params["gamma_tiny"]
         return self.gamma1, g2
 
     def round(self, t: int) -> RoundCost:
-        prm, data = self.params, self.problem.data
-        N, d = prm["edges"], self.W.size
+        params, data = self.params, self.problem.data
+        N, d = params["edges"], self.W.size
         gamma1, gamma2 = self.current_gammas(t)
         w = self.W
         w_e = np.empty((N, *w.shape))
         phi_e = np.empty_like(w_e)
         phi_c = np.empty_like(self.thetas)
         edge_bytes = np.zeros((N, 2), np.int64)
-        KP.sfedhp_round(
+        round_kernels.sfedhp_round(
             data.kernel_X,
             data.y,
             data.client_ptr,
@@ -291,37 +255,40 @@ class SFedHP(ProxClients):
             w_e,
             phi_e,
             phi_c,
-            prm["edge_rounds"],
-            prm["inner_steps"],
+            params["edge_rounds"],
+            params["inner_steps"],
             self.batch,
-            prm["stepsize"],
-            prm["inner_stepsize"],
-            prm["lambda1"],
-            prm["lambda2"],
+            params["stepsize"],
+            params["inner_stepsize"],
+            params["lambda1"],
+            params["lambda2"],
             gamma1,
             gamma2,
-            prm["rho"],
-            prm["anchor"] == "per_client",
+            params["rho"],
+            params["anchor"] == "per_client",
             self.zero_tol,
             self.perm,
             self.rng,
-            *self.model_args(),
+            *self.problem.step_model,
             self.round_work(),
             edge_bytes,
         )
-        S = prm["sampled_edges"]
+        S = params["sampled_edges"]
         chosen = np.arange(N) if S in (0, N) else np.sort(self.server.choice(N, S, replace=False))
         nnz_up, nnz_down = self.nnz(w_e[chosen]), self.nnz(w[None])[0]
-        beta = prm["beta"]
+        beta = params["beta"]
         self.W = (1.0 - beta) * w + beta * w_e[chosen].mean(axis=0)
-        if prm["density_floor"] > 0 and self.nnz(self.thetas).mean() / d < prm["density_floor"]:
-            self.gamma1 = prm["gamma_tiny"]
+        if (
+            params["density_floor"] > 0
+            and self.nnz(self.thetas).mean() / d < params["density_floor"]
+        ):
+            self.gamma1 = params["gamma_tiny"]
         self.totals["edge_bytes_up"] += int(edge_bytes[:, 0].sum())
         self.totals["edge_bytes_down"] += int(edge_bytes[:, 1].sum())
         self.totals["bits"] += sum(vector_bits(k, d) for k in nnz_up) / N + vector_bits(nnz_down, d)
         up = sum(vector_bytes(k, d) for k in nnz_up)
         down = N * vector_bytes(nnz_down, d)
-        return RoundCost(up, down, prm["edge_rounds"] * prm["inner_steps"])
+        return RoundCost(up, down, params["edge_rounds"] * params["inner_steps"])
 
 
 PFEDME_HYPERPARAMETERS = (
@@ -361,36 +328,38 @@ class PFedMe(FlatClients):
         self._setup_clients()
 
     def round(self, t: int) -> RoundCost:
-        pb, prm, data = self.problem, self.params, self.problem.data
-        n, d = pb.n_clients, self.W.size
+        problem, params, data = self.problem, self.params, self.problem.data
+        n, d = problem.n_clients, self.W.size
         w = self.W
         w_c = np.empty_like(self.thetas)
-        KP.pfedme_round(
+        round_kernels.pfedme_round(
             data.kernel_X,
             data.y,
             data.client_ptr,
             w,
             self.thetas,
             w_c,
-            prm["local_steps"],
-            prm["inner_steps"],
+            params["local_steps"],
+            params["inner_steps"],
             self.batch,
-            prm["stepsize"],
-            prm["inner_stepsize"],
-            prm["lambda"],
+            params["stepsize"],
+            params["inner_stepsize"],
+            params["lambda"],
             self.perm,
             self.rng,
-            *self.model_args(),
+            *self.problem.step_model,
             self.round_work(),
         )
-        m = prm["sampled_clients"]
+        m = params["sampled_clients"]
         chosen = np.arange(n) if m in (0, n) else np.sort(self.server.choice(n, m, replace=False))
         nnz_up, nnz_down = self.nnz(w_c[chosen]), self.nnz(w[None])[0]
-        beta = prm["beta"]
+        beta = params["beta"]
         self.W = (1.0 - beta) * w + beta * w_c[chosen].mean(axis=0)
         self.add_bits(nnz_up, np.repeat(nnz_down, n))
         up = int(sum(vector_bytes(k, d) for k in nnz_up))
-        return RoundCost(up, n * vector_bytes(nnz_down, d), prm["local_steps"] * prm["inner_steps"])
+        return RoundCost(
+            up, n * vector_bytes(nnz_down, d), params["local_steps"] * params["inner_steps"]
+        )
 
 
 # ---- baselines of the family ------------------------------------------------------------------
@@ -399,7 +368,7 @@ class PFedMe(FlatClients):
 def weighted_mean(models: np.ndarray, p: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     """sum_i p_i models[i], in a fixed order (the FedAvg server kernel, no thresholding)."""
     out = np.empty(models.shape[1:])
-    K.aggregate(models, np.ascontiguousarray(p, dtype=np.float64), out.shape[1], out, scratch)
+    kernels.aggregate(models, np.ascontiguousarray(p, dtype=np.float64), out.shape[1], out, scratch)
     return out
 
 
@@ -437,41 +406,41 @@ class HierFAVG(ProxClients):
     def setup(self) -> None:
         self._setup_clients()
         edge_of(self.problem.n_clients, self.params["edges"])  # client u under edge u // J
-        self.scratch = K.threshold_scratch(self.W.shape[1])
+        self.scratch = kernels.threshold_scratch(self.W.shape[1])
 
     def round(self, t: int) -> RoundCost:
-        pb, prm, data = self.problem, self.params, self.problem.data
-        n, N, d = pb.n_clients, prm["edges"], self.W.size
+        problem, params, data = self.problem, self.params, self.problem.data
+        n, N, d = problem.n_clients, params["edges"], self.W.size
         w_e = np.empty((N, *self.W.shape))
         edge_bytes = np.zeros((N, 2), np.int64)
-        KP.hierfavg_round(
+        round_kernels.hierfavg_round(
             data.kernel_X,
             data.y,
             data.client_ptr,
             self.W,
             self.thetas,
             w_e,
-            pb.p,
-            prm["edge_rounds"],
-            prm["local_steps"],
+            problem.p,
+            params["edge_rounds"],
+            params["local_steps"],
             self.batch,
-            prm["stepsize"],
+            params["stepsize"],
             self.perm,
             self.rng,
-            *self.model_args(),
+            *self.problem.step_model,
             self.round_work(),
             edge_bytes,
         )
         self.totals["edge_bytes_up"] += int(edge_bytes[:, 0].sum())
-        self.totals["edge_bytes_down"] += prm["edge_rounds"] * n * dense_bytes(d)
+        self.totals["edge_bytes_down"] += params["edge_rounds"] * n * dense_bytes(d)
         down = self.nnz(self.W[None])[0]
-        self.W = weighted_mean(w_e, pb.p.reshape(N, n // N).sum(axis=1), self.scratch)
+        self.W = weighted_mean(w_e, problem.p.reshape(N, n // N).sum(axis=1), self.scratch)
         nnz_up = self.nnz(w_e)
         self.totals["bits"] += sum(vector_bits(k, d) for k in nnz_up) / N + vector_bits(down, d)
         return RoundCost(
             int(sum(vector_bytes(k, d) for k in nnz_up)),
             N * vector_bytes(down, d),
-            prm["local_steps"] * prm["edge_rounds"],
+            params["local_steps"] * params["edge_rounds"],
         )
 
     @property
@@ -501,29 +470,29 @@ class FedProx(FlatClients):
 
     def setup(self) -> None:
         self._setup_clients()
-        self.scratch = K.threshold_scratch(self.W.shape[1])
+        self.scratch = kernels.threshold_scratch(self.W.shape[1])
 
     def round(self, t: int) -> RoundCost:
-        pb, prm = self.problem, self.params
-        d, n = self.W.size, pb.n_clients
+        problem, params = self.problem, self.params
+        d, n = self.W.size, problem.n_clients
         self.thetas[:] = self.W
         self.prox(
             self.thetas,
             self.W[None],
             np.zeros(n, np.int64),
-            prm["local_steps"],
-            prm["batch_size"],
+            params["local_steps"],
+            params["batch_size"],
             True,
-            prm["stepsize"],
-            prm["mu"],
+            params["stepsize"],
+            params["mu"],
             0.0,
             1.0,
         )
         nnz_up, nnz_down = self.nnz(self.thetas), self.nnz(self.W[None])
-        self.W = weighted_mean(self.thetas, pb.p, self.scratch)
+        self.W = weighted_mean(self.thetas, problem.p, self.scratch)
         self.add_bits(nnz_up, np.repeat(nnz_down, n))
         up = int(sum(vector_bytes(k, d) for k in nnz_up))
-        return RoundCost(up, n * vector_bytes(nnz_down[0], d), prm["local_steps"])
+        return RoundCost(up, n * vector_bytes(nnz_down[0], d), params["local_steps"])
 
     @property
     def personal_models(self) -> None:
@@ -563,17 +532,12 @@ class PerFedAvg(FlatClients):
 
     def setup(self) -> None:
         self._setup_clients()
-        self.scratch = K.threshold_scratch(self.W.shape[1])
-        pb = self.problem
-        self.s = np.empty(pb.shape[0])
-        rows = int(pb.data.client_sizes.max())
+        self.scratch = kernels.threshold_scratch(self.W.shape[1])
+        problem = self.problem
+        rows = int(problem.data.client_sizes.max())
         if self.params["batch_size"] is not None:
             rows = min(rows, self.params["batch_size"])
-        self.gwork = (
-            None
-            if pb.fast_linear
-            else K.mlp_work(pb.sizes, max(rows, 1), dense=not pb.data.is_sparse)
-        )
+        self.grad_work = problem.grad_work(rows)
 
     def draw(self, i: int) -> np.ndarray:
         """A minibatch of client ``i`` from its own stream (all rows for a full batch)."""
@@ -581,32 +545,26 @@ class PerFedAvg(FlatClients):
         lo, n = int(ptr[i]), int(ptr[i + 1] - ptr[i])
         b = n if batch is None else min(batch, n)
         if b < n:
-            K.sample_without_replacement(self.perm, lo, n, b, self.rng, i)
+            kernels.sample_without_replacement(self.perm, lo, n, b, self.rng, i)
         return self.perm[lo : lo + b].copy()
 
     def grad(self, W: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Minibatch gradient of the loss (l2 included) at ``W``."""
-        pb, data = self.problem, self.problem.data
         G = np.empty_like(W)
-        if rows.size == 0:
-            G[:] = pb.l2 * W
-        elif pb.fast_linear:
-            K.batch_grad(data.kernel_X, data.y, rows, W, *pb.kernel_model.linear, G, self.s)
-        else:
-            K.mlp_batch_grad(data.kernel_X, data.y, rows, W[0], *pb.kernel_model, G[0], self.gwork)
+        self.problem.minibatch_grad(W, rows, G, self.grad_work)
         return G
 
     def round(self, t: int) -> RoundCost:
-        pb, prm = self.problem, self.params
-        n, d = pb.n_clients, self.W.size
-        alpha, beta, delta = prm["inner_stepsize"], prm["stepsize"], prm["hvp_delta"]
+        problem, params = self.problem, self.params
+        n, d = problem.n_clients, self.W.size
+        alpha, beta, delta = params["inner_stepsize"], params["stepsize"], params["hvp_delta"]
         local = np.empty((n, *self.W.shape))
         for i in range(n):
             w = self.W.copy()
-            for _ in range(prm["local_steps"]):
+            for _ in range(params["local_steps"]):
                 temp = w - alpha * self.grad(w, self.draw(i))
                 g = self.grad(temp, self.draw(i))
-                if prm["variant"] == "hf":
+                if params["variant"] == "hf":
                     rows = self.draw(i)
                     hv = (self.grad(w + delta * g, rows) - self.grad(w - delta * g, rows)) / (
                         2.0 * delta
@@ -615,12 +573,12 @@ class PerFedAvg(FlatClients):
                 w = w - beta * g
             local[i] = w
         nnz_up, nnz_down = self.nnz(local), self.nnz(self.W[None])
-        self.W = weighted_mean(local, pb.p, self.scratch)
+        self.W = weighted_mean(local, problem.p, self.scratch)
         for i in range(n):
             self.thetas[i] = self.W - alpha * self.grad(self.W, self.draw(i))
         self.add_bits(nnz_up, np.repeat(nnz_down, n))
         up = int(sum(vector_bytes(k, d) for k in nnz_up))
-        steps = prm["local_steps"] * (3 if prm["variant"] == "hf" else 2)
+        steps = params["local_steps"] * (3 if params["variant"] == "hf" else 2)
         return RoundCost(up, n * vector_bytes(nnz_down[0], d), steps)
 
 
@@ -653,7 +611,7 @@ class HeurFedAMP(FlatClients):
 
     def setup(self) -> None:
         self._setup_clients()
-        self.scratch = K.threshold_scratch(self.W.shape[1])
+        self.scratch = kernels.threshold_scratch(self.W.shape[1])
 
     def cloud_models(self) -> np.ndarray:
         """u_i for every client from the current client models (cos = 0 at a zero model)."""
@@ -673,25 +631,25 @@ class HeurFedAMP(FlatClients):
         return (xi @ flat).reshape(self.thetas.shape)
 
     def round(self, t: int) -> RoundCost:
-        pb, prm = self.problem, self.params
-        n, d = pb.n_clients, self.W.size
+        problem, params = self.problem, self.params
+        n, d = problem.n_clients, self.W.size
         U = self.cloud_models()
         self.thetas[:] = U
         self.prox(
             self.thetas,
             U,
             np.arange(n, dtype=np.int64),
-            prm["local_steps"],
-            prm["batch_size"],
+            params["local_steps"],
+            params["batch_size"],
             True,
-            prm["stepsize"],
-            prm["lambda"],
+            params["stepsize"],
+            params["lambda"],
             0.0,
             1.0,
         )
         nnz_up, nnz_down = self.nnz(self.thetas), self.nnz(U)
-        self.W = weighted_mean(self.thetas, pb.p, self.scratch)
+        self.W = weighted_mean(self.thetas, problem.p, self.scratch)
         self.add_bits(nnz_up, nnz_down)
         up = int(sum(vector_bytes(k, d) for k in nnz_up))
         down = int(sum(vector_bytes(k, d) for k in nnz_down))
-        return RoundCost(up, down, prm["local_steps"])
+        return RoundCost(up, down, params["local_steps"])

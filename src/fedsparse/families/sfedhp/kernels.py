@@ -1,16 +1,15 @@
-"""Proximal local steps of the personalised family (sFedHP, pFedMe, FedProx, HeurFedAMP).
+"""Whole rounds of the personalised family (sFedHP, pFedMe, HierFAVG) in one parallel kernel.
 
-Every client ``i`` takes ``steps`` gradient steps on
+Their inner solves are the proximal local steps of :mod:`fedsparse.kernels.prox` (FedProx and
+HeurFedAMP call that kernel itself, through :meth:`fedsparse.problem.Problem.prox_steps`):
+every client ``i`` takes gradient steps on
 
     f_i(theta; D) + weight/2 ||theta - a_i||^2 + gamma * phi_rho(theta),
 
-``theta <- theta - stepsize * (grad f_i(theta; D) + weight (theta - a_i) + gamma tanh(theta/rho))``,
-with ``a_i = anchors[which[i]]`` (an edge's or the client's own anchor) and ``grad f_i``
-including the l2 term. ``fresh``: a new minibatch each step (FedProx), else one minibatch
-drawn before the first step and reused (sFedHP/pFedMe's inner solve). Clients run in
-parallel threads, each drawing from its own stream, so results do not depend on the
-thread count. ``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``; its gradient
-``tanh(x/rho)`` never overflows, its value is :func:`smooth_l1` (stable form).
+each client drawing from its own stream, so results do not depend on the thread count.
+``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``; its gradient ``tanh(x/rho)``
+never overflows, its value is :func:`smooth_l1` (stable form). The model arguments
+``network, sizes, bias, act, loss, l2`` are :attr:`fedsparse.problem.Problem.step_model`.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ...kernels.losses import batch_grad
-from ...kernels.mlp import mlp_batch_grad
+from ...kernels.prox import apply_prox, model_grad, prox_steps  # noqa: F401  (prox_steps: here too)
 from ...kernels.rng import draw_minibatch, sample_without_replacement
 
 
@@ -36,136 +34,9 @@ def smooth_l1(x, rho):
     return total
 
 
-@njit(cache=True)
-def _apply(theta, g, anchor, stepsize, weight, gamma, rho):
-    """``theta -= stepsize * (g + weight (theta - anchor) + gamma tanh(theta / rho))``."""
-    for j in range(theta.shape[0]):
-        x = theta[j]
-        step = g[j] + weight * (x - anchor[j])
-        if gamma != 0.0:
-            step += gamma * np.tanh(x / rho)
-        theta[j] = x - stepsize * step
-
-
-@njit(parallel=True, cache=True)
-def prox_steps(
-    X,
-    y,
-    ptr,
-    thetas,
-    anchors,
-    which,
-    perm,
-    rng,
-    steps,
-    batch,
-    fresh,
-    stepsize,
-    weight,
-    gamma,
-    rho,
-    loss,
-    l2,
-    work,
-):
-    """Proximal steps of every client of a linear model (module docstring).
-
-    Parameters
-    ----------
-    X, y : data (dense or CSR triple); ptr : int64 (n_clients + 1,) client row bounds
-    thetas : (n_clients, n_outputs, n_features), updated in place
-    anchors : (n_anchors, n_outputs, n_features); which : int64 (n_clients,)
-    perm : int64 (n_samples,) per-client row permutations; rng : uint64 (n_clients,)
-    batch : rows per minibatch (<= 0: all rows, no randomness)
-    work : (G, S, scratch) from :func:`fedsparse.kernels.thread_buffers`
-    """
-    n_clients = ptr.shape[0] - 1
-    c = thetas.shape[1]
-    G, S, _ = work
-    for i in prange(n_clients):
-        t = numba.get_thread_id()
-        lo = ptr[i]
-        n = ptr[i + 1] - lo
-        b = n if batch <= 0 or batch >= n else batch
-        Ti = thetas[i]
-        A = anchors[which[i]]
-        Gt = G[t]
-        for s in range(steps):
-            if b == 0:  # no rows: the ridge term alone
-                for r in range(c):
-                    Gt[r, :] = l2 * Ti[r]
-            else:
-                if b < n and (s == 0 or fresh):
-                    sample_without_replacement(perm, lo, n, b, rng, i)
-                batch_grad(X, y, perm[lo : lo + b], Ti, loss, l2, Gt, S[t])
-            for r in range(c):
-                _apply(Ti[r], Gt[r], A[r], stepsize, weight, gamma, rho)
-
-
-@njit(parallel=True, cache=True)
-def mlp_prox_steps(
-    X,
-    y,
-    ptr,
-    thetas,
-    anchors,
-    which,
-    perm,
-    rng,
-    steps,
-    batch,
-    fresh,
-    stepsize,
-    weight,
-    gamma,
-    rho,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
-):
-    """:func:`prox_steps` for MLPs: ``thetas`` (n_clients, n_params), ``anchors``
-    (n_anchors, n_params), ``work`` from :func:`fedsparse.kernels.mlp_thread_work`."""
-    n_clients = ptr.shape[0] - 1
-    P = thetas.shape[1]
-    X0, A, D, E, coef, G, _ = work
-    for i in prange(n_clients):
-        t = numba.get_thread_id()
-        lo = ptr[i]
-        n = ptr[i + 1] - lo
-        b = n if batch <= 0 or batch >= n else batch
-        ti = thetas[i]
-        a = anchors[which[i]]
-        g = G[t][:P]
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
-        for s in range(steps):
-            if b == 0:
-                g[:] = l2 * ti
-            else:
-                if b < n and (s == 0 or fresh):
-                    sample_without_replacement(perm, lo, n, b, rng, i)
-                mlp_batch_grad(X, y, perm[lo : lo + b], ti, sizes, bias, act, loss, l2, g, wt)
-            _apply(ti, g, a, stepsize, weight, gamma, rho)
-
-
 # ---- whole rounds in one parallel region (edges or clients in parallel) -----------------------
 # One call per global round instead of one per edge/local round: under load, every parallel
 # region waits for its slowest thread to be scheduled.
-
-
-@njit(cache=True)
-def _grad(X, y, rows, T, G, mlp, sizes, bias, act, loss, l2, s, wt):
-    """``G`` = minibatch gradient (l2 included) at ``T``: (n_outputs, d), or (1, n_params) for
-    an MLP (``mlp``); no rows: the ridge term alone."""
-    if rows.shape[0] == 0:
-        for r in range(T.shape[0]):
-            G[r, :] = l2 * T[r]
-    elif mlp:
-        mlp_batch_grad(X, y, rows, T[0], sizes, bias, act, loss, l2, G[0], wt)
-    else:
-        batch_grad(X, y, rows, T, loss, l2, G, s)
 
 
 @njit(cache=True)
@@ -195,7 +66,7 @@ def _inner_solve(
     weight,
     gamma,
     rho,
-    mlp,
+    network,
     sizes,
     bias,
     act,
@@ -208,9 +79,9 @@ def _inner_solve(
     """``steps`` proximal steps of client ``u`` on one minibatch drawn from its stream."""
     rows = draw_minibatch(perm, ptr, u, batch, rng)
     for _ in range(steps):
-        _grad(X, y, rows, T, G, mlp, sizes, bias, act, loss, l2, s, wt)
+        model_grad(X, y, rows, T, G, network, sizes, bias, act, loss, l2, s, wt)
         for r in range(T.shape[0]):
-            _apply(T[r], G[r], anchor[r], stepsize, weight, gamma, rho)
+            apply_prox(T[r], G[r], anchor[r], stepsize, weight, gamma, rho)
 
 
 @njit(parallel=True, cache=True)
@@ -237,7 +108,7 @@ def sfedhp_round(
     tol,
     perm,
     rng,
-    mlp,
+    network,
     sizes,
     bias,
     act,
@@ -294,7 +165,7 @@ def sfedhp_round(
                     lam1,
                     gamma1,
                     rho,
-                    mlp,
+                    network,
                     sizes,
                     bias,
                     act,
@@ -341,7 +212,7 @@ def pfedme_round(
     lam,
     perm,
     rng,
-    mlp,
+    network,
     sizes,
     bias,
     act,
@@ -378,7 +249,7 @@ def pfedme_round(
                 lam,
                 0.0,
                 1.0,
-                mlp,
+                network,
                 sizes,
                 bias,
                 act,
@@ -409,7 +280,7 @@ def hierfavg_round(
     stepsize,
     perm,
     rng,
-    mlp,
+    network,
     sizes,
     bias,
     act,
@@ -445,8 +316,20 @@ def hierfavg_round(
                 for _s in range(steps):
                     if b < n:
                         sample_without_replacement(perm, lo, n, b, rng, u)
-                    _grad(
-                        X, y, perm[lo : lo + b], T, G[t], mlp, sizes, bias, act, loss, l2, S[t], wt
+                    model_grad(
+                        X,
+                        y,
+                        perm[lo : lo + b],
+                        T,
+                        G[t],
+                        network,
+                        sizes,
+                        bias,
+                        act,
+                        loss,
+                        l2,
+                        S[t],
+                        wt,
                     )
                     for r in range(c):
                         th, g = T[r], G[t][r]

@@ -28,8 +28,8 @@ import numpy as np
 from ...algorithms.base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes
 from ...algorithms.common import LazyModule, batch_size
 
-K = LazyModule("fedsparse.kernels")
-KS = LazyModule("fedsparse.families.ssca.kernels")
+kernels = LazyModule("fedsparse.kernels")
+ssca_kernels = LazyModule("fedsparse.families.ssca.kernels")
 
 PROX_WEIGHT = Hyperparameter(
     "prox_weight",
@@ -85,10 +85,10 @@ SLACK = Column(
 CONSTRAINT_VALUE = Column("constraint_value", float, "F(w) - U at the row's model")
 
 
-def schedules(prm: dict[str, Any], t: int) -> tuple[float, float]:
+def schedules(params: dict[str, Any], t: int) -> tuple[float, float]:
     """(rho_t, gamma_t) of round t, counted from 1."""
-    a = prm["decay"]
-    return prm["rho_scale"] / t**a, prm["gamma_scale"] / t ** (a + prm["gamma_extra"])
+    a = params["decay"]
+    return params["rho_scale"] / t**a, params["gamma_scale"] / t ** (a + params["gamma_extra"])
 
 
 def lemma1(
@@ -116,29 +116,31 @@ class _SSCA(Algorithm):
     trace_columns = (SQ_NORM,)
 
     def setup(self) -> None:
-        pb = self.problem
-        self.W = pb.initial_model()
+        problem = self.problem
+        self.W = problem.initial_model()
         self.w = self.W.reshape(-1)  # a view: the flat layout of every model
         P = self.w.size
         self.acc = np.zeros(P)  # (B, C) of (14)-(15): averaged gradient minus 2 tau w
         self.g = np.zeros(P)  # this round's combined minibatch gradient
-        self.G = np.zeros((pb.n_clients, P))
-        self.losses = np.zeros(pb.n_clients)
-        self.perm = np.arange(pb.data.n_samples, dtype=np.int64)
-        self.rng = K.client_states(self.seed, pb.n_clients)
+        self.G = np.zeros((problem.n_clients, P))
+        self.losses = np.zeros(problem.n_clients)
+        self.perm = np.arange(problem.data.n_samples, dtype=np.int64)
+        self.rng = kernels.client_states(self.seed, problem.n_clients)
         b = self.params["batch_size"]
         self.batch = 0 if b is None else b
-        most = int(pb.data.client_sizes.max())
-        self.work = K.mlp_thread_work(pb.sizes, most if self.batch == 0 else min(self.batch, most))
+        most = int(problem.data.client_sizes.max())
+        self.work = kernels.mlp_thread_work(
+            problem.sizes, most if self.batch == 0 else min(self.batch, most)
+        )
         self.slack: float | None = None  # s of the last server problem (Algorithm 2)
 
     def client_round(self, combine: bool = True) -> float:
         """Every client's minibatch mean gradient and loss at w (into ``self.G``); with
         ``combine``, also ``self.g = sum_i p_i G[i]``. Returns the combined loss
         sum_i p_i f_i (the paper's f-hat, l2 term included)."""
-        pb = self.problem
-        d = pb.data
-        KS.client_batch_grads(
+        problem = self.problem
+        d = problem.data
+        ssca_kernels.client_batch_grads(
             d.kernel_X,
             d.y,
             d.client_ptr,
@@ -146,14 +148,14 @@ class _SSCA(Algorithm):
             self.perm,
             self.rng,
             self.batch,
-            *pb.kernel_model,
+            *problem.kernel_model,
             self.G,
             self.losses,
             self.work,
         )
         if combine:
-            KS.weighted_rows(self.G, pb.p, self.g)
-        return float(K.weighted_sum(self.losses, pb.p))
+            ssca_kernels.weighted_rows(self.G, problem.p, self.g)
+        return float(kernels.weighted_sum(self.losses, problem.p))
 
     def cost(self, extra_up: int) -> RoundCost:
         n, size = self.problem.n_clients, dense_bytes(self.w.size)
@@ -177,15 +179,17 @@ class SSCA(_SSCA):
         self.beta = np.zeros(self.w.size)  # running average of the iterates
 
     def round(self, t: int) -> RoundCost:
-        prm = self.params
-        tau, lam = prm["prox_weight"], prm["lambda"]
-        rho, gamma = schedules(prm, t + 1)
+        params = self.params
+        tau, lam = params["prox_weight"], params["lambda"]
+        rho, gamma = schedules(params, t + 1)
         self.client_round(combine=False)
         # g = sum_i p_i G_i; beta = (1 - rho) beta + rho w; acc = (1 - rho) acc +
         # rho (g - 2 tau w); w_bar = -(acc + 2 lambda beta) / (2 tau) (16)-(17);
         # w = (1 - gamma) w + gamma w_bar: one fused pass over the d coordinates
-        pb = self.problem
-        KS.ssca_server_step(self.G, pb.p, self.w, self.beta, self.acc, self.g, rho, gamma, tau, lam)
+        problem = self.problem
+        ssca_kernels.ssca_server_step(
+            self.G, problem.p, self.w, self.beta, self.acc, self.g, rho, gamma, tau, lam
+        )
         return self.cost(0)
 
     def finish_metrics(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -212,9 +216,9 @@ class SSCAConstrained(_SSCA):
         self.A = 0.0  # the surrogate constraint's constant (20)
 
     def round(self, t: int) -> RoundCost:
-        prm = self.params
-        tau = prm["prox_weight"]
-        rho, gamma = schedules(prm, t + 1)
+        params = self.params
+        tau = params["prox_weight"]
+        rho, gamma = schedules(params, t + 1)
         f_hat = self.client_round()
         w = self.w
         sq = float(w @ w)
@@ -222,7 +226,7 @@ class SSCAConstrained(_SSCA):
         self.A = (1.0 - rho) * self.A + rho * (a_bar - float(self.g @ w))
         self.acc *= 1.0 - rho
         self.acc += rho * (self.g - 2.0 * tau * w)
-        w_bar, _, s = lemma1(self.acc, self.A, prm["cost_limit"], tau, prm["penalty"])
+        w_bar, _, s = lemma1(self.acc, self.A, params["cost_limit"], tau, params["penalty"])
         w *= 1.0 - gamma
         w += gamma * w_bar
         self.slack = s

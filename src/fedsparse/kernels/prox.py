@@ -1,0 +1,133 @@
+"""Proximal local steps of any model, and the minibatch gradient every model kernel shares.
+
+Every client ``i`` takes ``steps`` gradient steps on
+
+    f_i(theta; D) + weight/2 ||theta - a_i||^2 + gamma * phi_rho(theta),
+
+``theta <- theta - stepsize * (grad f_i(theta; D) + weight (theta - a_i) + gamma tanh(theta/rho))``,
+with ``a_i = anchors[which[i]]`` (an edge's or the client's own anchor) and ``grad f_i``
+including the l2 term. ``fresh``: a new minibatch each step (FedProx), else one minibatch
+drawn before the first step and reused (sFedHP/pFedMe's inner solve). Clients run in
+parallel threads, each drawing from its own stream, so results do not depend on the
+thread count. ``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``.
+
+One kernel for every model: a linear model's parameters are (n_outputs, n_features), a
+network's (1, n_params), and ``network`` picks the gradient (:func:`model_grad`). The
+model arguments ``network, sizes, bias, act, loss, l2`` are
+:attr:`fedsparse.problem.Problem.step_model`; the work space is :func:`step_work`'s.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .losses import batch_grad
+from .mlp import mlp_batch_grad, mlp_thread_work
+from .rng import sample_without_replacement
+
+
+@njit(cache=True)
+def apply_prox(theta, g, anchor, stepsize, weight, gamma, rho):
+    """``theta -= stepsize * (g + weight (theta - anchor) + gamma tanh(theta / rho))``."""
+    for j in range(theta.shape[0]):
+        x = theta[j]
+        step = g[j] + weight * (x - anchor[j])
+        if gamma != 0.0:
+            step += gamma * np.tanh(x / rho)
+        theta[j] = x - stepsize * step
+
+
+@njit(cache=True)
+def model_grad(X, y, rows, T, G, network, sizes, bias, act, loss, l2, s, wt):
+    """``G`` = minibatch gradient (l2 included) at ``T``: (n_outputs, d), or (1, n_params) for
+    a network (``network``); no rows: the ridge term alone. Returns the mean loss plus ridge
+    (0.0 for no rows)."""
+    if rows.shape[0] == 0:
+        for r in range(T.shape[0]):
+            G[r, :] = l2 * T[r]
+        return 0.0
+    if network:
+        return mlp_batch_grad(X, y, rows, T[0], sizes, bias, act, loss, l2, G[0], wt)
+    return batch_grad(X, y, rows, T, loss, l2, G, s)
+
+
+def step_work(
+    sizes, shape: tuple[int, int], max_batch: int, *, network: bool, dense: bool
+) -> tuple[np.ndarray, ...]:
+    """Per-thread work space of :func:`prox_steps` and the kernels built on
+    :func:`model_grad`: ``(G, S, X0, A, D, E, coef)``, one row per possible thread.
+
+    ``G`` (n_threads, *shape) holds each thread's gradient, ``S`` (n_threads, n_outputs) the
+    softmax scratch of a linear model; the last five are :func:`fedsparse.kernels.mlp_work`
+    rows for a network (``dense``: room to gather dense input rows), placeholders that are
+    never read for a linear model.
+    """
+    n = numba.config.NUMBA_NUM_THREADS
+    G, S = np.zeros((n, *shape)), np.zeros((n, shape[0]))
+    if network:
+        mlp = mlp_thread_work(sizes, max(max_batch, 1), dense=dense)[:5]
+    else:
+        mlp = (*(np.zeros((n, 1)),) * 4, np.zeros((n, 2)))
+    return (G, S, *mlp)
+
+
+@njit(parallel=True, cache=True)
+def prox_steps(
+    X,
+    y,
+    ptr,
+    thetas,
+    anchors,
+    which,
+    perm,
+    rng,
+    steps,
+    batch,
+    fresh,
+    stepsize,
+    weight,
+    gamma,
+    rho,
+    network,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
+):
+    """Proximal steps of every client (module docstring).
+
+    Parameters
+    ----------
+    X, y : data (dense or CSR triple); ptr : int64 (n_clients + 1,) client row bounds
+    thetas : (n_clients, *shape), updated in place; shape is (n_outputs, n_features) for a
+        linear model, (1, n_params) for a network
+    anchors : (n_anchors, *shape); which : int64 (n_clients,)
+    perm : int64 (n_samples,) per-client row permutations; rng : uint64 (n_clients,)
+    batch : rows per minibatch (<= 0: all rows, no randomness)
+    network, sizes, bias, act, loss, l2 : the model (:attr:`Problem.step_model`)
+    work : (G, S, X0, A, D, E, coef) from :func:`step_work`
+    """
+    n_clients = ptr.shape[0] - 1
+    c = thetas.shape[1]
+    G, S, X0, A, D, E, coef = work
+    for i in prange(n_clients):
+        t = numba.get_thread_id()
+        lo = ptr[i]
+        n = ptr[i + 1] - lo
+        b = n if batch <= 0 or batch >= n else batch
+        Ti = thetas[i]
+        Ai = anchors[which[i]]
+        Gt = G[t]
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        for s in range(steps):
+            if b < n and (s == 0 or fresh):
+                sample_without_replacement(perm, lo, n, b, rng, i)
+            model_grad(
+                X, y, perm[lo : lo + b], Ti, Gt, network, sizes, bias, act, loss, l2, S[t], wt
+            )
+            for r in range(c):
+                apply_prox(Ti[r], Gt[r], Ai[r], stepsize, weight, gamma, rho)
