@@ -9,7 +9,7 @@ the union of several results folders (merged as ``fedsparse merge`` does) into `
                   paper's number, ours, verdict, link), and the list of pages
     runs.html     every data set: each algorithm's best configuration and objective curves
     pareto.html   accuracy against communication: each data set's fronts (report.pareto)
-    <family>.html one page per algorithm family with runs here (ht, sfedhp, gs, ssca)
+    <key>.html    one page per algorithm family with runs here (its FAMILY.key)
     data.html     partitions and test accuracy (real data), optuna.html (tuned sweeps)
     figures/*.png the figures (also embedded in the pages: each page opens on its own)
     tables/*.csv  the tables, claims.csv the index's claims table

@@ -1,6 +1,6 @@
 """Compute what the report shows from a build's ReportData (no plotting, no HTML): what every
-family's page and the index share. A family's own analysis sits beside its page (the
-hard-thresholding family's claims and tables: ``families/hard_thresholding/analysis.py``).
+family's page and the index share. A family's own analysis sits beside its page, in the
+family's folder.
 
 The runs are vectorised with pandas (one row per run); the traces never enter pandas whole:
 SQL gives each run's lowest objective and the rows of the best configurations, whose curves
