@@ -1,4 +1,4 @@
-"""The report's page for adaptive gradient sparsification (FAB-top-k and the online
+"""The report's page for adaptive gradient sparsification (seed 003: FAB-top-k and the online
 choice of k): loss and test accuracy against normalised time for every method and k controller,
 the k_m trajectories, the fairness view, the cross-application matrix of replayed k sequences,
 and the paper's section-6 claims checked one by one.

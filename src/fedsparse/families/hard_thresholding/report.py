@@ -1,4 +1,4 @@
-"""The report's page for the hard-thresholding family (Fed-HT, FedIter-HT and the
+"""The report's page for the hard-thresholding family (seeds 000/001: Fed-HT, FedIter-HT and the
 Distributed-IHT baseline): rounds to reach Distributed-IHT's objective against the papers'
 claimed speed-ups, how those verdicts depend on the step-size grid and on Distributed-IHT's own
 step, the final objective over step size and local steps, and the effect of the non-IID level.

@@ -1,4 +1,4 @@
-"""The report's page for sFedHP and its personalised baselines: our GM and PM
+"""The report's page for sFedHP (seed 002) and its personalised baselines: our GM and PM
 accuracy next to the paper's Tables I-V, accuracy against rounds, the sparse run's density and
 cumulative bits (Fig. 3), the effect of lambda (Fig. 4) and the convex comparison (Fig. 2).
 

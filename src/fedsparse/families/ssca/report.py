@@ -1,4 +1,4 @@
-"""The report's section for mini-batch SSCA and its SGD baseline: the paper's §6
+"""The report's section for mini-batch SSCA (seed 004) and its SGD baseline: the paper's §6
 claims checked on our numbers, training cost and test accuracy against rounds per batch size,
 Algorithm 2's cost against U and its slack, and the trade-off curves of both algorithms.
 
