@@ -23,6 +23,7 @@ from fedsparse.aggregate import (
     read_traces,
     write_traces_dataset,
 )
+from fedsparse.errors import DataError
 from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
 from fedsparse.sweep import plan_sweep
 
@@ -87,6 +88,22 @@ def test_a_run_in_two_shards_is_refused_and_nothing_is_written(shards, tmp_path)
             trace_files, [*run_files, run_files[0]], tmp_path / "traces", tmp_path / "runs.parquet"
         )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("which", ["traces", "runs"])
+def test_a_torn_shard_file_is_one_line_naming_it_and_nothing_is_written(shards, tmp_path, which):
+    trace_files, run_files = [list(f) for f in shards]
+    files = trace_files if which == "traces" else run_files
+    torn = tmp_path / "shards" / files[1].name
+    torn.parent.mkdir()
+    torn.write_bytes(files[1].read_bytes()[:-100])
+    files[1] = torn
+    out = tmp_path / "out"
+    with pytest.raises(DataError) as exc:
+        aggregate(trace_files, run_files, out / "traces", out / "runs.parquet")
+    message = str(exc.value)
+    assert message.startswith(f"{torn}: not a readable shard file (") and "\n" not in message
+    assert not out.exists() or list(out.iterdir()) == []
 
 
 def test_kill_minus_nine_during_aggregation_leaves_the_previous_results_whole(shards, tmp_path):

@@ -9,12 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from conftest import SMALL_LINEAR
 
 from fedsparse.pipeline import make_data
-from fedsparse.shard import run_shard, store_path
+from fedsparse.shard import (
+    SUMMARY_KEY,
+    SUMMARY_SHA256_KEY,
+    read_stored,
+    run_shard,
+    store_path,
+)
 from fedsparse.sweep import plan_sweep
 
 SWEEP = {
@@ -130,5 +138,89 @@ def test_an_interrupted_shard_of_an_older_version_keeps_its_finished_runs(refere
     run_shard(SWEEP, SHARD, folder / "data", *outputs(folder))
     assert not parts.exists()
     assert os.stat(store_path(folder / "store", first)).st_ino == inode  # moved, not recomputed
+    for a, b in zip(shard_outputs(reference), shard_outputs(folder), strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+# ----------------------------------------------------------------- store files that are no run
+def truncate(path: Path, other: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def copy_other_run(path: Path, other: Path) -> None:
+    shutil.copy(other, path)
+
+
+def random_bytes(path: Path, other: Path) -> None:
+    path.write_bytes(np.random.default_rng(0).bytes(path.stat().st_size))
+
+
+def flip_data_page(path: Path, other: Path) -> None:
+    """Flip the last bytes of the objective's column chunk: its data page's values, past
+    the page header, the footer intact."""
+    meta = pq.read_metadata(path)
+    names = [meta.schema.column(j).name for j in range(meta.num_columns)]
+    chunk = meta.row_group(0).column(names.index("objective"))
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    end = start + chunk.total_compressed_size
+    data = bytearray(path.read_bytes())
+    for i in range(end - 4, end):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def flip_summary(path: Path, other: Path) -> None:
+    """A digit of the run summary in the footer changed, the file still readable."""
+    table = pq.read_table(path)
+    meta = dict(table.schema.metadata)
+    meta[SUMMARY_KEY] = meta[SUMMARY_KEY].replace(b'"rounds": 3', b'"rounds": 4')
+    pq.write_table(table.replace_schema_metadata(meta), path, write_page_checksum=True)
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (truncate, "is not a whole Parquet file (Parquet magic bytes not found"),
+        (copy_other_run, "holds run {other}, not {run}"),
+        (random_bytes, "is not a whole Parquet file (Parquet magic bytes not found"),
+        (flip_data_page, "cannot be read (could not verify page integrity, CRC checksum"),
+        (flip_summary, "has a run summary that does not match its checksum"),
+    ],
+)
+def test_a_store_file_that_is_no_finished_run_is_moved_aside_and_the_run_computed_again(
+    reference, folder, caplog, damage, reason
+):
+    shutil.copytree(reference / "store", folder / "store")
+    run, other = runs()[1], runs()[0]
+    path = store_path(folder / "store", run)
+    damage(path, store_path(folder / "store", other))
+    damaged = path.read_bytes()
+    caplog.set_level(logging.INFO, logger="fedsparse.shard")
+    run_shard(SWEEP, SHARD, folder / "data", *outputs(folder))
+    lines = [r.getMessage() for r in caplog.records if "moved aside" in r.getMessage()]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    (aside,) = path.parent.glob(f"{run}.parquet.bad-*")
+    why = reason.format(run=run, other=other)
+    assert lines[0].startswith(f"shard {SHARD}: store file {path} {why}")
+    assert lines[0].endswith(f"; moved aside to {aside.name}, the run is computed again")
+    assert aside.read_bytes() == damaged
+    assert "computed 1 runs" in caplog.text
+    assert read_stored(path, run)[1]["run_id"] == run
+    for a, b in zip(shard_outputs(reference), shard_outputs(folder), strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_whole_store_file_of_the_previous_version_counts_as_finished(reference, folder, caplog):
+    """Before store files were checked they had neither page checksums nor the summary's
+    SHA-256: whole, they are finished runs (no sweep is computed again)."""
+    shutil.copytree(reference / "store", folder / "store")
+    for run in runs():
+        path = store_path(folder / "store", run)
+        table = pq.read_table(path)
+        meta = {k: v for k, v in table.schema.metadata.items() if k != SUMMARY_SHA256_KEY}
+        pq.write_table(table.replace_schema_metadata(meta), path)
+    caplog.set_level(logging.INFO, logger="fedsparse.shard")
+    run_shard(SWEEP, SHARD, folder / "data", *outputs(folder))
+    assert "3 runs (3 already done)" in caplog.text and "computed" not in caplog.text
     for a, b in zip(shard_outputs(reference), shard_outputs(folder), strict=True):
         pd.testing.assert_frame_equal(a, b)

@@ -24,6 +24,7 @@ import tempfile
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from .results import RUNS_SCHEMA, TRACE_SCHEMA, read_results
+from .errors import DataError
+from .results import RUNS_SCHEMA, TRACE_SCHEMA, one_line, read_results
 
 PARTITION_COLUMNS = ("dataset", "algorithm")
 PARTITIONING = pads.partitioning(
@@ -84,7 +86,9 @@ def _write_runs(run_files: list[str | Path], runs_path: str | Path) -> Path:
     try:
         with pq.ParquetWriter(tmp, RUNS_SCHEMA) as writer:
             for f in run_files:
-                writer.write_table(pq.read_table(f, schema=RUNS_SCHEMA).sort_by("run_id"))
+                with _reading(f):
+                    runs = pq.read_table(f, schema=RUNS_SCHEMA)
+                writer.write_table(runs.sort_by("run_id"))
         # sorted, a duplicate is next to its twin: ~50 bytes a run at most, for a moment
         ids = pq.read_table(tmp, columns=["run_id"]).column("run_id").combine_chunks()
         ids = ids.take(pc.sort_indices(ids))
@@ -105,7 +109,8 @@ def _sorted_traces(trace_files: Iterable[str | Path]) -> Iterator[pa.RecordBatch
     """Each shard's rows in (run, round) order, in batches of ROW_GROUP_ROWS rows (a shard's
     last one shorter), columns null throughout the shard as null-type arrays."""
     for f in trace_files:
-        table = _read_compact(f)
+        with _reading(f):
+            table = _read_compact(f)
         order = pc.sort_indices(
             table.select(["run_id", "round"]),
             sort_keys=[("run_id", "ascending"), ("round", "ascending")],
@@ -113,6 +118,19 @@ def _sorted_traces(trace_files: Iterable[str | Path]) -> Iterator[pa.RecordBatch
         for start in range(0, table.num_rows, ROW_GROUP_ROWS):
             yield from table.take(order.slice(start, ROW_GROUP_ROWS)).combine_chunks().to_batches()
         del table, order
+
+
+@contextmanager
+def _reading(path: str | Path) -> Iterator[None]:
+    """A shard file that is not whole Parquet as one line naming it (a DataError)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(
+            f"{path}: not a readable shard file ({one_line(exc)}); delete it and rerun the sweep"
+        ) from None
 
 
 def _read_compact(path: str | Path) -> pa.Table:

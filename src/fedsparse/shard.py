@@ -10,6 +10,13 @@ as incomplete), a sweep edit moves runs between shards, another config run on th
 folder replaces the shard files. The shard's own outputs are assembled from the store
 and written atomically at the end.
 
+A store file counts as a finished run only when it is whole and is that run's: its footer
+reads as Parquet and holds a run summary naming its run id (checked before a run is taken
+as done, a footer read: cheap), and its pages pass their checksums when the shard reads
+it for its outputs. Any other file (torn, not Parquet, another run's, or corrupted) is
+moved aside as ``<run_id>.parquet.bad-<UTC time>`` with one log line saying why, and the
+run is computed again; see :func:`check_footer` for what the checks catch and what not.
+
 One process at a time computes a run (a lock file beside its store entry, taken
 without waiting: a run another process holds is left for last, then waited for) and
 one process at a time works on a shard (a lock beside its outputs): after the Snakemake
@@ -29,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import hashlib
 import json
 import logging
 import math
@@ -41,6 +49,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import atomic_write
 from .data import load_dataset_dir
 from .experiment import run_identity, run_result, run_results, time_siblings_key
 from .layout import Layout
@@ -51,6 +60,7 @@ from .results import (
     RENAMED_RUNS_COLUMNS,
     RUNS_SCHEMA,
     TRACE_SCHEMA,
+    one_line,
     rows_table,
     upgrade,
     write_parquet_atomic,
@@ -58,6 +68,11 @@ from .results import (
 from .sweep import Run, plan_sweep
 
 log = logging.getLogger("fedsparse.shard")
+
+# A store file's metadata: its run's summary (the runs.parquet row, JSON) and, since
+# store files are checked, the SHA-256 of those bytes (files of earlier versions lack it).
+SUMMARY_KEY = b"fedsparse_run_summary"
+SUMMARY_SHA256_KEY = b"fedsparse_run_summary_sha256"
 
 
 def run_summary(
@@ -102,6 +117,110 @@ def store_path(store: str | Path, run_id: str) -> Path:
     return Path(store) / run_id[:2] / f"{run_id}.parquet"
 
 
+def bad_store_path(path: Path, when: dt.datetime) -> Path:
+    """Where a store file that is no finished run is moved aside (beside it, under a name
+    no reader of the store takes for a run: they read ``*.parquet``)."""
+    return path.with_name(f"{path.name}.bad-{when:%Y%m%dT%H%M%S.%fZ}")
+
+
+class BadStoreFile(Exception):
+    """A store file that is not its run's finished trace; the message says why."""
+
+
+def check_footer(path: Path, run_id: str) -> dict[str, Any]:
+    """The run summary of the store file ``path`` of ``run_id``, from its footer alone (a
+    read of its last few KB), or BadStoreFile; FileNotFoundError if there is none.
+
+    Catches: a torn (truncated) file or one that is not Parquet (no footer), a file of
+    another run (copied or renamed: the summary's run id), a summary whose bytes changed
+    (its SHA-256, in files written since the check exists). Not caught here: damage to the
+    data pages (caught by their checksums when the file is read whole, see
+    :func:`read_stored`), or to the footer's other fields that leaves it readable.
+    """
+    try:
+        meta = pq.read_metadata(path)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        raise BadStoreFile(f"is not a whole Parquet file ({one_line(exc)})") from None
+    return _checked_summary(meta.metadata or {}, run_id)
+
+
+def read_stored(path: Path, run_id: str) -> tuple[pa.Table, dict[str, Any]]:
+    """The trace and summary of the store file ``path`` of ``run_id``, read whole and
+    checked (:func:`check_footer`, then each page's CRC-32 where the file has them: files
+    of earlier versions do not, and damage to their pages is caught only where it makes
+    them unreadable), or BadStoreFile; FileNotFoundError if there is none. One thread: a
+    run's file is small, and after reading damaged pages without checksums pyarrow's
+    threaded reader was seen, rarely, to abort the process at its exit."""
+    try:
+        table = pq.read_table(path, page_checksum_verification=True, use_threads=False)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        raise BadStoreFile(f"cannot be read ({one_line(exc)})") from None
+    summary = _checked_summary(table.schema.metadata or {}, run_id)
+    ids = table.column("run_id").unique().to_pylist() if "run_id" in table.column_names else []
+    if ids != [run_id]:
+        raise BadStoreFile(f"holds the trace rows of runs {ids[:3]}, not of {run_id}")
+    return table, summary
+
+
+def _checked_summary(metadata: dict[bytes, bytes], run_id: str) -> dict[str, Any]:
+    raw = metadata.get(SUMMARY_KEY)
+    if raw is None:
+        raise BadStoreFile("has no run summary in its metadata")
+    digest = metadata.get(SUMMARY_SHA256_KEY)
+    if digest is not None and hashlib.sha256(raw).hexdigest().encode() != digest:
+        raise BadStoreFile("has a run summary that does not match its checksum")
+    try:
+        summary = json.loads(raw)
+    except ValueError:
+        raise BadStoreFile("has a run summary that is not JSON") from None
+    stored = summary.get("run_id") if isinstance(summary, dict) else None
+    if stored != run_id:
+        raise BadStoreFile(f"holds run {stored}, not {run_id}")
+    return summary
+
+
+def _is_stored(store: Path, run_id: str) -> bool:
+    """Whether the store holds ``run_id`` finished, by its footer (see check_footer)."""
+    try:
+        check_footer(store_path(store, run_id), run_id)
+    except (BadStoreFile, FileNotFoundError):
+        return False
+    return True
+
+
+def _holds_finished(store: Path, run_id: str, shard: str) -> bool:
+    """Whether the store holds ``run_id`` finished; a file there that is not is moved aside
+    (one log line). Called holding the run's lock, so no other process writes it meanwhile."""
+    path = store_path(store, run_id)
+    try:
+        check_footer(path, run_id)
+    except FileNotFoundError:
+        return False
+    except BadStoreFile as exc:
+        _move_aside(path, exc, shard)
+        return False
+    return True
+
+
+def _move_aside(path: Path, why: BadStoreFile, shard: str) -> None:
+    target = bad_store_path(path, dt.datetime.now(dt.UTC))
+    try:
+        os.replace(path, target)
+    except FileNotFoundError:  # gone meanwhile: nothing to keep
+        return
+    log.warning(
+        "shard %s: store file %s %s; moved aside to %s, the run is computed again",
+        shard,
+        path,
+        why,
+        target.name,
+    )
+
+
 def run_shard(
     sweep: dict[str, Any],
     shard: str,
@@ -125,7 +244,7 @@ def run_shard(
     with _exclusive(runs_out.with_name(f".{shard}.lock"), shard):
         _adopt_parts(Path(f"{traces_out}.parts"), store)
         _run_shard(runs, shard, data_root, store)
-        _write_outputs(runs, shard, store, traces_out, runs_out)
+        _write_outputs(runs, shard, store, data_root, traces_out, runs_out)
 
 
 def shard_runs(sweep: dict[str, Any], shard: str, plan_file: str | Path) -> list[Run]:
@@ -187,7 +306,7 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
     """Compute the runs the store does not hold; those another process is computing last,
     once it has finished or died. Runs that differ only in a time model their algorithm does
     not read are computed together, once (fedsparse.experiment.run_results)."""
-    todo = [r for r in runs if not store_path(store, r.run_id).exists()]
+    todo = [r for r in runs if not _is_stored(store, r.run_id)]
     reused = len(runs) - len(todo)
     log.info("shard %s: %d runs (%d already done)", shard, len(runs), reused)
     if not todo:
@@ -226,7 +345,7 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
                             run.run_id,
                         )
                         busy.append(run)
-                stored = [r for r in mine if store_path(store, r.run_id).exists()]
+                stored = [r for r in mine if _holds_finished(store, r.run_id, shard)]
                 for run in stored:  # finished elsewhere meanwhile
                     done += 1
                     report(run, "finished by another process")
@@ -263,23 +382,28 @@ def _compute(runs: list[Run], data, store: Path, shard: str) -> list[dict[str, A
     summaries = []
     for run, result in zip(runs, results, strict=True):
         summary = run_summary(run, result.trace, wall, shard, result.client_summary)
-        meta = {b"fedsparse_run_summary": json.dumps(summary).encode()}
-        write_parquet_atomic(
-            result.trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),
-            store_path(store, run.run_id),
-        )
+        raw = json.dumps(summary).encode()
+        meta = {SUMMARY_KEY: raw, SUMMARY_SHA256_KEY: hashlib.sha256(raw).hexdigest().encode()}
+        table = result.trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta})
+        with atomic_write(store_path(store, run.run_id)) as fh:
+            # each page's CRC-32, checked when the shard reads the file (read_stored)
+            pq.write_table(table, fh, write_page_checksum=True)
         summaries.append(summary)
     return summaries
 
 
 def _write_outputs(
-    runs: list[Run], shard: str, store: Path, traces_out: str | Path, runs_out: str | Path
+    runs: list[Run],
+    shard: str,
+    store: Path,
+    data_root: str | Path,
+    traces_out: str | Path,
+    runs_out: str | Path,
 ) -> None:
     """The shard's trace and runs files, from the store's entries of its runs."""
     traces, summaries = [], []
     for run in runs:
-        table = pq.read_table(store_path(store, run.run_id))
-        summary = json.loads(table.schema.metadata[b"fedsparse_run_summary"])
+        table, summary = _read_or_recompute(run, shard, store, data_root)
         # a run stored by an older version (a shard resumed across an upgrade)
         summary = {RENAMED_RUNS_COLUMNS.get(k, k): v for k, v in summary.items()}
         # The run id leaves out the sweep's label: a run stored by another sweep (or shard)
@@ -295,3 +419,24 @@ def _write_outputs(
     write_parquet_atomic(rows_table(summaries, RUNS_SCHEMA), runs_out)
     write_parquet_atomic(pa.concat_tables(traces), traces_out)
     log.info("shard %s: wrote %d runs to %s", shard, len(runs), runs_out)
+
+
+def _read_or_recompute(
+    run: Run, shard: str, store: Path, data_root: str | Path
+) -> tuple[pa.Table, dict[str, Any]]:
+    """``run``'s stored trace and summary; a store file failing its full read (a damaged
+    page, which the footer check cannot see) is moved aside and the run computed again."""
+    path = store_path(store, run.run_id)
+    try:
+        return read_stored(path, run.run_id)
+    except (BadStoreFile, FileNotFoundError):
+        pass
+    with _run_lock(store, run.run_id, wait=True):  # another process may have replaced it
+        try:
+            return read_stored(path, run.run_id)
+        except FileNotFoundError:
+            pass
+        except BadStoreFile as exc:
+            _move_aside(path, exc, shard)
+    _run_shard([run], shard, data_root, store)
+    return read_stored(path, run.run_id)  # just written: fails only with a failing disk
