@@ -183,6 +183,21 @@ def test_sweep_fixture_has_diverged_runs(sweep):
     assert len(div) > 0 and set(div["stepsize"]) == {DIVERGING}
 
 
+def test_the_analysis_does_not_depend_on_when_runs_finished(sweep, tmp_path):
+    # two sweeps of the same runs finish in different orders (parallel shards): the report's
+    # statistics, best configurations and their order must be the same to the last bit
+    from fedsparse.report.analysis import analyse
+
+    root, traces, runs = sweep
+    later = runs.copy()
+    stamps = pd.date_range("2026-01-01", periods=len(later), freq="s", tz="UTC")
+    later["finished_at"] = [s.isoformat() for s in stamps[::-1]]  # the reverse finish order
+    other = write_results(tmp_path / "other", traces, later.sample(frac=1.0, random_state=3))
+    a, b = analyse(root), analyse(other)
+    pd.testing.assert_frame_equal(a.configs, b.configs, check_exact=True)
+    pd.testing.assert_frame_equal(a.best, b.best, check_exact=True)
+
+
 def test_report_layout_and_figures(report):
     assert report.name == "report" and (report / "index.html").is_file()
     figures = sorted(p.name for p in (report / "figures").iterdir())

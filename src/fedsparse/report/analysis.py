@@ -169,7 +169,9 @@ class Analysis:
 
 def read_runs(source: ReportData | str | Path) -> pd.DataFrame:
     """The runs the report compares (grid runs and Optuna's held-out re-runs), with the
-    report's defaults for missing labels, in the order they finished."""
+    report's defaults for missing labels, by run id: the report is a function of what the
+    runs hold, not of when they finished (a mean over seeds summed in finish order differed
+    in its last bits between two sweeps of the same runs)."""
     # RUN_COLUMNS (older files: as the current schema; fedsparse.results) and the
     # hyperparameters set in some run: a million runs of a few hyperparameters would hold
     # dozens of columns of nulls otherwise
@@ -184,8 +186,7 @@ def read_runs(source: ReportData | str | Path) -> pd.DataFrame:
     runs["partition"] = runs["partition"].fillna("natural")
     for col in ("final_objective", "best_objective", "train_time_s", "data_alpha", "data_beta"):
         runs[col] = pd.to_numeric(runs[col], errors="coerce").astype(float)
-    if runs["finished_at"].notna().any():
-        runs = runs.sort_values("finished_at", na_position="first", kind="stable")
+    runs = runs.sort_values("run_id", kind="stable")
     # Optuna trials are searches, not comparable runs (pruned ones are partial): the
     # comparison takes their best configurations' held-out re-runs (trial_state HOLDOUT)
     runs = runs[runs["trial_state"].isna() | runs["trial_state"].eq("HOLDOUT")]
