@@ -296,6 +296,17 @@ def wait_for_stored_runs(workdir: Path, n: int, timeout: float = 300) -> None:
         time.sleep(0.02)
 
 
+def resume(workdir: Path, path: Path, killed: int) -> subprocess.CompletedProcess:
+    """The README's command, as a user types it again after a kill: no --unlock, and no
+    --rerun-incomplete (profiles/default has it). It removes the killed Snakemake's lock."""
+    cmd = snakemake_command(workdir, "--cores", "2", "--configfile", str(path))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    removed = f"fedsparse: removed a stale Snakemake lock left by pid {killed} (killed)"
+    assert removed in proc.stderr
+    return proc
+
+
 def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished, tmp_path):
     path = write_config(tmp_path, yaml.safe_load(yaml.safe_dump(TINY)))
     proc = start_sweep(tmp_path, path)
@@ -309,8 +320,8 @@ def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished,
     # the kill landed inside a shard: runs stored, some shard's output not written
     assert before and len(list(shards.glob("*.runs.parquet"))) < 4
     # a hard kill leaves Snakemake's lock behind (SIGINT/SIGTERM would remove it)
-    snakemake(tmp_path, "--configfile", str(path), "--unlock")
-    snakemake(tmp_path, "--configfile", str(path))
+    assert list((tmp_path / ".snakemake/locks").glob("*.lock"))
+    resume(tmp_path, path, killed=proc.pid)
     after = stored_runs(tmp_path)
     assert {k: after[k] for k in before} == before, "a finished run was computed again"
     # the resumed shard's log holds the interrupted attempt, then the rerun
@@ -324,33 +335,74 @@ def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished,
     pd.testing.assert_frame_equal(a_runs.drop(columns="sweep"), b_runs.drop(columns="sweep"))
 
 
-def test_kill_minus_nine_of_snakemake_alone_redoes_no_finished_run(finished, tmp_path):
+@pytest.mark.parametrize("orphans", ["finish first", "still run"])
+def test_kill_minus_nine_of_snakemake_alone_redoes_no_finished_run(finished, tmp_path, orphans):
     """The cluster's common interruption: the main Snakemake dies, its jobs run on as
-    orphans and finish; the rerun treats their outputs as incomplete and reruns them."""
+    orphans; the rerun treats their outputs as incomplete and reruns them. Resumed while an
+    orphan still runs, the rerun's job waits for its shard lock, then finds its runs stored."""
     path = write_config(tmp_path, yaml.safe_load(yaml.safe_dump(TINY)))
     proc = start_sweep(tmp_path, path)
+    jobs: list[int] = []
     try:
         wait_for_stored_runs(tmp_path, 3)
         jobs = process_tree(proc.pid)[1:]
         os.kill(proc.pid, signal.SIGKILL)  # Snakemake alone: its job runs on
         proc.wait()
-        deadline = time.monotonic() + 300
-        while any(Path(f"/proc/{pid}").exists() for pid in jobs):  # the orphans finish
-            assert time.monotonic() < deadline, "the orphaned job did not finish"
-            time.sleep(0.05)
+        if orphans == "finish first":
+            deadline = time.monotonic() + 300
+            while any(Path(f"/proc/{pid}").exists() for pid in jobs):
+                assert time.monotonic() < deadline, "the orphaned job did not finish"
+                time.sleep(0.05)
+        before = stored_runs(tmp_path)
+        assert list((tmp_path / ".snakemake/locks").glob("*.lock"))
+        still_running = [pid for pid in jobs if Path(f"/proc/{pid}").exists()]
+        assert bool(still_running) == (orphans == "still run")
+        rerun = resume(tmp_path, path, killed=proc.pid)
     finally:
-        kill_tree(proc.pid)
-    before = stored_runs(tmp_path)
-    assert len(before) > 3  # the orphan went on storing runs after Snakemake died
-    snakemake(tmp_path, "--configfile", str(path), "--unlock")
-    proc = snakemake(tmp_path, "--configfile", str(path))
-    assert "Forced execution" in proc.stdout + proc.stderr  # Snakemake reran the orphan's job
+        for pid in [proc.pid, *jobs]:
+            kill_tree(pid)
+    assert "Forced execution" in rerun.stdout + rerun.stderr  # Snakemake reran the orphan's job
+    if orphans == "finish first":
+        assert len(before) > 3  # the orphan went on storing runs after Snakemake died
     after = stored_runs(tmp_path)
     assert {k: after[k] for k in before} == before, "a finished run was computed again"
+    logs = [p.read_text() for p in (tmp_path / "results/logs/shards").glob("*.log")]
+    computed = sum(int(n) for t in logs for n in re.findall(r"computed (\d+) runs", t))
+    assert computed <= 40  # the orphan and the rerun never computed one run twice
     a_traces, a_runs = results_of(finished)
     b_traces, b_runs = results_of(tmp_path)
     pd.testing.assert_frame_equal(a_traces, b_traces)
     pd.testing.assert_frame_equal(a_runs.drop(columns="sweep"), b_runs.drop(columns="sweep"))
+
+
+def test_a_second_snakemake_on_a_running_sweeps_folder_refuses(finished, tmp_path):
+    """Two Snakemake processes really running on one working folder: the lock of the live one
+    is never taken for a stale one; the second stops with Snakemake's refusal, naming the
+    first, and the first finishes the sweep."""
+    path = write_config(tmp_path, yaml.safe_load(yaml.safe_dump(TINY)))
+    first = start_sweep(tmp_path, path)
+    try:
+        wait_for_stored_runs(tmp_path, 1)  # past its lock: running jobs
+        locks = sorted((tmp_path / ".snakemake/locks").glob("*.lock"))
+        assert locks
+        cmd = snakemake_command(tmp_path, "--cores", "2", "--configfile", str(path))
+        second = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert first.poll() is None, "the first sweep ended before the second started"
+        assert sorted((tmp_path / ".snakemake/locks").glob("*.lock")) == locks
+        assert first.wait(timeout=600) == 0
+    finally:
+        kill_tree(first.pid)
+    assert second.returncode != 0
+    assert "LockException" in second.stderr or "cannot be locked" in second.stderr
+    hint = f"another Snakemake may hold the lock on this folder (pid {first.pid} on host"
+    assert hint in second.stderr and "removed a stale" not in second.stderr
+    a_traces, a_runs = results_of(finished)
+    b_traces, b_runs = results_of(tmp_path)
+    pd.testing.assert_frame_equal(a_traces, b_traces)
+    pd.testing.assert_frame_equal(a_runs.drop(columns="sweep"), b_runs.drop(columns="sweep"))
+    # the first one, gone, left no lock and no record of itself
+    assert not list((tmp_path / ".snakemake").glob("locks/*.lock"))
+    assert not list((tmp_path / ".snakemake").glob("fedsparse-owners/*"))
 
 
 def test_two_snakemake_processes_on_one_results_folder_compute_each_run_once(finished, tmp_path):

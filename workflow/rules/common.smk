@@ -4,6 +4,7 @@ from snakemake.utils import min_version
 from fedsparse.layout import Layout
 from fedsparse.plan_file import plan_from_file, write_plan_file
 from fedsparse.progress import sweep_progress
+from fedsparse.snakemake_lock import resume_after_kill
 from fedsparse.sweep import plan_or_exit, retype_config
 
 min_version("8.10")
@@ -22,6 +23,12 @@ L = Layout.of_sweep(config)
 PLAN = (workflow.remote_exec and plan_from_file(L.plan_file, config)) or plan_or_exit(
     config, workflow.overwrite_configfiles or workflow.configfiles
 )
+# A sweep killed with kill -9 resumes with a plain `snakemake`: in the main process (exec mode
+# default, not a job's own Snakemake), before Snakemake locks the folder (.snakemake/ of the
+# working folder), remove a lock a killed run left behind, never one a live Snakemake may hold,
+# and record this process as the lock's owner (fedsparse.snakemake_lock).
+if workflow.exec_mode.name.upper() == "DEFAULT":
+    resume_after_kill(".snakemake", L.root, logger.warning)
 
 SHARDS = list(PLAN.shards)
 # the sweep's progress line in runs (started in onstart, so only where jobs are run)
