@@ -87,7 +87,10 @@ def _show_tail(log_file: str | Path | None) -> None:
         return
     for handler in logging.getLogger().handlers:
         handler.flush()
-    lines = Path(log_file).read_text(errors="replace").splitlines()[-FAILED_TAIL_LINES:]
+    try:
+        lines = Path(log_file).read_text(errors="replace").splitlines()[-FAILED_TAIL_LINES:]
+    except OSError:  # the log is gone (a folder removed meanwhile): Snakemake still names it
+        return
     rule = "-" * min(80, max(len(line) for line in [str(log_file), *lines]))
     print(f"{log_file} (last lines):", rule, *lines, rule, sep="\n", file=sys.stderr, flush=True)
 
