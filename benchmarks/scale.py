@@ -24,6 +24,14 @@ have at N) and aggregates their trace files K times over ("aggregate-replay": th
 runs, each shard's K times; the runs table is the sample's), then queries those traces:
 
     python benchmarks/scale.py --sizes 1e6 --results-max 0 --sample-every 24   # ~15 minutes
+
+Merging many large folders (``fedsparse merge`` itself is then measured from outside, e.g. with
+``/usr/bin/time -v``): --replicate RESULTS writes --folders folders of --copies copies each of
+the results folder RESULTS (run ids suffixed with the copy's number; folder f holds copies
+f x (copies - overlap) onwards, so neighbouring folders share --overlap copies' runs):
+
+    python benchmarks/scale.py --replicate results/quick --folders 10 --copies 100 \\
+        --overlap 10 -o /tmp/merge-bench      # 10 x 12,000 runs, 3.25 M trace rows
 """
 
 from __future__ import annotations
@@ -145,6 +153,43 @@ def synthesise_results(cfg: dict, folder: Path, every: int = 1) -> tuple[int, in
         rows += table.num_rows
     (folder / "shards.json").write_text(json.dumps(files))
     return n_runs, rows
+
+
+def replicate_results(
+    source: Path, dest: Path, folders: int, copies: int, overlap: int = 0
+) -> tuple[int, int]:
+    """``folders`` results folders dest/r000, ... each of ``copies`` copies of the results
+    folder ``source`` (run ids suffixed -<copy>); folder f holds copies f * (copies - overlap)
+    onwards. Written by fedsparse's own aggregate writer; returns (runs, trace rows) written."""
+    import pyarrow.compute as pc
+
+    from fedsparse.aggregate import write_traces_dataset
+    from fedsparse.layout import Layout
+    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, read_results, write_parquet_atomic
+
+    runs = read_results([source], "SELECT * FROM runs ORDER BY run_id").cast(RUNS_SCHEMA)
+    traces = read_results(
+        [source], "SELECT * FROM traces ORDER BY dataset, algorithm, run_id, round"
+    ).cast(TRACE_SCHEMA)
+
+    def suffixed(table: pa.Table, copy: int) -> pa.Table:
+        ids = pc.binary_join_element_wise(table.column("run_id"), f"{copy:06d}", "-")
+        return table.set_column(0, "run_id", ids)
+
+    n_runs = n_rows = 0
+    for f in range(folders):
+        first = f * (copies - overlap)
+        out = Layout(dest / f"r{f:03d}")
+        out.root.mkdir(parents=True, exist_ok=True)
+        kept = range(first, first + copies)
+        write_parquet_atomic(pa.concat_tables(suffixed(runs, c) for c in kept), out.runs)
+        # a copy's rows after the previous copy's: each partition stays in run order
+        write_traces_dataset(
+            (b for c in kept for b in suffixed(traces, c).to_batches()), out.traces
+        )
+        n_runs += copies * runs.num_rows
+        n_rows += copies * traces.num_rows
+    return n_runs, n_rows
 
 
 AGGREGATE = """
@@ -299,7 +344,21 @@ def main() -> None:
         help="above --results-max: synthesise every K-th shard, aggregate it K times over",
     )
     parser.add_argument("-o", "--output", type=Path, help="write the rows as JSON here")
+    parser.add_argument(
+        "--replicate", type=Path, metavar="RESULTS", help="write copies of RESULTS to -o (merge)"
+    )
+    parser.add_argument("--folders", type=int, default=10, help="with --replicate")
+    parser.add_argument("--copies", type=int, default=100, help="with --replicate")
+    parser.add_argument("--overlap", type=int, default=0, help="with --replicate")
     args = parser.parse_args()
+    if args.replicate:
+        if args.output is None:
+            parser.error("--replicate needs -o FOLDER")
+        made = replicate_results(
+            args.replicate, args.output, args.folders, args.copies, args.overlap
+        )
+        print(f"{made[0]:,} runs, {made[1]:,} trace rows in {args.folders} folders")
+        return
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     rows = bench(
         sizes, int(args.report_max), int(args.results_max), int(args.merge_max), args.sample_every

@@ -388,6 +388,15 @@ def conflicting_runs(con, n_folders: int) -> list[str]:
     return [r[0] for r in rows]
 
 
+def keep_runs_once(con, n_folders: int) -> None:
+    """Work out once, into a table, which folder of ``results_views`` each run is kept from
+    (the views otherwise apply the rule at each query): for a reader that scans the views
+    many times, as merge does."""
+    if n_folders > 1:
+        con.execute("CREATE TABLE _kept_rows AS SELECT * FROM _kept_rule")
+        con.execute("CREATE OR REPLACE VIEW _kept AS SELECT * FROM _kept_rows")
+
+
 def runs_per_folder(con, n_folders: int) -> list[int]:
     """How many runs each folder of ``results_views`` holds (before the rule keeps one)."""
     if n_folders < 2:
@@ -499,11 +508,12 @@ def _union_views(con, n: int) -> None:
         union = " UNION ALL ".join(f"SELECT {i} AS _folder, * FROM _{name}_{i}" for i in range(n))
         con.execute(f"CREATE VIEW _{name}_all AS {union}")
     con.execute(  # the rule: per run, the first folder where it is ok, else the first folder
-        """CREATE VIEW _kept AS SELECT run_id, _folder FROM (
+        """CREATE VIEW _kept_rule AS SELECT run_id, _folder FROM (
              SELECT run_id, _folder, row_number() OVER (
                PARTITION BY run_id ORDER BY coalesce(status = 'ok', false) DESC, _folder) AS k
              FROM _runs_all) WHERE k = 1"""
     )
+    con.execute("CREATE VIEW _kept AS SELECT * FROM _kept_rule")
     for name in ("runs", "traces"):
         con.execute(
             f"CREATE VIEW {name} AS SELECT * EXCLUDE (_folder) FROM _{name}_all "
