@@ -204,7 +204,7 @@ def test_a_store_file_that_is_no_finished_run_is_moved_aside_and_the_run_compute
     assert lines[0].startswith(f"shard {SHARD}: store file {path} {why}")
     assert lines[0].endswith(f"; moved aside to {aside.name}, the run is computed again")
     assert aside.read_bytes() == damaged
-    assert "computed 1 runs" in caplog.text
+    assert "computed 1 run in" in caplog.text
     assert read_stored(path, run)[1]["run_id"] == run
     for a, b in zip(shard_outputs(reference), shard_outputs(folder), strict=True):
         pd.testing.assert_frame_equal(a, b)

@@ -403,7 +403,7 @@ def test_kill_minus_nine_of_snakemake_alone_redoes_no_finished_run(finished, tmp
     after = stored_runs(tmp_path)
     assert {k: after[k] for k in before} == before, "a finished run was computed again"
     logs = [p.read_text() for p in (tmp_path / "results/logs/shards").glob("*.log")]
-    computed = sum(int(n) for t in logs for n in re.findall(r"computed (\d+) runs", t))
+    computed = sum(int(n) for t in logs for n in re.findall(r"computed (\d+) runs?\b", t))
     assert computed <= 40  # the orphan and the rerun never computed one run twice
     a_traces, a_runs = results_of(finished)
     b_traces, b_runs = results_of(tmp_path)
@@ -452,7 +452,7 @@ def test_two_snakemake_processes_on_one_results_folder_compute_each_run_once(fin
     for proc in procs:
         assert proc.wait(timeout=600) == 0
     logs = [p.read_text() for p in (results / "logs/shards").glob("*.log")]
-    computed = sum(int(n) for t in logs for n in re.findall(r"computed (\d+) runs", t))
+    computed = sum(int(n) for t in logs for n in re.findall(r"computed (\d+) runs?\b", t))
     runs = pd.read_parquet(results / "runs.parquet")
     assert computed == len(runs) == 40 and len(list((results / "store").glob("*/*.parquet"))) == 40
     a_traces, a_runs = results_of(finished)
