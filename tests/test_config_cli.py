@@ -435,3 +435,23 @@ def test_logistic_l2_default_is_1e_4():
     )
     assert cfg["model"]["l2"] == 1e-4
     assert normalize_run_config(SYNTH)["model"]["l2"] == 0.0
+
+
+def test_check_counts_read_as_a_person_would_say_them(tmp_path, capsys):
+    # one data set, one shard: "1 shard", not "1 shards"
+    path = tmp_path / "one.yaml"
+    sweep = {
+        "sweep": "one",
+        "rounds": 1,
+        "seeds": [0],
+        "datasets": {"lin": {"data": {"kind": "synthetic", "dim": 20, "support": 2}}},
+        "algorithms": ["fedht"],
+        "grid": {"stepsize": [0.1], "sparsity": [2]},
+    }
+    path.write_text(yaml.safe_dump(sweep))
+    code, out, err = run_main(["check", str(path)], capsys)
+    assert code == 0 and err == ""
+    assert out == f"{path}: a valid sweep: 1 run in 1 shard over 1 data set\n"
+    path.write_text(yaml.safe_dump({**synth(), "rounds": 1}))
+    code, out, err = run_main(["check", str(path)], capsys)
+    assert code == 0 and out.endswith(", 1 round)\n"), out

@@ -27,6 +27,7 @@ from test_workflow import (
     results_of,
     snakemake,
     snakemake_command,
+    snakemake_messages,
     write_config,
 )
 
@@ -193,12 +194,14 @@ def test_optuna_workers_run_as_separate_jobs_and_reach_exactly_n_trials(slurm, t
 
     cfg = {**TUNE, "optuna": {**TUNE["optuna"], "n_trials": 8, "n_workers": 2}}
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
-    proc = snakemake_slurm(tmp_path, "--configfile", str(write_config(tmp_path, cfg)))
+    snakemake_slurm(tmp_path, "--configfile", str(write_config(tmp_path, cfg)))
     jobs = _sacct_states(since)
     # make_data, two workers and the held-out re-runs were SLURM jobs; the study's creation
     # and export are local rules
     assert len(jobs) == 4 and all(j.endswith("|COMPLETED") for j in jobs), jobs
-    submitted = re.findall(r"submitted with SLURM jobid \d+ \(log: \S*/rule_(\w+)/", proc.stderr)
+    # the executor's notes are in Snakemake's log (the console is the sweep's own lines)
+    messages = snakemake_messages(tmp_path)
+    submitted = re.findall(r"submitted with SLURM jobid \d+ \(log: \S*/rule_(\w+)/", messages)
     assert sorted(submitted) == ["make_data", "optuna_holdout", "optuna_worker", "optuna_worker"]
     runs = pd.read_parquet(results_dir(tmp_path) / "runs.parquet")
     trials = runs[runs.trial_state.isin(["COMPLETE", "PRUNED"])]

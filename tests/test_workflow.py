@@ -58,6 +58,13 @@ def snakemake(workdir: Path, *args: str, check: bool = True, **kw) -> subprocess
     return proc
 
 
+def snakemake_messages(workdir: Path) -> str:
+    """Snakemake's log of its latest run in ``workdir``: every message, the job boxes and
+    executor notes too, which the console leaves out once jobs run (fedsparse.console)."""
+    logs = sorted((workdir / ".snakemake/log").glob("*.snakemake.log"))
+    return logs[-1].read_text()
+
+
 def write_config(workdir: Path, cfg: dict) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "sweep.yaml"
@@ -224,8 +231,36 @@ def test_malformed_yaml_fails_before_anything_runs(tmp_path):
 def finished(tmp_path_factory) -> Path:
     """The tiny sweep, run once from start to finish."""
     workdir = tmp_path_factory.mktemp("uninterrupted")
-    snakemake(workdir, "--configfile", str(write_config(workdir, TINY)))
+    start = time.monotonic()
+    proc = snakemake(workdir, "--configfile", str(write_config(workdir, TINY)))
+    (workdir / "console.txt").write_text(proc.stdout + proc.stderr)
+    (workdir / "console.seconds").write_text(str(time.monotonic() - start))
     return workdir
+
+
+# Snakemake's lines before a sweep's jobs run, which the workflow cannot quiet: the profile
+# in use, the file system, "Building DAG of jobs...", the shell, the cores, the thread
+# scaling, the conda note and the job stats table (a title, two header lines, a line per
+# rule, the total, a blank line)
+SNAKEMAKE_PREAMBLE = 7 + 3 + 9 + 2
+
+
+def test_the_console_is_a_line_per_progress_interval_between_a_start_and_an_end(finished):
+    lines = (finished / "console.txt").read_text().splitlines()
+    seconds = float((finished / "console.seconds").read_text())
+    first = next(i for i, line in enumerate(lines) if line.startswith("sweep tiny"))
+    assert first <= SNAKEMAKE_PREAMBLE and "Job stats:" in lines[:first], lines
+    ours = lines[first:]
+    # no job box, shell command, job's run line or step count: the sweep's lines only
+    assert all(line.startswith(("sweep tiny", "report: ")) for line in ours), ours
+    start, progress, end = ours[:2], ours[2:-2], ours[-2:]
+    assert start[0].startswith("sweep tiny: job logs in results/tiny/logs, Snakemake's messages in ")
+    assert start[1] == "sweep tiny: 40 runs in 4 shards, 0 done before; a progress line every 30s"
+    # one line per 30 s interval at most, and the final count when the runs are done
+    assert 1 <= len(progress) <= seconds // 30 + 1, ours
+    assert re.fullmatch(r"sweep tiny: 40/40 runs done \(100 %\), .* 0 diverged", progress[-1])
+    assert re.fullmatch(r"sweep tiny done in \w+: 40 runs, 0 diverged, no job failed", end[0])
+    assert end[1] == f"report: {finished / 'results/tiny/report/index.html'}"
 
 
 def test_a_failing_config_leaves_another_sweeps_results_byte_identical(finished, tmp_path):
@@ -366,11 +401,12 @@ def test_kill_minus_nine_of_snakemake_alone_redoes_no_finished_run(finished, tmp
         assert list((tmp_path / ".snakemake/locks").glob("*.lock"))
         still_running = [pid for pid in jobs if Path(f"/proc/{pid}").exists()]
         assert bool(still_running) == (orphans == "still run")
-        rerun = resume(tmp_path, path, killed=proc.pid)
+        resume(tmp_path, path, killed=proc.pid)
     finally:
         for pid in [proc.pid, *jobs]:
             kill_tree(pid)
-    assert "Forced execution" in rerun.stdout + rerun.stderr  # Snakemake reran the orphan's job
+    # Snakemake reran the orphan's job (its reason is in Snakemake's log, not the console)
+    assert "Forced execution" in snakemake_messages(tmp_path)
     if orphans == "finish first":
         assert len(before) > 3  # the orphan went on storing runs after Snakemake died
     after = stored_runs(tmp_path)

@@ -14,6 +14,7 @@ from .defaults import RESULTS_ROOT
 from .errors import FedsparseError, FedsparseWarning, MissingResultsError
 from .layout import Layout
 from .query import DEFAULT_LIMIT, FORMATS, METRICS, PARETO_COLUMNS
+from .wording import counted
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -42,18 +43,20 @@ def _cmd_check(args: argparse.Namespace) -> int:
     names = ", ".join(str(p) for p in args.configs)
     if "datasets" not in merged:  # a run config (fedsparse run)
         cfg = normalize_run_config(merged)
-        print(f"{names}: a valid run config ({cfg['algorithm']}, {cfg['rounds']} rounds)")
+        rounds = counted(cfg["rounds"], "round")
+        print(f"{names}: a valid run config ({cfg['algorithm']}, {rounds})")
         return 0
     try:
         plan = plan_checked(merged)
     except FedsparseError as exc:
         raise type(exc)(f"{names}: {exc}") from None
     if plan.studies:
-        print(f"{names}: a valid sweep: {len(plan.studies)} Optuna studies")
+        studies = counted(len(plan.studies), "Optuna study", "Optuna studies")
+        print(f"{names}: a valid sweep: {studies}")
     else:
         print(
-            f"{names}: a valid sweep: {len(plan.runs)} runs in {len(plan.shards)} shards "
-            f"over {len(plan.datasets)} data sets"
+            f"{names}: a valid sweep: {counted(len(plan.runs), 'run')} in "
+            f"{counted(len(plan.shards), 'shard')} over {counted(len(plan.datasets), 'data set')}"
         )
     return 0
 
@@ -81,7 +84,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     with open_results(_results_read(args)) as results:
         rows = write_rows(run_query(results, args.sql), fmt, args.output, args.limit)
     if args.output is not None:
-        print(f"{rows} rows -> {args.output}")
+        print(f"{counted(rows, 'row')} -> {args.output}")
     return 0
 
 
@@ -114,7 +117,7 @@ def _cmd_best(args: argparse.Namespace) -> int:
             reader = best_configurations(results, args.metric, by)
         rows = write_rows(reader, fmt, args.output, args.limit)
     if args.output is not None:
-        print(f"{rows} rows -> {args.output}")
+        print(f"{counted(rows, 'row')} -> {args.output}")
     return 0
 
 
@@ -124,7 +127,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     m = merge_results(args.sources, args.output)
     folders = list(dict.fromkeys(args.sources))  # a folder given twice is read once
     found = ", ".join(f"{n} in {src}" for n, src in zip(m.per_folder, folders, strict=False))
-    print(f"merged {m.runs} runs ({found}) -> {args.output}")
+    print(f"merged {counted(m.runs, 'run')} ({found}) -> {args.output}")
     return 0
 
 

@@ -21,13 +21,17 @@ from .sweep import plan_sweep
 
 
 def setup_logging(log_file: str | Path | None) -> None:
-    """Log INFO lines with timestamps to ``log_file`` (and stderr).
+    """Log INFO lines with timestamps to ``log_file``, else to stderr.
+
+    A workflow job's lines (a shard's one per run) go to its log only: the console is the
+    sweep's progress line (:mod:`fedsparse.progress`); a failed job shows its log's tail
+    there (:func:`job`).
 
     Snakemake deletes a job's log before each attempt; every attempt's lines are also
     appended to a hidden ``.<log name>.attempts`` beside it and copied back to the head of
     the new log, so the log Snakemake names tells the whole story of a resumed job.
     """
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    handlers: list[logging.Handler] = [] if log_file else [logging.StreamHandler(sys.stderr)]
     attempt = 1
     if log_file:
         log_file = Path(log_file)
@@ -51,13 +55,16 @@ def setup_logging(log_file: str | Path | None) -> None:
 
 
 ATTEMPT_MARK = "---- attempt"
+FAILED_TAIL_LINES = 12  # of a failed job's log, shown on the console
 
 
 @contextlib.contextmanager
 def job(log_file: str | Path | None, threads: int | None = None) -> Iterator[None]:
     """A workflow job's frame: its log (see :func:`setup_logging`), its numba threads, and a
     FedsparseError (bad input found only now) as one line in that log and exit status 1
-    instead of a traceback; any other error is logged with its traceback, in the log too."""
+    instead of a traceback; any other error is logged with its traceback, in the log too.
+    Either way the log's last lines go to stderr, the console's, beside Snakemake's note of
+    the failed job."""
     setup_logging(log_file)
     if threads is not None:
         set_threads(threads)
@@ -65,10 +72,27 @@ def job(log_file: str | Path | None, threads: int | None = None) -> Iterator[Non
         yield
     except FedsparseError as exc:
         logging.getLogger("fedsparse").error("%s", exc)
+        _show_tail(log_file)
         raise SystemExit(1) from None
     except Exception:
         logging.getLogger("fedsparse").exception("the job failed")
+        _show_tail(log_file)
         raise SystemExit(1) from None
+
+
+def _show_tail(log_file: str | Path | None) -> None:
+    """Print the last lines of a failed job's log to stderr (without a log file, every line
+    already went there)."""
+    if not log_file:
+        return
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    try:
+        lines = Path(log_file).read_text(errors="replace").splitlines()[-FAILED_TAIL_LINES:]
+    except OSError:  # the log is gone (a folder removed meanwhile): Snakemake still names it
+        return
+    rule = "-" * min(80, max(len(line) for line in [str(log_file), *lines]))
+    print(f"{log_file} (last lines):", rule, *lines, rule, sep="\n", file=sys.stderr, flush=True)
 
 
 def set_threads(threads: int) -> None:

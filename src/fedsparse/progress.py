@@ -2,19 +2,27 @@
 
 Snakemake counts jobs ("4 of 57 steps"), and shards differ in cost by orders of magnitude,
 so its percentage misleads. This counts runs: the plan's runs found in the run store, the
-rate since the sweep started, and the time left from the plan's cost model
-(:mod:`fedsparse.cost`), calibrated by the runs this process has seen finish::
+rate since the first run finished, the time left, and the runs that diverged and the jobs
+that failed since the sweep started::
 
-    sweep quick: 96/120 runs done (80 %), 41.3 runs/min, about 35s left
+    sweep quick: 96/120 runs done (80 %), 41.3 runs/min, about 35s left, 2 diverged
+
+The time left is the plan's cost model (:mod:`fedsparse.cost`) over the runs not done,
+divided by the pace of work (estimated seconds done per wall second), smoothed
+exponentially over about ten progress intervals (:class:`SmoothedRate`): runs finish in
+bursts and the cost model misjudges some runs, so the last interval's pace alone swings the
+forecast by a factor of two.
 
 A daemon thread of the Snakemake process scans the store every ``every`` seconds (a
-directory listing: 256 folders, cheap next to the runs) and logs a line when the count
-changed.
+directory listing: 256 folders, cheap next to the runs; each new run's status comes from
+its file's footer) and logs a line when the count changed: one line per interval at most.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import threading
 import time
@@ -23,14 +31,60 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from .cost import RUN_OVERHEAD_S, known_shape, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
 from .layout import Layout
+from .wording import counted
 
-__all__ = ["DEFAULT_EVERY", "SweepProgress", "duration", "stored_ids", "sweep_progress"]
+__all__ = [
+    "DEFAULT_EVERY",
+    "SmoothedRate",
+    "SweepProgress",
+    "duration",
+    "stored_ids",
+    "sweep_progress",
+]
 
 DEFAULT_EVERY = SWEEP_DEFAULTS["progress_every"]  # seconds between progress lines
+SMOOTHING_INTERVALS = 10  # the pace's memory, in progress intervals
+
+
+class SmoothedRate:
+    """A rate of work (units per second) from cumulative readings, exponentially smoothed
+    in time: a reading ``dt`` seconds after the last moves the rate towards that interval's
+    rate by ``1 - exp(-dt / tau)``, so a burst or a lull of one interval moves it little
+    and a lasting change of pace takes over within a few ``tau``. The first interval's rate
+    is the start; :attr:`rate` is None before it."""
+
+    def __init__(self, tau: float):
+        self.tau = tau
+        self.rate: float | None = None
+        self._last: tuple[float, float] | None = None
+
+    def update(self, now: float, work: float) -> float | None:
+        """Take the work done by ``now`` (cumulative); return the smoothed rate."""
+        if self._last is None:
+            self._last = (now, work)
+            return None
+        then, before = self._last
+        dt = now - then
+        if dt <= 0:
+            return self.rate
+        recent = (work - before) / dt
+        if self.rate is None:
+            self.rate = recent
+        else:
+            self.rate += (1 - math.exp(-dt / self.tau)) * (recent - self.rate)
+        self._last = (now, work)
+        return self.rate
+
+    def time_left(self, work_left: float) -> float | None:
+        """Seconds to do ``work_left`` at the smoothed rate (None before a rate, or at 0)."""
+        if not self.rate or self.rate <= 0:
+            return None
+        return work_left / self.rate
 
 
 def stored_ids(store: str | Path) -> np.ndarray:
@@ -64,7 +118,8 @@ class SweepProgress:
         self.plan, self.name, self.every = plan, plan.name, every
         self.store, self.data_root = Path(store), Path(data_root)
         self.emit = emit or logging.getLogger("fedsparse.progress").info
-        self.last: int | None = None
+        self.last: tuple[int, int] | None = None
+        self.failed_jobs = 0  # counted by fedsparse.console from Snakemake's job errors
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -78,6 +133,18 @@ class SweepProgress:
         self.start = time.monotonic()
         self.done_at_start = self._done()
         self.first: tuple[float, np.ndarray] | None = None  # (when, done) at the first finish
+        self.pace = SmoothedRate(SMOOTHING_INTERVALS * self.every)
+        self.seen = self.done_at_start.copy()  # runs whose status was read (or done before)
+        self.diverged = 0  # of the runs finished since the start
+
+    def start_line(self) -> str:
+        """What the sweep is about to do: its runs, shards and what is done already."""
+        n, total = int(self.done_at_start.sum()), self.ids.size
+        shards = counted(len(self.plan.shards), "shard")
+        return (
+            f"sweep {self.name}: {counted(total, 'run')} in {shards}, {n} done before; "
+            f"a progress line every {duration(self.every)}"
+        )
 
     @staticmethod
     def _costs(plan: Any, data_root: Path) -> np.ndarray:
@@ -104,29 +171,46 @@ class SweepProgress:
     def line(self) -> str:
         """The progress line as of now."""
         done = self._done()
+        now = time.monotonic()
         n, total = int(done.sum()), self.ids.size
-        elapsed = time.monotonic() - self.start
-        new = done & ~self.done_at_start
+        self._read_statuses(done)
         text = f"sweep {self.name}: {n}/{total} runs done ({100 * n / max(total, 1):.0f} %)"
-        if new.any() and self.first is None:
+        new, elapsed = done & ~self.done_at_start, now - self.start
+        if self.first is None and new.any():
             # the sweep's start-up (data sets built, kernels compiled) is over once runs
             # finish: the pace is measured from here on, when runs have finished since
-            self.first = (time.monotonic(), done)
+            self.first = (now, done)
+            self.pace.update(now, 0.0)
         if self.first is not None and (done & ~self.first[1]).any():
-            new, elapsed = done & ~self.first[1], time.monotonic() - self.first[0]
+            new, elapsed = done & ~self.first[1], now - self.first[0]
+            # work in the cost model's estimated seconds: its scale errors cancel out
+            self.pace.update(now, float(self.cost[new].sum()))
         if new.any() and elapsed > 0:
             text += f", {new.sum() / elapsed * 60:.1f} runs/min"
-            # seconds of wall time per estimated second, from the runs finished meanwhile
-            pace = elapsed / self.cost[new].sum()
-            left = self.cost[~done].sum() * pace
-            text += f", about {duration(left)} left" if n < total else ""
-        # no time left before a run has finished here: the cost model alone is sized for
-        # cluster time limits (generous by design, fedsparse.cost), not for a forecast
+            left = self.pace.time_left(float(self.cost[~done].sum()))
+            text += f", about {duration(left)} left" if n < total and left is not None else ""
+        # no time left before a pace is measured: the cost model alone is sized for cluster
+        # time limits (generous by design, fedsparse.cost), not for a forecast
+        text += f", {self.diverged} diverged"
+        if self.failed_jobs:
+            text += f", {counted(self.failed_jobs, 'job')} failed"
         return text
 
+    def _read_statuses(self, done: np.ndarray) -> None:
+        """Count the diverged among the runs stored since the last line (each file's
+        footer holds its summary: one small read per new run, never the trace)."""
+        for run_id in self.ids[done & ~self.seen]:
+            try:
+                meta = pq.read_schema(_store_path(self.store, run_id)).metadata or {}
+                summary = json.loads(meta.get(b"fedsparse_run_summary", b"{}"))
+            except (OSError, ValueError):  # an older store entry, or a truncated file
+                continue
+            self.diverged += summary.get("status") == "diverged"
+        self.seen |= done
+
     def tick(self) -> None:
-        """Log the line if the count changed since the last one."""
-        n = int(self._done().sum())
+        """Log the line if the count of runs (or of failed jobs) changed since the last one."""
+        n = (int(self._done().sum()), self.failed_jobs)
         if n != self.last:
             self.last = n
             self.emit(self.line())
@@ -140,7 +224,8 @@ class SweepProgress:
                     pass
 
         self.begin()
-        self.tick()
+        self.emit(self.start_line())  # says the count: the next line is the first change
+        self.last = (int(self.done_at_start.sum()), self.failed_jobs)
         self._thread = threading.Thread(target=loop, name="fedsparse-progress", daemon=True)
         self._thread.start()
 
@@ -153,6 +238,8 @@ class SweepProgress:
 
 class _Silent:
     """The progress of a sweep without grid runs (an Optuna sweep, or progress_every: 0)."""
+
+    failed_jobs = 0
 
     def start_thread(self) -> None:
         pass
@@ -172,6 +259,11 @@ def sweep_progress(
         return _Silent()
     layout = Layout(results)
     return SweepProgress(plan, layout.store, layout.data, emit, every)
+
+
+def _store_path(store: Path, run_id: str) -> Path:
+    # fedsparse.shard.store_path (which imports this module)
+    return store / run_id[:2] / f"{run_id}.parquet"
 
 
 def duration(seconds: float) -> str:

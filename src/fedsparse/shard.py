@@ -66,6 +66,7 @@ from .results import (
     write_parquet_atomic,
 )
 from .sweep import Run, plan_sweep
+from .wording import counted
 
 log = logging.getLogger("fedsparse.shard")
 
@@ -308,7 +309,7 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
     not read are computed together, once (fedsparse.experiment.run_results)."""
     todo = [r for r in runs if not _is_stored(store, r.run_id)]
     reused = len(runs) - len(todo)
-    log.info("shard %s: %d runs (%d already done)", shard, len(runs), reused)
+    log.info("shard %s: %s (%d already done)", shard, counted(len(runs), "run"), reused)
     if not todo:
         return
     data = load_dataset_dir(Path(data_root) / runs[0].dataset)  # a shard: one data set
@@ -359,7 +360,7 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
                 f = summary["final_objective"]
                 report(run, f"{summary['status']}, objective {'-' if f is None else f'{f:.6g}'}")
     elapsed = duration(time.perf_counter() - start)
-    log.info("shard %s: computed %d runs in %s", shard, computed, elapsed)
+    log.info("shard %s: computed %s in %s", shard, counted(computed, "run"), elapsed)
 
 
 def _time_siblings(runs: list[Run]) -> list[list[Run]]:
@@ -418,7 +419,7 @@ def _write_outputs(
         traces.append(trace)
     write_parquet_atomic(rows_table(summaries, RUNS_SCHEMA), runs_out)
     write_parquet_atomic(pa.concat_tables(traces), traces_out)
-    log.info("shard %s: wrote %d runs to %s", shard, len(runs), runs_out)
+    log.info("shard %s: wrote %s to %s", shard, counted(len(runs), "run"), runs_out)
 
 
 def _read_or_recompute(

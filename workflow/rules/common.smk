@@ -1,6 +1,7 @@
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
+from fedsparse.console import SweepConsole
 from fedsparse.layout import Layout
 from fedsparse.plan_file import plan_from_file, write_plan_file
 from fedsparse.progress import sweep_progress
@@ -31,8 +32,10 @@ if workflow.exec_mode.name.upper() == "DEFAULT":
     resume_after_kill(".snakemake", L.root, logger.warning)
 
 SHARDS = list(PLAN.shards)
+# the console a person reads: the sweep's own lines, errors and failed jobs' log tails
+CONSOLE = SweepConsole(PLAN.name, L, logger)
 # the sweep's progress line in runs (started in onstart, so only where jobs are run)
-PROGRESS = sweep_progress(PLAN, config, L.root, logger.info)
+PROGRESS = sweep_progress(PLAN, config, L.root, CONSOLE.say)
 # method optuna: one study per data set x algorithm (rules in tune.smk); none for grids
 STUDIES = list(PLAN.studies)
 STUDY_TRACES = [L.study_traces(s, part) for s in STUDIES for part in ("trials", "holdout")]
@@ -43,6 +46,8 @@ onstart:
     # When jobs are about to run (not in a dry run), in the Snakemake process only (not in a
     # cluster job's own Snakemake); an unchanged plan is not rewritten, and a job that finds
     # no valid plan file plans the sweep itself (fedsparse.shard).
+    if not workflow.remote_exec:
+        CONSOLE.start(PROGRESS, log)
     if SHARDS and not workflow.remote_exec:
         write_plan_file(PLAN, config, L.plan_file)
         # runs done of the plan's, with a rate and the time left, every progress_every s
@@ -50,11 +55,12 @@ onstart:
 
 
 onsuccess:
-    PROGRESS.stop()
+    # the last lines: where the report is, how many runs diverged
+    CONSOLE.finished(PROGRESS)
 
 
 onerror:
-    PROGRESS.stop()
+    CONSOLE.stopped(PROGRESS)
 
 
 wildcard_constraints:
