@@ -4,9 +4,10 @@ workflow builds them).
 
 Each block runs in a folder of its own holding ``results/quick/`` (where the workflow writes the
 quick sweep: ``results/<sweep>``) and, where the block names them, ``results_laptop/`` and
-``results_cluster/`` (the same results split by data set, as from two machines) and ``run.yaml``. A block that needs other results is marked in its page by an HTML
-comment just before it, ``<!-- needs: config/gs-quick.yaml -->``, and is skipped with that reason.
-A command must exit 0 and show rows: a table of at least one row, or a file it names that exists.
+``results_cluster/`` (the same results split by data set, as from two machines) and ``run.yaml``.
+A block that needs other results is marked in its page by an HTML comment just before it,
+``<!-- needs: config/gs-quick.yaml -->``, and is skipped with that reason. A command must exit 0
+and show rows: a table of at least one row, or a file it names that exists.
 """
 
 from __future__ import annotations

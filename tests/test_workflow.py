@@ -254,7 +254,8 @@ def test_the_console_is_a_line_per_progress_interval_between_a_start_and_an_end(
     # no job box, shell command, job's run line or step count: the sweep's lines only
     assert all(line.startswith(("sweep tiny", "report: ")) for line in ours), ours
     start, progress, end = ours[:2], ours[2:-2], ours[-2:]
-    assert start[0].startswith("sweep tiny: job logs in results/tiny/logs, Snakemake's messages in ")
+    logs = "sweep tiny: job logs in results/tiny/logs, Snakemake's messages in "
+    assert start[0].startswith(logs)
     assert start[1] == "sweep tiny: 40 runs in 4 shards, 0 done before; a progress line every 30s"
     # one line per 30 s interval at most, and the final count when the runs are done
     assert 1 <= len(progress) <= seconds // 30 + 1, ours
