@@ -1,7 +1,7 @@
 # fedsparse: sweeps of federated sparse learning algorithms.
 #   snakemake --cores all                          # the default sweep (config/config.yaml)
 #   snakemake --cores all --configfile config/quick.yaml
-# Results go to results/ (override with --config results=DIR).
+# Results go to results/<sweep>/, by the config's sweep name (override with --config results=DIR).
 
 # The default sweep, unless --configfile names another: Snakemake would otherwise
 # merge the two files and mix their data sets.

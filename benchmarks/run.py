@@ -386,12 +386,17 @@ def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
     )
     peak_kib = int(out.stdout.split()[-1])
     wall = time.perf_counter() - t
-    runs = pd.read_parquet(workdir / "results/runs.parquet")
+    import yaml
+
+    from fedsparse.layout import Layout
+
+    results = workdir / Layout.of_sweep(yaml.safe_load(config.read_text())).root  # results/<sweep>
+    runs = pd.read_parquet(results / "runs.parquet")
     busy = runs.wall_time_s.sum()
     overhead = wall * cores - busy  # core-seconds not spent inside a run
 
     def job_seconds(pattern: str) -> float:  # Snakemake's benchmark files of the jobs
-        files = list((workdir / "results/benchmarks").glob(pattern))
+        files = list((results / "benchmarks").glob(pattern))
         return sum(float(pd.read_csv(f, sep="\t").s.iloc[0]) for f in files)
 
     shard_jobs = job_seconds("shards/*.tsv")

@@ -255,7 +255,7 @@ def bench(
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
-            cfg = sweep_of(n)
+            cfg = {**sweep_of(n), "results": "results"}  # the folder the stages below read
             (tmp / "sweep.yaml").write_text(yaml.safe_dump(cfg))
             # counted in a child: a large plan in this process would be counted again in
             # every child's peak memory (a forked child starts with its parent's pages)

@@ -12,6 +12,7 @@ from conftest import SMALL_LINEAR
 
 from fedsparse import config, cost, defaults, pipeline, progress
 from fedsparse.defaults import DEFAULT_TIME_MODEL, SWEEP_DEFAULTS
+from fedsparse.layout import Layout
 from fedsparse.sweep import SWEEP_KEYS, plan_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +56,7 @@ def test_every_place_takes_its_default_from_the_table(monkeypatch, tmp_path):
         monkeypatch.setitem(SWEEP_DEFAULTS, key, value)
     plan = plan_sweep(sweep())
     assert plan.name == "zz"
+    assert Layout.of_sweep(sweep()).root == Path("results/zz")  # the default name's folder
     assert {(r.config["seed"], r.config["eval_every"]) for r in plan.runs} == {(4, 3), (5, 3)}
     assert [len(runs) for runs in plan.shards.values()] == [2, 2]
     raw = {"dataset": dict(SMALL_LINEAR), "algorithm": "fedht", "rounds": 10}

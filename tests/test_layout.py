@@ -92,6 +92,22 @@ def test_wildcards_pass_through_as_snakemake_patterns():
 
 
 def test_the_default_results_folder_and_a_shard_outputs_folder():
-    assert Layout.of_sweep({}).root == Path("results")
+    # each config a folder of its own, by its sweep name (issue 37)
+    assert Layout.of_sweep({"sweep": "quick"}).root == Path("results/quick")
+    assert Layout.of_sweep({}).root == Path("results/sweep")
     assert Layout.of_sweep({"results": "out/x"}).store == Path("out/x/store")
     assert Layout.of_shard_output("res/shards/a.runs.parquet") == Layout("res")
+
+
+def test_the_results_folders_found_under_results(tmp_path):
+    """A sweep's results/<sweep>, and results itself from an older version, by name; a
+    sweep without its runs table yet, or any other folder, is none."""
+    assert Layout.found_in(tmp_path / "absent") == []
+    for folder in ("quick", "paper-simulations"):
+        (tmp_path / folder).mkdir()
+        Layout(tmp_path / folder).runs.write_bytes(b"")
+    (tmp_path / "running" / "shards").mkdir(parents=True)
+    found = [layout.root.name for layout in Layout.found_in(tmp_path)]
+    assert found == ["paper-simulations", "quick"]
+    Layout(tmp_path).runs.write_bytes(b"")
+    assert Layout.found_in(tmp_path)[0] == Layout(tmp_path)

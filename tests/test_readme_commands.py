@@ -2,11 +2,12 @@
 results shaped like the quick sweep's (``config/quick.yaml`` with toy sizes, built as the
 workflow builds them).
 
-Each block runs in a folder of its own holding ``results/`` and, where the block names them,
-``results_laptop/`` and ``results_cluster/`` (the same results split by data set, as from two
-machines) and ``run.yaml``. A block that needs other results is marked in its page by an HTML
-comment just before it, ``<!-- needs: config/gs-quick.yaml -->``, and is skipped with that reason.
-A command must exit 0 and show rows: a table of at least one row, or a file it names that exists.
+Each block runs in a folder of its own holding ``results/quick/`` (where the workflow writes the
+quick sweep: ``results/<sweep>``) and, where the block names them, ``results_laptop/`` and
+``results_cluster/`` (the same results split by data set, as from two machines) and ``run.yaml``.
+A block that needs other results is marked in its page by an HTML comment just before it,
+``<!-- needs: config/gs-quick.yaml -->``, and is skipped with that reason. A command must exit 0
+and show rows: a table of at least one row, or a file it names that exists.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import run_sweep
+from conftest import SMALL_LINEAR, file_digests, run_sweep
 
 from fedsparse.cli import main
+from fedsparse.layout import Layout
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -114,8 +116,8 @@ def quick_shaped() -> dict:
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory) -> Path:
-    """A folder holding ``results`` of the quick-shaped sweep, the same split by data set into
-    ``results_laptop`` (the first) and ``results_cluster`` (the others), and ``run.yaml``."""
+    """A folder holding ``results/quick`` of the quick-shaped sweep, the same split by data set
+    into ``results_laptop`` (the first) and ``results_cluster`` (the others), and ``run.yaml``."""
     from fedsparse.aggregate import read_traces, write_traces_dataset
     from fedsparse.results import write_parquet_atomic
 
@@ -123,8 +125,8 @@ def toy(tmp_path_factory) -> Path:
     cfg = quick_shaped()
     with warnings.catch_warnings():  # the largest step sizes may overflow, as on the real data
         warnings.simplefilter("ignore", RuntimeWarning)
-        run_sweep(root / "results", cfg)
-    runs, traces = pq.read_table(root / "results" / "runs.parquet"), read_traces(root / "results")
+        results = run_sweep(root / Layout.of_sweep(cfg).root, cfg)  # results/quick
+    runs, traces = pq.read_table(results / "runs.parquet"), read_traces(results)
     names = list(cfg["datasets"])
     for folder, part in zip(SPLIT, (names[:1], names[1:]), strict=True):
         keep = pc.field("dataset").isin(part)
@@ -238,3 +240,75 @@ def test_a_needs_marker_skips_only_its_block():
     marked, plain = readme_blocks(text)
     assert marked.needs == "config/gs-quick.yaml" and marked.commands == [["best"]]
     assert plain.needs is None and plain.commands == [["query", "SELECT 1", "--limit", "5"]]
+
+
+# ---- each config a results folder of its own (issue 37): the README's quick start runs the
+# default sweep, then config/quick.yaml, in one clone; their data sets even share names.
+
+
+def tiny_sweep(name: str, dim: int) -> dict:
+    """A sweep of seconds called ``name``: its data set has the other's name, not its data."""
+    return {
+        "sweep": name,
+        "rounds": 5,
+        "embedding_sample": 0,
+        "datasets": {"sim": {"data": {**SMALL_LINEAR, "dim": dim}}},
+        "algorithms": {"fedht": {}},
+        "grid": {"stepsize": [0.01, 0.001], "local_steps": [2], "sparsity": [5]},
+    }
+
+
+def sweeps_read(argv: list[str], capsys) -> set[str]:
+    """The sweep labels of the runs ``fedsparse query ... argv`` reads."""
+    sql = "SELECT DISTINCT sweep FROM runs"
+    rc, out, err = run_command(["query", sql, *argv, "--format", "csv"], capsys)
+    lines = [line.strip('"') for line in out.splitlines()]
+    assert rc == 0 and not err and lines[0] == "sweep", (out, err)
+    return set(lines[1:])
+
+
+def test_two_configs_in_one_folder_keep_their_own_results(tmp_path, capsys, monkeypatch):
+    """Two sweeps run one after the other with `snakemake --configfile` in one working folder:
+    each writes results/<sweep>/ (runs, traces, data, report), the second leaves the first's
+    byte-identical, and the readers' default reads the only one, then asks which."""
+    from test_workflow import snakemake
+
+    monkeypatch.chdir(tmp_path)
+    configs = {"first": tiny_sweep("first", 30), "second": tiny_sweep("second", 40)}
+    for name, cfg in configs.items():
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(cfg))
+    first, second = Path("results/first"), Path("results/second")
+
+    snakemake(tmp_path, "--configfile", "first.yaml")
+    assert sorted(p.name for p in Path("results").iterdir()) == ["first"]
+    assert sweeps_read([], capsys) == {"first"}  # the default: the only sweep's folder
+    before = file_digests(first)
+
+    snakemake(tmp_path, "--configfile", "second.yaml")
+    assert file_digests(first) == before  # runs, traces, data and report untouched
+    for folder, name in ((first, "first"), (second, "second")):
+        assert set(pq.read_table(folder / "runs.parquet")["sweep"].to_pylist()) == {name}
+        assert (folder / "report" / "index.html").is_file()
+        assert sweeps_read([str(folder)], capsys) == {name}
+    # the same data set name, each sweep's own data
+    assert file_digests(first / "data" / "sim") != file_digests(second / "data" / "sim")
+
+    for argv in (["best"], ["report"]):  # two sweeps: one line asks which to name
+        rc, out, err = run_command(argv, capsys)
+        assert rc == 2 and "results/first, results/second" in err and len(err.splitlines()) == 1
+    rc, _, err = run_command(["best", "results"], capsys)  # the folder of folders, named
+    assert rc == 2 and "results/first, results/second" in err, err
+    assert sweeps_read(["results/first", "results/second"], capsys) == {"first", "second"}
+
+
+def test_a_results_folder_of_an_older_version_still_reads(toy, tmp_path, capsys, monkeypatch):
+    """results/runs.parquet, as every sweep wrote it before results/<sweep>: named, and found
+    by default while it is the only results folder."""
+    shutil.copytree(toy / "results" / "quick", tmp_path / "results")
+    monkeypatch.chdir(tmp_path)
+    for argv in (["best"], ["best", "results"], ["report", "results"], ["report"]):
+        check_command(argv, *run_command(argv, capsys), tmp_path)
+    shutil.copytree(toy / "results" / "quick", tmp_path / "results" / "quick")  # a new sweep
+    rc, _, err = run_command(["best"], capsys)
+    assert rc == 2 and "results, results/quick" in err, err
+    check_command(["best", "results"], *run_command(["best", "results"], capsys), tmp_path)

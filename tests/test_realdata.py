@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _loopback import Loopback
-from test_workflow import ROOT, job_counts, snakemake, write_config
+from test_workflow import ROOT, job_counts, results_dir, snakemake, write_config
 
 import fedsparse
 from fedsparse.data import load_dataset_dir, save_dataset
@@ -147,7 +147,7 @@ def finished(server, tmp_path_factory):
 
 
 def test_whole_softmax_sweep_on_digits_served_from_loopback(finished, server):
-    res = finished / "results"
+    res = results_dir(finished)
     runs = pd.read_parquet(res / "runs.parquet")
     assert len(runs) == 2 * (2 + 2 + 2) * 2
     assert (runs.status == "ok").all() and (runs.loss == "softmax").all()

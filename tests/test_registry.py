@@ -335,7 +335,7 @@ def test_a_plugin_family_sweeps_resumes_lands_typed_and_is_reported(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
-    res = work / "results"
+    res = work / "results/plugin"  # results/<sweep>
     runs = pq.read_table(res / "runs.parquet")
     assert columns(runs.schema)[-3:] == [
         ("toy_scale", pa.float64()),

@@ -23,6 +23,7 @@ from conftest import kill_tree
 from test_workflow import (
     ROOT,
     TINY,
+    results_dir,
     results_of,
     snakemake,
     snakemake_command,
@@ -99,7 +100,9 @@ def test_quick_sweep_on_slurm_equals_a_local_run_bit_for_bit(slurm, tmp_path):
 
     # every data set and shard really went through SLURM, and finished there
     jobs = _sacct_states(since)
-    n_jobs = len(quick["datasets"]) + len(list((on_cluster / "results/logs/shards").glob("*.log")))
+    n_jobs = len(quick["datasets"]) + len(
+        list((results_dir(on_cluster) / "logs/shards").glob("*.log"))
+    )
     assert len(jobs) == n_jobs, jobs
     assert all(j.endswith("|COMPLETED") for j in jobs), jobs
     c_traces, c_runs = results_of(on_cluster)
@@ -107,7 +110,7 @@ def test_quick_sweep_on_slurm_equals_a_local_run_bit_for_bit(slurm, tmp_path):
     assert len(c_runs) == 120
     pd.testing.assert_frame_equal(c_traces, l_traces)  # bit for bit: no tolerance
     pd.testing.assert_frame_equal(c_runs, l_runs)
-    assert (on_cluster / "results/report/index.html").is_file()
+    assert (results_dir(on_cluster) / "report/index.html").is_file()
     # the jobs cached their compiled kernels on node-local disk, not in the home directory
     node_local = Path(os.environ.get("TMPDIR", "/tmp")) / f"fedsparse-numba-{os.getuid()}"
     assert list(node_local.rglob("*.nbi")), f"no numba cache under {node_local}"
@@ -150,7 +153,7 @@ def test_killed_snakemake_and_cancelled_job_resume_to_identical_results(slurm, t
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    logs = workdir / "results/logs/shards"
+    logs = results_dir(workdir) / "logs/shards"
     deadline = time.monotonic() + 300
     victim = None
     try:
@@ -181,7 +184,7 @@ def test_killed_snakemake_and_cancelled_job_resume_to_identical_results(slurm, t
     pd.testing.assert_frame_equal(a_traces, b_traces)
     pd.testing.assert_frame_equal(a_runs, b_runs)
     # the cancelled shard's rerun (the last attempt in its log) kept the runs it had finished
-    log = (workdir / f"results/logs/shards/{victim}.log").read_text()
+    log = (results_dir(workdir) / f"logs/shards/{victim}.log").read_text()
     resumed = int(re.findall(r"\((\d+) already done\)", log)[-1])
     assert resumed >= finished_before >= 2, log
 
@@ -200,9 +203,9 @@ def test_optuna_workers_run_as_separate_jobs_and_reach_exactly_n_trials(slurm, t
     messages = snakemake_messages(tmp_path)
     submitted = re.findall(r"submitted with SLURM jobid \d+ \(log: \S*/rule_(\w+)/", messages)
     assert sorted(submitted) == ["make_data", "optuna_holdout", "optuna_worker", "optuna_worker"]
-    runs = pd.read_parquet(tmp_path / "results/runs.parquet")
+    runs = pd.read_parquet(results_dir(tmp_path) / "runs.parquet")
     trials = runs[runs.trial_state.isin(["COMPLETE", "PRUNED"])]
     assert trials.trial_number.nunique() == 8 and trials.run_id.is_unique
     # both workers took trials from the shared journal storage
-    logs = sorted((tmp_path / "results/logs/optuna").rglob("worker-*.log"))
+    logs = sorted((results_dir(tmp_path) / "logs/optuna").rglob("worker-*.log"))
     assert len(logs) == 2 and all("trial" in p.read_text() for p in logs)

@@ -558,6 +558,7 @@ def test_workflow_interrupted_and_resumed_then_exported_and_reported(tmp_path):
     cfg["algorithms"] = {"fedht": {"batch_size": 5}, "distiht": {"batch_size": 5, "local_steps": 1}}
     cfg["rounds"] = 200
     cfg["space"]["stepsize"]["high"] = 0.1
+    res = tmp_path / Layout.of_sweep(cfg).root  # results/<sweep>
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(cfg))
     dry = snakemake(tmp_path, "-n", "--configfile", str(path)).stdout
@@ -590,7 +591,7 @@ def test_workflow_interrupted_and_resumed_then_exported_and_reported(tmp_path):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    parts = tmp_path / "results" / "optuna"
+    parts = res / "optuna"
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
@@ -607,7 +608,7 @@ def test_workflow_interrupted_and_resumed_then_exported_and_reported(tmp_path):
     snakemake(tmp_path, "--configfile", str(path), "--unlock")
     snakemake(tmp_path, "--configfile", str(path))
 
-    runs = pd.read_parquet(tmp_path / "results/runs.parquet")
+    runs = pd.read_parquet(res / "runs.parquet")
     trials = runs[runs.trial_state.isin(FINISHED)]
     assert trials.groupby("study").trial_number.nunique().to_dict() == {
         "t--lin--natural--fedht": 8,
@@ -621,17 +622,17 @@ def test_workflow_interrupted_and_resumed_then_exported_and_reported(tmp_path):
     assert runs.run_id.is_unique and trials.sampler.notna().all()
     from fedsparse.aggregate import read_traces
 
-    traces = read_traces(tmp_path / "results").to_pandas()
+    traces = read_traces(res).to_pandas()
     assert set(traces.run_id) == set(runs.run_id)
     assert traces.trial_number.notna().all()
-    html = (tmp_path / "results/report/optuna.html").read_text()
+    html = (res / "report/optuna.html").read_text()
     assert "Optuna studies" in html and "Parameter importances" in html
-    assert 'href="optuna.html"' in (tmp_path / "results/report/index.html").read_text()
-    assert (tmp_path / "results/report/figures/optuna_history_lin.png").is_file()
-    best = pd.read_csv(tmp_path / "results/report/tables/optuna_best.csv")
+    assert 'href="optuna.html"' in (res / "report/index.html").read_text()
+    assert (res / "report/figures/optuna_history_lin.png").is_file()
+    best = pd.read_csv(res / "report/tables/optuna_best.csv")
     assert set(best.algorithm) == {"fedht", "distiht"} and (best.holdout_seeds == 1).all()
     # the comparison uses the held-out re-runs, not the trials
-    configs = pd.read_csv(tmp_path / "results/report/tables/configs.csv")
+    configs = pd.read_csv(res / "report/tables/configs.csv")
     assert configs.runs.sum() == len(hold)
     proc = snakemake(tmp_path, "-n", "--configfile", str(path))
     assert "Nothing to be done" in proc.stdout + proc.stderr

@@ -79,11 +79,20 @@ def read_traces_of(results: Path) -> pd.DataFrame:
     return traces.sort_values(["run_id", "round"]).reset_index(drop=True)
 
 
+def results_dir(workdir: Path) -> Path:
+    """The results folder of the sweep config ``workdir/sweep.yaml``: ``results/<sweep>``
+    (TINY's: ``results/tiny``), unless it names one."""
+    from fedsparse.layout import Layout
+
+    return workdir / Layout.of_sweep(yaml.safe_load((workdir / "sweep.yaml").read_text())).root
+
+
 def results_of(workdir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     from fedsparse.aggregate import read_traces
 
-    traces = read_traces(workdir / "results").to_pandas()
-    runs = pd.read_parquet(workdir / "results/runs.parquet")
+    results = results_dir(workdir)
+    traces = read_traces(results).to_pandas()
+    runs = pd.read_parquet(results / "runs.parquet")
     traces = traces.drop(columns=["elapsed_s"]).sort_values(["run_id", "round"])
     runs = runs.drop(columns=[c for c in TIMING if c in runs]).sort_values("run_id")
     return traces.reset_index(drop=True), runs.reset_index(drop=True)
@@ -193,14 +202,14 @@ def test_bad_data_found_in_the_data_job_is_one_line_in_the_log_snakemake_names(t
     cfg["grid"]["sparsity"] = [1]
     proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)), check=False)
     assert proc.returncode != 0
-    log = tmp_path / "results/logs/data/svm.log"
+    log = tmp_path / "results/tiny/logs/data/svm.log"
     assert str(log.relative_to(tmp_path)) in proc.stdout + proc.stderr  # the log it names
     errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
     assert len(errors) == 1, log.read_text()
     assert "rows.svm: 1 of 2 rows have no qid:<client> field" in errors[0]
     assert "Traceback" not in log.read_text()
-    assert not (tmp_path / "results/data/svm").exists()
-    assert not (tmp_path / "results/store").exists()
+    assert not (tmp_path / "results/tiny/data/svm").exists()
+    assert not (tmp_path / "results/tiny/store").exists()
 
 
 def test_malformed_yaml_fails_before_anything_runs(tmp_path):
@@ -245,13 +254,14 @@ def test_the_console_is_a_line_per_progress_interval_between_a_start_and_an_end(
     # no job box, shell command, job's run line or step count: the sweep's lines only
     assert all(line.startswith(("sweep tiny", "report: ")) for line in ours), ours
     start, progress, end = ours[:2], ours[2:-2], ours[-2:]
-    assert start[0].startswith("sweep tiny: job logs in results/logs, Snakemake's messages in ")
+    logs = "sweep tiny: job logs in results/tiny/logs, Snakemake's messages in "
+    assert start[0].startswith(logs)
     assert start[1] == "sweep tiny: 40 runs in 4 shards, 0 done before; a progress line every 30s"
     # one line per 30 s interval at most, and the final count when the runs are done
     assert 1 <= len(progress) <= seconds // 30 + 1, ours
     assert re.fullmatch(r"sweep tiny: 40/40 runs done \(100 %\), .* 0 diverged", progress[-1])
     assert re.fullmatch(r"sweep tiny done in \w+: 40 runs, 0 diverged, no job failed", end[0])
-    assert end[1] == f"report: {finished / 'results/report/index.html'}"
+    assert end[1] == f"report: {finished / 'results/tiny/report/index.html'}"
 
 
 def test_a_failing_config_leaves_another_sweeps_results_byte_identical(finished, tmp_path):
@@ -284,24 +294,24 @@ def test_end_to_end_sweep_writes_traces_runs_and_report(finished):
     # the traces dataset is hive-partitioned by data set and algorithm
     parts = {
         p.parent.parent.name + "/" + p.parent.name
-        for p in (finished / "results/traces").rglob("*.parquet")
+        for p in (finished / "results/tiny/traces").rglob("*.parquet")
     }
     assert "dataset=lin/algorithm=fedht" in parts and len(parts) == 6
-    report = finished / "results/report/index.html"
+    report = finished / "results/tiny/report/index.html"
     assert report.is_file() and "<img" in report.with_name("runs.html").read_text()
     # every finished run stays in the run store, and no run's lock is left behind
-    store = finished / "results/store"
+    store = finished / "results/tiny/store"
     assert {p.stem for p in store.glob("*/*.parquet")} == set(runs.run_id)
     assert not list(store.glob("*/*.lock"))
-    assert not list((finished / "results/shards").glob("*.parts"))
-    log = (finished / "results/logs/shards/lin--0000.log").read_text()
+    assert not list((finished / "results/tiny/shards").glob("*.parts"))
+    log = (finished / "results/tiny/logs/shards/lin--0000.log").read_text()
     assert re.search(r"12/12 runs done .* about 0s left", log)
     # the sweep's own progress line, in runs, is in Snakemake's log
     (snakemake_log,) = (finished / ".snakemake/log").glob("*.snakemake.log")
     assert "sweep tiny: 40/40 runs done (100 %)" in snakemake_log.read_text()
     # the sweep was planned once: every shard read its runs from the plan file
-    assert (finished / "results/shards/plan.parquet").is_file()
-    logs = "".join(p.read_text() for p in (finished / "results/logs/shards").glob("*.log"))
+    assert (finished / "results/tiny/shards/plan.parquet").is_file()
+    logs = "".join(p.read_text() for p in (finished / "results/tiny/logs/shards").glob("*.log"))
     assert "planning the sweep here" not in logs
 
 
@@ -312,7 +322,7 @@ def test_rerun_of_a_finished_sweep_does_nothing(finished):
 
 def stored_runs(workdir: Path) -> dict[str, tuple[int, int]]:
     """run id -> (inode, mtime) of each run in the run store: a rewritten run changes both."""
-    store = workdir / "results/store"
+    store = workdir / "results/tiny/store"
     return {p.stem: (p.stat().st_ino, p.stat().st_mtime_ns) for p in store.glob("*/*.parquet")}
 
 
@@ -351,7 +361,7 @@ def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished,
         kill_tree(proc.pid)  # snakemake and every job it started, as a crash would
         proc.wait()
     before = stored_runs(tmp_path)
-    shards = tmp_path / "results/shards"
+    shards = tmp_path / "results/tiny/shards"
     # the kill landed inside a shard: runs stored, some shard's output not written
     assert before and len(list(shards.glob("*.runs.parquet"))) < 4
     # a hard kill leaves Snakemake's lock behind (SIGINT/SIGTERM would remove it)
@@ -360,7 +370,7 @@ def test_kill_minus_nine_mid_shard_then_resume_gives_identical_results(finished,
     after = stored_runs(tmp_path)
     assert {k: after[k] for k in before} == before, "a finished run was computed again"
     # the resumed shard's log holds the interrupted attempt, then the rerun
-    logs = [p.read_text() for p in (tmp_path / "results/logs/shards").glob("*.log")]
+    logs = [p.read_text() for p in (tmp_path / "results/tiny/logs/shards").glob("*.log")]
     resumed = [t for t in logs if "---- attempt 2 on " in t]
     assert resumed
     assert any(re.search(r"---- attempt 1 .*runs done.*---- attempt 2", t, re.S) for t in resumed)
@@ -402,7 +412,7 @@ def test_kill_minus_nine_of_snakemake_alone_redoes_no_finished_run(finished, tmp
         assert len(before) > 3  # the orphan went on storing runs after Snakemake died
     after = stored_runs(tmp_path)
     assert {k: after[k] for k in before} == before, "a finished run was computed again"
-    logs = [p.read_text() for p in (tmp_path / "results/logs/shards").glob("*.log")]
+    logs = [p.read_text() for p in (tmp_path / "results/tiny/logs/shards").glob("*.log")]
     computed = sum(int(n) for t in logs for n in re.findall(r"computed (\d+) runs?\b", t))
     assert computed <= 40  # the orphan and the rerun never computed one run twice
     a_traces, a_runs = results_of(finished)
@@ -469,7 +479,7 @@ def test_a_sweep_edit_that_moves_runs_between_shards_recomputes_none(finished, t
     # the rerun's attempt of each shard log (the copied logs hold the first sweep's attempt)
     logs = "".join(
         p.read_text().rsplit("---- attempt", 1)[-1]
-        for p in (tmp_path / "results/logs/shards").glob("*.log")
+        for p in (tmp_path / "results/tiny/logs/shards").glob("*.log")
     )
     assert "computed" not in logs and "(5 already done)" in logs
     a_traces, a_runs = results_of(finished)

@@ -10,7 +10,8 @@ import warnings
 from pathlib import Path
 
 from . import __version__
-from .errors import FedsparseError, FedsparseWarning
+from .defaults import RESULTS_ROOT
+from .errors import FedsparseError, FedsparseWarning, MissingResultsError
 from .layout import Layout
 from .query import DEFAULT_LIMIT, FORMATS, METRICS, PARETO_COLUMNS
 from .wording import counted
@@ -71,7 +72,7 @@ def _merge(into: dict, update: dict) -> None:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import build_report
 
-    html = build_report(args.results, args.output)
+    html = build_report(_results_read(args), args.output)
     print(f"report -> {html}")
     return 0
 
@@ -80,7 +81,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     from .query import open_results, output_format, run_query, write_rows
 
     fmt = output_format(args.format, args.output)
-    with open_results(args.results) as results:
+    with open_results(_results_read(args)) as results:
         rows = write_rows(run_query(results, args.sql), fmt, args.output, args.limit)
     if args.output is not None:
         print(f"{counted(rows, 'row')} -> {args.output}")
@@ -100,7 +101,7 @@ def _cmd_best(args: argparse.Namespace) -> int:
 
     fmt = output_format(args.format, args.output)
     by = [c for item in args.by for c in item.split(",") if c]
-    with open_results(args.results) as results:
+    with open_results(_results_read(args)) as results:
         if fmt == "table" and not args.all_columns:
             if args.pareto:
                 view = pareto_view(results, args.metric, args.pareto, by)
@@ -152,9 +153,40 @@ def _results_folders(p: argparse.ArgumentParser) -> None:
         "results",
         type=Path,
         nargs="*",
-        default=[Layout.of_sweep({}).root],
-        help="results folders holding runs.parquet and traces/ (default: results); several "
-        "are read as one, each run once (see fedsparse merge)",
+        help=f"results folders holding runs.parquet and traces/ (default: the one in "
+        f"{RESULTS_ROOT}/, a sweep's {RESULTS_ROOT}/<sweep>); several are read as one, each run "
+        "once (see fedsparse merge)",
+    )
+
+
+def _results_read(args: argparse.Namespace) -> list[Path]:
+    """The results folders a reading command reads: those named, else the one results
+    folder in ``results/`` (a sweep's ``results/<sweep>``, or ``results`` itself from an
+    older version). A folder holding results folders instead of being one, or a default
+    that finds none or several, is an error of one line naming what to name instead."""
+    example = f"fedsparse {args.command}{' SQL' if args.command == 'query' else ''}"
+    for folder in args.results:
+        inside = Layout.found_in(folder)
+        if not Layout(folder).runs.exists() and inside:
+            names = ", ".join(str(f.root) for f in inside)
+            raise MissingResultsError(
+                f"{folder}: a folder of results folders ({names}), not one itself; name one, "
+                f"e.g. {example} {inside[0].root}"
+            )
+    if args.results:
+        return args.results
+    found = Layout.found_in(RESULTS_ROOT)
+    if len(found) == 1:
+        return [found[0].root]
+    if not found:
+        raise MissingResultsError(
+            f"no results folder in {RESULTS_ROOT}/ (a sweep writes {RESULTS_ROOT}/<sweep>/): "
+            f"run one, or name its folder ({example} DIR)"
+        )
+    names = ", ".join(str(f.root) for f in found)
+    raise MissingResultsError(
+        f"{RESULTS_ROOT}/ holds several sweeps' results: {names}; name the one to read "
+        f"(e.g. {example} {found[-1].root}) or several"
     )
 
 

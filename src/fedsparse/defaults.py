@@ -19,10 +19,14 @@ DEFAULT_TIME_MODEL: dict[str, float] = {
     "exchange_time": 0.0,
 }
 
+# The folder holding each sweep's results folder, results/<sweep> by default: two configs run in
+# one clone (the default sweep, then config/quick.yaml) keep their own runs, traces and reports.
+RESULTS_ROOT = "results"
+
 # A sweep config's keys, where absent (fedsparse.sweep.SWEEP_KEYS lists them all).
 SWEEP_DEFAULTS: dict[str, Any] = {
     "sweep": "sweep",  # the label in every result row
-    "results": "results",  # the workflow's output folder
+    "results": RESULTS_ROOT + "/{sweep}",  # the workflow's output folder; {sweep}: its name
     "seeds": (0,),
     "eval_every": 1,  # also a run config's (fedsparse.config)
     "shard_size": 25,  # runs per shard job
@@ -39,8 +43,11 @@ SWEEP_DEFAULTS: dict[str, Any] = {
 
 
 def sweep_default(sweep: dict[str, Any], key: str) -> Any:
-    """``sweep[key]``, or the key's default (a list for ``seeds``, like the value given)."""
+    """``sweep[key]``, or the key's default (a list for ``seeds``, like the value given;
+    ``results/<sweep>`` for ``results``, the sweep's name filled in)."""
     if key in sweep:
         return sweep[key]
     value = SWEEP_DEFAULTS[key]
+    if key == "results":
+        return value.format(sweep=sweep_default(sweep, "sweep"))
     return list(value) if isinstance(value, tuple) else value

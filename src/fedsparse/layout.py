@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .defaults import sweep_default
+from .defaults import RESULTS_ROOT, sweep_default
 
 PLAN_FILE = "plan.parquet"  # the sweep's plan, beside the shard outputs
 RUNS_FILE = "runs.parquet"  # one row per run
@@ -37,8 +37,19 @@ class Layout:
     @classmethod
     def of_sweep(cls, sweep: dict[str, Any]) -> Layout:
         """The layout of a sweep config's results folder (its ``results`` key, default
-        ``results``)."""
+        ``results/<sweep>``: each config, by its ``sweep`` name, a folder of its own)."""
         return cls(sweep_default(sweep, "results"))
+
+    @classmethod
+    def found_in(cls, root: str | Path = RESULTS_ROOT) -> list[Layout]:
+        """The results folders (those holding a runs table) in ``root``, by name: each
+        sweep's ``root/<sweep>``, and ``root`` itself where it is one (a results folder of a
+        version that wrote every sweep to ``results/``)."""
+        root = Path(root)
+        if not root.is_dir():
+            return []
+        folders = [root, *sorted(p for p in root.iterdir() if p.is_dir())]
+        return [cls(f) for f in folders if cls(f).runs.is_file()]
 
     # ------------------------------------------------------------------ what readers read
     @property

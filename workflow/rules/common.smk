@@ -12,7 +12,7 @@ min_version("8.10")
 
 # --config seeds=[0,1,2] and 1e-3 in a config file: numbers, as a user means them
 retype_config(config, workflow.config_settings.config)
-# Every path in the results folder (--config results=DIR; default results) comes from L. The
+# Every path in the results folder (--config results=DIR; default results/<sweep>) comes from L. The
 # scripts find the same folders from the config (Layout.of_sweep): as params, Snakemake would
 # record them, and a results folder of an earlier version would rerun every finished job.
 L = Layout.of_sweep(config)
