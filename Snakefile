@@ -32,9 +32,8 @@ rule all:
     input:
         L.runs,
         L.report_html,
-        # every shard of the plan, by the digest of its runs: a file missing here reruns its
-        # shard, then the aggregate and the report, with or without Snakemake's records
-        # (which alone would take the missing shard files for intermediates: workflow/rules/run.smk)
+        # every shard's files, named by the digest of their runs: one missing reruns its shard,
+        # then the aggregate and the report, with or without .snakemake/ (workflow/rules/run.smk)
         SHARD_TRACES,
         SHARD_RUNS,
     default_target: True
