@@ -32,4 +32,8 @@ rule all:
     input:
         L.runs,
         L.report_html,
+        # every shard's files, named by the digest of their runs: one missing reruns its shard,
+        # then the aggregate and the report, with or without .snakemake/ (workflow/rules/run.smk)
+        SHARD_TRACES,
+        SHARD_RUNS,
     default_target: True

@@ -232,7 +232,8 @@ import json, sys, yaml
 from fedsparse.sweep import plan_sweep
 plan = plan_sweep(yaml.safe_load(open(sys.argv[1])))
 names = list(plan.shards)
-print(json.dumps([len(plan.runs), len(names), names[len(names) // 2]]))
+name = names[len(names) // 2]
+print(json.dumps([len(plan.runs), len(names), name, plan.shard_digest(name)]))
 """
 READ_SHARD = """
 import sys, yaml
@@ -265,7 +266,7 @@ def bench(
                 text=True,
                 check=True,
             )
-            runs, n_shards, shard = json.loads(count.stdout)
+            runs, n_shards, shard, digest = json.loads(count.stdout)
             print(f"{runs:,} runs in {n_shards} shards", flush=True)
 
             def row(stage: str, m: dict, runs: int = runs) -> None:
@@ -281,7 +282,8 @@ def bench(
             config = ["--configfile", str(tmp / "sweep.yaml")]
             row("dag", run_measured([*snakemake, *config, "-n", "--quiet"], cwd=tmp))
             run_measured([*py, PLAN, str(tmp / "sweep.yaml"), str(tmp / "results")])
-            target = ["--mode", "remote", "-n", "--target-jobs", f"run_shard:shard={shard}"]
+            job = f"run_shard:shard={shard},digest={digest}"
+            target = ["--mode", "remote", "-n", "--target-jobs", job]
             row("job", run_measured([*snakemake, *config, *target, "--quiet"], cwd=tmp))
             plan_file = str(tmp / "results/shards/plan.parquet")
             row(

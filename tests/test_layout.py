@@ -1,4 +1,5 @@
-"""The results folder's layout is a contract: every path as it has always been named."""
+"""The results folder's layout is a contract: every path as it has always been named (a shard's
+files, since issue 36, with the digest of their runs)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ def test_every_path_of_a_results_folder_keeps_its_name():
         "store": L.store,
         "shards": L.shards,
         "plan_file": L.plan_file,
-        "shard_traces": L.shard_traces("lin--0000"),
-        "shard_runs": L.shard_runs("lin--0000"),
+        "shard_traces": L.shard_traces("lin--0000", "0123456789ab"),
+        "shard_runs": L.shard_runs("lin--0000", "0123456789ab"),
         "studies": L.studies,
         "study": L.study("s"),
         "study_marker": L.study_marker("s"),
@@ -37,8 +38,8 @@ def test_every_path_of_a_results_folder_keeps_its_name():
         "benchmarks": L.benchmarks,
         "data_log": L.data_log("svm"),
         "data_benchmark": L.data_benchmark("svm"),
-        "shard_log": L.shard_log("lin--0000"),
-        "shard_benchmark": L.shard_benchmark("lin--0000"),
+        "shard_log": L.shard_log("lin--0000", "0123456789ab"),
+        "shard_benchmark": L.shard_benchmark("lin--0000", "0123456789ab"),
         "study_log": L.study_log("s", "worker-0"),
         "log": L.log("aggregate"),
         "benchmark": L.benchmark("report"),
@@ -55,8 +56,8 @@ def test_every_path_of_a_results_folder_keeps_its_name():
         "store": "res/store",
         "shards": "res/shards",
         "plan_file": "res/shards/plan.parquet",
-        "shard_traces": "res/shards/lin--0000.parquet",
-        "shard_runs": "res/shards/lin--0000.runs.parquet",
+        "shard_traces": "res/shards/lin--0000.0123456789ab.parquet",
+        "shard_runs": "res/shards/lin--0000.0123456789ab.runs.parquet",
         "studies": "res/optuna",
         "study": "res/optuna/s",
         "study_marker": "res/optuna/s/study.json",
@@ -71,8 +72,8 @@ def test_every_path_of_a_results_folder_keeps_its_name():
         "benchmarks": "res/benchmarks",
         "data_log": "res/logs/data/svm.log",
         "data_benchmark": "res/benchmarks/data/svm.tsv",
-        "shard_log": "res/logs/shards/lin--0000.log",
-        "shard_benchmark": "res/benchmarks/shards/lin--0000.tsv",
+        "shard_log": "res/logs/shards/lin--0000.0123456789ab.log",
+        "shard_benchmark": "res/benchmarks/shards/lin--0000.0123456789ab.tsv",
         "study_log": "res/logs/optuna/s/worker-0.log",
         "log": "res/logs/aggregate.log",
         "benchmark": "res/benchmarks/report.tsv",
@@ -82,7 +83,9 @@ def test_every_path_of_a_results_folder_keeps_its_name():
 
 def test_wildcards_pass_through_as_snakemake_patterns():
     L = Layout("results")
-    assert str(L.shard_runs("{shard}")) == "results/shards/{shard}.runs.parquet"
+    assert (
+        str(L.shard_runs("{shard}", "{digest}")) == "results/shards/{shard}.{digest}.runs.parquet"
+    )
     assert (
         str(L.worker_done("{study}", "{worker}")) == "results/optuna/{study}/worker-{worker}.done"
     )
@@ -111,3 +114,21 @@ def test_the_results_folders_found_under_results(tmp_path):
     assert found == ["paper-simulations", "quick"]
     Layout(tmp_path).runs.write_bytes(b"")
     assert Layout.found_in(tmp_path)[0] == Layout(tmp_path)
+
+
+def test_a_shards_outputs_of_every_digest_and_none_but_no_other_file(tmp_path):
+    L = Layout(tmp_path)
+    L.shards.mkdir()
+    assert L.shard_outputs("lin--0000") == []
+    mine = [
+        L.shard_traces("lin--0000", "0123456789ab"),
+        L.shard_runs("lin--0000", "0123456789ab"),
+        L.shard_runs("lin--0000", "ba9876543210"),
+        L.shards / "lin--0000.parquet",  # named before digests
+        L.shards / "lin--0000.runs.parquet",
+    ]
+    others = ["lin--00001.parquet", "lin--0001.0123456789ab.parquet", "plan.parquet"]
+    others += ["lin--0000.parquet.parts", ".lin--0000.lock", "lin--0000.abc.parquet"]
+    for path in mine + [L.shards / name for name in others]:
+        path.touch()
+    assert L.shard_outputs("lin--0000") == sorted(mine)

@@ -224,3 +224,28 @@ def test_a_whole_store_file_of_the_previous_version_counts_as_finished(reference
     assert "3 runs (3 already done)" in caplog.text and "computed" not in caplog.text
     for a, b in zip(shard_outputs(reference), shard_outputs(folder), strict=True):
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_shards_files_of_other_runs_are_deleted_and_other_files_kept(reference, folder, caplog):
+    """The shard's files of an earlier plan (another digest) or an older fedsparse (no digest)
+    go when its files for this plan are written; an older version's parts are adopted."""
+    from fedsparse.layout import Layout
+
+    L = Layout(folder)
+    digest = plan_sweep(SWEEP).shard_digest(SHARD)
+    stale = [L.shard_traces(SHARD, "0123456789ab"), L.shard_runs(SHARD, "0123456789ab")]
+    stale += [L.shards / f"{SHARD}.parquet", L.shards / f"{SHARD}.runs.parquet"]
+    kept = [L.shards / "lin--0001.0123456789ab.parquet", *outputs(folder)]
+    L.shards.mkdir()
+    for path in stale + kept:
+        path.touch()
+    parts = L.shards / f"{SHARD}.parquet.parts"  # an older version's, under its old name
+    parts.mkdir()
+    first = runs()[0]
+    shutil.copy(store_path(reference / "store", first), parts / f"{first}.parquet")
+    caplog.set_level(logging.INFO, logger="fedsparse.shard")
+    mine = L.shard_traces(SHARD, digest), L.shard_runs(SHARD, digest)
+    run_shard(SWEEP, SHARD, folder / "data", *mine)
+    assert L.shard_outputs(SHARD) == sorted(mine)
+    assert all(p.is_file() for p in kept) and not parts.exists()
+    assert "3 runs (1 already done)" in caplog.text

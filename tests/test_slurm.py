@@ -168,7 +168,9 @@ def test_killed_snakemake_and_cancelled_job_resume_to_identical_results(slurm, t
     finally:
         kill_tree(proc.pid)  # the login-node process dies; its SLURM jobs run on
         proc.wait()
-    job = [i for i, comment in _running_jobs().items() if comment.endswith(victim)]
+    # the plugin's comment holds the job's wildcards: the shard's name and digest (the log's)
+    shard, digest = victim.rsplit(".", 1)
+    job = [i for i, c in _running_jobs().items() if shard in c and c.endswith(digest)]
     assert job, f"the job of shard {victim} was not running when snakemake was killed"
     subprocess.run(["scancel", job[0]], check=True)
     finished_before = len(re.findall(r"runs done \|", (logs / f"{victim}.log").read_text()))

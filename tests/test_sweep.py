@@ -170,6 +170,27 @@ def test_a_plan_read_from_its_file_equals_the_plan(tmp_path):
         (r.run_id, r.config) for r in plan.shards[shard]
     ]
     assert read.shard_priority(shard) == plan.shard_priority(shard)
+    # each shard's digest, from the file's metadata (a job's Snakemake names every shard's files)
+    read = read_plan(path, cfg)
+    assert {s: read.shard_digest(s) for s in read.shards} == {
+        s: plan.shard_digest(s) for s in plan.shards
+    }
+    assert all(dict.__getitem__(read.shards, s) is None for s in read.shards)  # no runs read
+
+
+def test_a_shards_digest_changes_with_its_runs_and_the_sweeps_label_only():
+    cfg = quick()
+    digests = {s: plan_sweep(cfg).shard_digest(s) for s in plan_sweep(cfg).shards}
+    assert all(len(d) == 12 and int(d, 16) >= 0 for d in digests.values())
+    assert len(set(digests.values())) == len(digests)
+    assert {s: plan_sweep(quick()).shard_digest(s) for s in digests} == digests  # stable
+    cfg["rounds"] += 1  # every run changes
+    edited = plan_sweep(cfg)
+    assert not {s: edited.shard_digest(s) for s in edited.shards}.items() & digests.items()
+    cfg = quick()
+    cfg["sweep"] = "renamed"  # the same run ids, another label in every row
+    renamed = plan_sweep(cfg)
+    assert not {s: renamed.shard_digest(s) for s in renamed.shards}.items() & digests.items()
 
 
 def test_the_seeds_of_a_configuration_hash_as_their_own_configs_would():
@@ -237,13 +258,19 @@ def test_a_cluster_jobs_snakemake_reads_the_plan_and_never_plans(tmp_path):
     here = os.getcwd()
     os.chdir(tmp_path)
     try:
-        write_plan_file(plan_checked(cfg), cfg, Layout(tmp_path / "results").plan_file)
+        plan = plan_checked(cfg)
+        write_plan_file(plan, cfg, Layout(tmp_path / "results").plan_file)
     finally:
         os.chdir(here)
     (tmp_path / "rows.svm").unlink()
-    job = ["--mode", "remote", "--target-jobs", "run_shard:shard=svm--0000", "--quiet"]
+    target = f"run_shard:shard=svm--0000,digest={plan.shard_digest('svm--0000')}"
+    job = ["--mode", "remote", "--target-jobs", target, "--quiet"]
     proc = subprocess.run(snakemake + job, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+    # a file of the shard named for other runs is no job of this plan
+    job[3] = "run_shard:shard=svm--0000,digest=0123456789ab"
+    proc = subprocess.run(snakemake + job, capture_output=True, text=True)
+    assert proc.returncode != 0 and "have digest" in proc.stdout + proc.stderr
 
 
 def test_a_data_job_builds_its_data_set_without_planning(tmp_path, monkeypatch):

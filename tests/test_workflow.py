@@ -304,7 +304,8 @@ def test_end_to_end_sweep_writes_traces_runs_and_report(finished):
     assert {p.stem for p in store.glob("*/*.parquet")} == set(runs.run_id)
     assert not list(store.glob("*/*.lock"))
     assert not list((finished / "results/tiny/shards").glob("*.parts"))
-    log = (finished / "results/tiny/logs/shards/lin--0000.log").read_text()
+    (log,) = (finished / "results/tiny/logs/shards").glob("lin--0000.*.log")  # .<digest>.log
+    log = log.read_text()
     assert re.search(r"12/12 runs done .* about 0s left", log)
     # the sweep's own progress line, in runs, is in Snakemake's log
     (snakemake_log,) = (finished / ".snakemake/log").glob("*.snakemake.log")
@@ -473,19 +474,62 @@ def test_two_snakemake_processes_on_one_results_folder_compute_each_run_once(fin
 def test_a_sweep_edit_that_moves_runs_between_shards_recomputes_none(finished, tmp_path):
     shutil.copytree(finished, tmp_path, dirs_exist_ok=True)  # results and Snakemake's records
     before = stored_runs(tmp_path)
+    copied = set((tmp_path / "results/tiny/logs/shards").glob("*.log"))  # the first sweep's
     cfg = {**yaml.safe_load(yaml.safe_dump(TINY)), "shard_size": 5}  # 12 per shard before
     snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)))
     assert stored_runs(tmp_path) == before
-    # the rerun's attempt of each shard log (the copied logs hold the first sweep's attempt)
+    # the rerun's shards' logs (named, as their files, by the digest of their runs)
     logs = "".join(
-        p.read_text().rsplit("---- attempt", 1)[-1]
-        for p in (tmp_path / "results/tiny/logs/shards").glob("*.log")
+        p.read_text() for p in set((tmp_path / "results/tiny/logs/shards").glob("*.log")) - copied
     )
     assert "computed" not in logs and "(5 already done)" in logs
     a_traces, a_runs = results_of(finished)
     b_traces, b_runs = results_of(tmp_path)
     pd.testing.assert_frame_equal(a_traces, b_traces)
     pd.testing.assert_frame_equal(a_runs.drop(columns="sweep"), b_runs.drop(columns="sweep"))
+
+
+def computed_runs(results: Path) -> int:
+    """Runs the shard jobs computed, from their logs (a copied log holds the first sweep's)."""
+    logs = [p.read_text() for p in (results / "logs/shards").glob("*.log")]
+    return sum(int(n) for t in logs for n in re.findall(r"computed (\d+) runs?\b", t))
+
+
+def test_a_copied_results_folder_without_snakemakes_records_is_complete_exactly_when_it_is(
+    finished, tmp_path
+):
+    """Issue 36: whether a sweep is done is read from its results folder. A copy of a finished
+    sweep's results/ (no .snakemake/) is done for the same sweep; with one step size edited,
+    exactly the edited plan's new runs are computed, and the results hold its runs only."""
+    from fedsparse.sweep import plan_sweep
+
+    shutil.copytree(finished / "results", tmp_path / "results")  # modification times kept
+    path = write_config(tmp_path, yaml.safe_load(yaml.safe_dump(TINY)))
+    proc = snakemake(tmp_path, "-n", "--configfile", str(path))
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+    cfg = yaml.safe_load(yaml.safe_dump(TINY))
+    cfg["grid"]["stepsize"] = [0.01, 0.002]  # was [0.01, 0.001]
+    path = write_config(tmp_path, cfg)
+    before, computed_before = stored_runs(tmp_path), computed_runs(tmp_path / "results/tiny")
+    new = {r.run_id for r in plan_sweep(cfg).runs} - set(before)
+    assert len(new) == 20  # half of the 40 runs
+    counts = job_counts(snakemake(tmp_path, "-n", "--configfile", str(path)).stdout)
+    assert counts["run_shard"] == 4 and counts["aggregate"] == 1
+    snakemake(tmp_path, "--configfile", str(path))
+    after = stored_runs(tmp_path)
+    assert set(after) - set(before) == new  # the edited plan's new runs, and no other
+    assert {k: after[k] for k in before} == before  # nothing computed again
+    assert computed_runs(tmp_path / "results/tiny") - computed_before == len(new)
+    runs = pd.read_parquet(tmp_path / "results/tiny/runs.parquet")
+    assert sorted(runs.run_id) == sorted(r.run_id for r in plan_sweep(cfg).runs)
+    assert set(read_traces_of(tmp_path / "results/tiny").run_id) == set(runs.run_id)
+    # only the plan's shard files are left (an earlier plan's are deleted; their runs stored)
+    shards = tmp_path / "results/tiny/shards"
+    assert len(list(shards.glob("*--*.runs.parquet"))) == 4
+    shutil.rmtree(tmp_path / ".snakemake")
+    proc = snakemake(tmp_path, "-n", "--configfile", str(path))
+    assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
 def test_snakemake_report_builds(finished):

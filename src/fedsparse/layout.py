@@ -5,8 +5,12 @@ the readers (query, report, merge) and the CLI all ask :class:`Layout` for a pat
 spelling out the folder's names. The names are a contract (users, scripts and older results
 folders rely on them); tests/test_layout.py pins every one.
 
-A method taking a name (``shard_traces(shard)``) accepts a Snakemake wildcard too: the rules
-say ``L.shard_traces("{shard}")`` and get the pattern ``RESULTS/shards/{shard}.parquet``.
+A method taking a name (``study_marker(study)``) accepts a Snakemake wildcard too: the rules
+say ``L.shard_traces("{shard}", "{digest}")`` and get ``RESULTS/shards/{shard}.{digest}.parquet``.
+
+A shard's files carry, beside its name, the digest of the runs it holds
+(:func:`fedsparse.sharding.shard_digest`): an edited plan asks for files of other names, so
+whether a shard is done is read from the folder alone, with or without Snakemake's records.
 
 A lowest-layer module like :mod:`fedsparse.defaults` (it imports nothing else of the
 package): a cluster job's Snakemake reads it before anything else.
@@ -14,6 +18,7 @@ package): a cluster job's Snakemake reads it before anything else.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,7 @@ from .defaults import RESULTS_ROOT, sweep_default
 PLAN_FILE = "plan.parquet"  # the sweep's plan, beside the shard outputs
 RUNS_FILE = "runs.parquet"  # one row per run
 TRACES = "traces"  # the per-round traces, a hive-partitioned Parquet dataset
+SHARD_DIGEST_CHARS = 12  # hex digits of a shard's run-list digest in its files' names
 
 
 @dataclass(frozen=True)
@@ -101,11 +107,22 @@ class Layout:
     def plan_file(self) -> Path:
         return self.shards / PLAN_FILE
 
-    def shard_traces(self, shard: str) -> Path:
-        return self.shards / f"{shard}.parquet"
+    def shard_traces(self, shard: str, digest: str) -> Path:
+        """``digest``: of the runs the file holds (fedsparse.sharding.shard_digest)."""
+        return self.shards / f"{shard}.{digest}.parquet"
 
-    def shard_runs(self, shard: str) -> Path:
-        return self.shards / f"{shard}.runs.parquet"
+    def shard_runs(self, shard: str, digest: str) -> Path:
+        return self.shards / f"{shard}.{digest}.runs.parquet"
+
+    def shard_outputs(self, shard: str) -> list[Path]:
+        """Every output file of ``shard`` in the folder, whatever runs it holds: of any
+        digest, and those named without one (fedsparse before digests)."""
+        name = re.compile(
+            rf"{re.escape(shard)}(\.[0-9a-f]{{{SHARD_DIGEST_CHARS}}})?(\.runs)?\.parquet"
+        )
+        if not self.shards.is_dir():
+            return []
+        return sorted(p for p in self.shards.iterdir() if name.fullmatch(p.name))
 
     @classmethod
     def of_shard_output(cls, shard_output: str | Path) -> Layout:
@@ -164,11 +181,12 @@ class Layout:
     def data_benchmark(self, dataset: str) -> Path:
         return self.benchmarks / "data" / f"{dataset}.tsv"
 
-    def shard_log(self, shard: str) -> Path:
-        return self.logs / "shards" / f"{shard}.log"
+    def shard_log(self, shard: str, digest: str) -> Path:
+        """Named as the shard's outputs (Snakemake: a rule's log has its outputs' wildcards)."""
+        return self.logs / "shards" / f"{shard}.{digest}.log"
 
-    def shard_benchmark(self, shard: str) -> Path:
-        return self.benchmarks / "shards" / f"{shard}.tsv"
+    def shard_benchmark(self, shard: str, digest: str) -> Path:
+        return self.benchmarks / "shards" / f"{shard}.{digest}.tsv"
 
     def study_log(self, study: str, step: str) -> Path:
         """``step``: ``study``, ``worker-<n>``, ``export`` or ``holdout``."""

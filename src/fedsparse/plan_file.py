@@ -24,8 +24,8 @@ from .sweep import Plan, Run
 
 # 2: the data sets in the metadata, for jobs that read the plan; 3: each run's steps per round
 # (fedsparse.cost.run_work), so a job's Snakemake sizes its job without the algorithms; 4: each
-# run's sibling flag
-PLAN_FILE_VERSION = "5"  # 5: each run's model support (cost.RunWork), beside its steps
+# run's sibling flag; 5: each run's model support (cost.RunWork), beside its steps
+PLAN_FILE_VERSION = "6"  # 6: each shard's digest (Plan.shard_digest), for a job's Snakemake
 
 
 class PlanFileError(FedsparseError):
@@ -64,6 +64,9 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
             b"fedsparse_sweep_digest": sweep_digest(sweep).encode(),
             b"fedsparse_plan_digest": digest.encode(),
             b"fedsparse_shards": json.dumps(list(plan.shards)).encode(),  # row group order
+            b"fedsparse_shard_digests": json.dumps(
+                [plan.shard_digest(shard) for shard in plan.shards]
+            ).encode(),
             b"fedsparse_plan_name": plan.name.encode(),
             b"fedsparse_datasets": json.dumps(plan.datasets).encode(),
         },
@@ -112,11 +115,13 @@ def read_plan(path: str | Path, sweep: dict[str, Any]) -> Plan:
     meta = _plan_metadata(Path(path), sweep)
     try:
         names = json.loads(meta[b"fedsparse_shards"])
+        digests = json.loads(meta[b"fedsparse_shard_digests"])
         plan = Plan(
             name=meta[b"fedsparse_plan_name"].decode(),
             datasets=json.loads(meta[b"fedsparse_datasets"]),
+            digests=dict(zip(names, digests, strict=True)),
         )
-    except (KeyError, ValueError) as exc:
+    except (KeyError, ValueError, TypeError) as exc:
         raise PlanFileError(f"{path}: cannot read the plan ({exc})") from None
     plan.shards = _ShardsOnDemand(names, lambda shard: read_plan_shard(path, shard, sweep))
     plan.shard_work = lambda shard: _shard_work(path, shard, sweep)

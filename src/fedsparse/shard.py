@@ -243,9 +243,21 @@ def run_shard(
     runs = shard_runs(sweep, shard, plan_file or around.plan_file)
     store = Path(store) if store is not None else around.store
     with _exclusive(runs_out.with_name(f".{shard}.lock"), shard):
-        _adopt_parts(Path(f"{traces_out}.parts"), store)
+        # (an older fedsparse's shard files were named without a digest)
+        for parts in (Path(f"{traces_out}.parts"), around.shards / f"{shard}.parquet.parts"):
+            _adopt_parts(parts, store)
         _run_shard(runs, shard, data_root, store)
         _write_outputs(runs, shard, store, data_root, traces_out, runs_out)
+        _remove_superseded(around, shard, keep=(traces_out, runs_out))
+
+
+def _remove_superseded(layout: Layout, shard: str, keep: tuple[str | Path, ...]) -> None:
+    """Delete the shard's files of other runs (an earlier plan's, under another digest): they
+    are no output of this plan, only disk; their runs stay in the store."""
+    kept = {Path(p).resolve() for p in keep}
+    for path in layout.shard_outputs(shard):
+        if path.resolve() not in kept:
+            path.unlink(missing_ok=True)
 
 
 def shard_runs(sweep: dict[str, Any], shard: str, plan_file: str | Path) -> list[Run]:

@@ -9,14 +9,20 @@ shards grow. A shard holds runs of one data set, in plan order, so the seeds of 
 configuration stay together, and a run's time siblings (the same run under time models its
 algorithm does not read, computed once: :func:`fedsparse.experiment.run_results`) are never
 split between shards.
+
+A shard's digest (:func:`shard_digest`) names what its outputs hold; its files carry it in
+their names (:class:`fedsparse.layout.Layout`).
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import math
 from typing import Any
+
+from .layout import SHARD_DIGEST_CHARS
 
 
 def count_bounds(n: int, size: int, siblings: list[bool] | None = None) -> list[tuple[int, int]]:
@@ -104,3 +110,11 @@ def pack(
         for k, (start, end) in enumerate(bounds):
             shards[f"{ds}--{k:04d}"] = runs[start:end]
     return shards
+
+
+def shard_digest(label: str, run_ids: list[str]) -> str:
+    """A short hash of what a shard's outputs hold: its runs (their ids hash their configs)
+    under the sweep's label (in every row, and not in the ids). An edit of the sweep that
+    changes a shard's runs changes its digest, so the plan asks for files the folder lacks."""
+    text = "\n".join([label, *run_ids])
+    return hashlib.sha256(text.encode()).hexdigest()[:SHARD_DIGEST_CHARS]

@@ -65,7 +65,7 @@ from .cost import (
 )
 from .defaults import sweep_default
 from .errors import ConfigError, FedsparseError, did_you_mean
-from .sharding import pack
+from .sharding import pack, shard_digest
 
 SWEEP_KEYS = (
     "sweep",
@@ -117,10 +117,20 @@ class Plan:
     # shard -> its runs' cost.RunWork (the cost model's input from the algorithms), where read
     # from a plan file; None: computed from the runs' configs
     shard_work: Callable[[str], list[RunWork]] | None = field(default=None, repr=False)
+    # shard -> its digest (read from a plan file, else computed from its runs when asked for)
+    digests: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def runs(self) -> list[Run]:
         return [r for shard in self.shards.values() for r in shard]
+
+    def shard_digest(self, shard: str) -> str:
+        """The digest of the runs ``shard`` holds (fedsparse.sharding.shard_digest), which its
+        output files carry in their names."""
+        if shard not in self.digests:
+            run_ids = [r.run_id for r in self.shards[shard]]
+            self.digests[shard] = shard_digest(self.name, run_ids)
+        return self.digests[shard]
 
     def shard_dataset(self, shard: str) -> str:
         return self.shards[shard][0].dataset

@@ -1,7 +1,7 @@
 rule aggregate:
     input:
-        traces=[L.shard_traces(s) for s in SHARDS] + STUDY_TRACES,
-        runs=[L.shard_runs(s) for s in SHARDS] + STUDY_RUNS,
+        traces=SHARD_TRACES + STUDY_TRACES,
+        runs=SHARD_RUNS + STUDY_RUNS,
     output:
         traces=directory(L.traces),
         runs=L.runs,

@@ -34,6 +34,10 @@ if workflow.exec_mode.name.upper() == "DEFAULT":
 SHARDS = list(PLAN.shards)
 # the console a person reads: the sweep's own lines, errors and failed jobs' log tails
 CONSOLE = SweepConsole(PLAN.name, L, logger)
+# every shard's output files, named by the digest of their runs (run.smk); read from the plan
+# file's metadata in a cluster job's own Snakemake
+SHARD_TRACES = [L.shard_traces(s, PLAN.shard_digest(s)) for s in SHARDS]
+SHARD_RUNS = [L.shard_runs(s, PLAN.shard_digest(s)) for s in SHARDS]
 # the sweep's progress line in runs (started in onstart, so only where jobs are run)
 PROGRESS = sweep_progress(PLAN, config, L.root, CONSOLE.say)
 # method optuna: one study per data set x algorithm (rules in tune.smk); none for grids
@@ -63,8 +67,21 @@ onerror:
     CONSOLE.stopped(PROGRESS)
 
 
+def shard_data(wildcards):
+    """The data set of a shard; files of another digest than the plan's are refused (asked
+    for by name: they would be named for runs they do not hold)."""
+    digest = PLAN.shard_digest(wildcards.shard)
+    if wildcards.digest != digest:
+        raise ValueError(
+            f"shard {wildcards.shard}: its runs in this plan have digest {digest}, "
+            f"not {wildcards.digest}"
+        )
+    return L.dataset(PLAN.shard_dataset(wildcards.shard))
+
+
 wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    digest=r"[0-9a-f]{12}",  # layout.SHARD_DIGEST_CHARS
     study=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     worker=r"\d+",

@@ -1,18 +1,21 @@
+# A shard's files are named by its digest, of the runs they hold (Plan.shard_digest): a sweep
+# edit that changes a shard's runs asks for files the folder lacks, so the shard reruns whether
+# or not Snakemake's records (.snakemake/) are there, and a shard whose runs are unchanged does
+# not; its job computes only the runs the store lacks (fedsparse.shard). The sweep's target
+# (rule all) asks for every shard's files itself: Snakemake, finding the aggregate's outputs
+# present and no record of its inputs, would take missing shard files for intermediates.
 rule run_shard:
     input:
-        lambda w: L.dataset(PLAN.shard_dataset(w.shard)),
+        shard_data,
     output:
-        traces=L.shard_traces("{shard}"),
-        runs=L.shard_runs("{shard}"),
+        traces=L.shard_traces("{shard}", "{digest}"),
+        runs=L.shard_runs("{shard}", "{digest}"),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        L.shard_log("{shard}"),
+        L.shard_log("{shard}", "{digest}"),
     benchmark:
-        L.shard_benchmark("{shard}")  # wall time and peak memory of the job
-    params:
-        # the shard's run ids: when a sweep edit changes them, the shard reruns
-        run_ids=lambda w: [r.run_id for r in PLAN.shards[w.shard]],
+        L.shard_benchmark("{shard}", "{digest}")  # wall time and peak memory of the job
     threads: 1
     # costliest shards first: a short tail instead of one long shard running alone at the end
     priority: lambda w: PLAN.shard_priority(w.shard)
