@@ -259,7 +259,7 @@ def test_a_cluster_jobs_snakemake_reads_the_plan_and_never_plans(tmp_path):
     os.chdir(tmp_path)
     try:
         plan = plan_checked(cfg)
-        write_plan_file(plan, cfg, Layout(tmp_path / "results").plan_file)
+        write_plan_file(plan, cfg, Layout.of_sweep(cfg).plan_file)  # cwd: tmp_path
     finally:
         os.chdir(here)
     (tmp_path / "rows.svm").unlink()
