@@ -75,9 +75,6 @@ def _reserve(study, spec: StudySpec, storage, parts: Path):
     import optuna
     from optuna.trial import TrialState
 
-    with warnings.catch_warnings():  # (experimental in Optuna)
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        optuna.storages.fail_stale_trials(study)  # RDB heartbeats (no-op for the journal)
     trials = study.get_trials(deepcopy=False)
     now = time.time()
     for t in trials:
@@ -99,6 +96,13 @@ def _reserve(study, spec: StudySpec, storage, parts: Path):
                 else:
                     storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
                     log.info("study %s: trial %d was abandoned; failed", spec.name, t.number)
+    # Optuna's own heartbeat check (RDB storage; a no-op for the journal) after ours: ours
+    # finishes a stale trial whose part was saved, where Optuna's would fail it and its work be
+    # done again (the fedsparse heartbeat is written just before Optuna's, so ours is never
+    # later to call a trial stale)
+    with warnings.catch_warnings():  # (experimental in Optuna)
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("fedsparse_retry_of") for t in trials}
     for t in trials:
