@@ -168,11 +168,6 @@ class Problem:
         return self.network.fast_linear
 
     @property
-    def fast_linear(self) -> bool:
-        """:attr:`is_linear` under its older name (the tests' oracles read it)."""
-        return self.is_linear
-
-    @property
     def parameter_noun(self) -> str:
         """What a row of W counts, for messages: "dimension" (a linear model's features)
         or "number of model parameters"."""

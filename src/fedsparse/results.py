@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -309,10 +309,11 @@ def to_frame(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
 
 
-def write_parquet_atomic(table: pa.Table, path: str | Path) -> None:
-    """Write ``table`` to ``path`` so that ``path`` is either absent or complete."""
+def write_parquet_atomic(table: pa.Table, path: str | Path, **options: Any) -> None:
+    """Write ``table`` to ``path`` so that ``path`` is either absent or complete
+    (``options``: pyarrow's ``write_table`` options, e.g. ``write_page_checksum``)."""
     with atomic_write(path) as fh:
-        pq.write_table(table, fh)
+        pq.write_table(table, fh, **options)
 
 
 # ---------------------------------------------------------------------------- reading results

@@ -49,7 +49,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .atomic import atomic_write
 from .data import load_dataset_dir
 from .experiment import run_identity, run_result, run_results, time_siblings_key
 from .layout import Layout
@@ -398,9 +397,8 @@ def _compute(runs: list[Run], data, store: Path, shard: str) -> list[dict[str, A
         raw = json.dumps(summary).encode()
         meta = {SUMMARY_KEY: raw, SUMMARY_SHA256_KEY: hashlib.sha256(raw).hexdigest().encode()}
         table = result.trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta})
-        with atomic_write(store_path(store, run.run_id)) as fh:
-            # each page's CRC-32, checked when the shard reads the file (read_stored)
-            pq.write_table(table, fh, write_page_checksum=True)
+        # each page's CRC-32, checked when the shard reads the file (read_stored)
+        write_parquet_atomic(table, store_path(store, run.run_id), write_page_checksum=True)
         summaries.append(summary)
     return summaries
 

@@ -26,7 +26,7 @@ def oracle(pb: Problem, *, steps, stepsize, decay, batch, rounds, sampled, seed)
     """Objective per round and final model; minibatches replay the clients' streams."""
     data = pb.data
     X, y, ptr = dense(data.X), data.y, data.client_ptr
-    linear = pb.fast_linear
+    linear = pb.is_linear
     state = K.client_states(seed, data.n_clients)
     server = server_stream(seed, data.n_clients)
     perm = np.arange(data.n_samples, dtype=np.int64)
@@ -140,7 +140,7 @@ def test_one_local_step_is_a_full_gradient_step(model):
     grad = np.zeros(W0.size)
     for i in range(data.n_clients):
         Xi, yi = X[ptr[i] : ptr[i + 1]], y[ptr[i] : ptr[i + 1]]
-        if pb.fast_linear:
+        if pb.is_linear:
             g = np_grad(Xi, yi, W0, "softmax", 1e-2).ravel()
         else:
             g = np_loss_grad(pb.network, W0, Xi, yi, "softmax", 1e-2)[1]

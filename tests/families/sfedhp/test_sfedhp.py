@@ -60,14 +60,14 @@ class Oracle:
 
     def grad(self, W, rows) -> np.ndarray:
         pb = self.pb
-        if pb.fast_linear:
+        if pb.is_linear:
             return np_grad(self.X[rows], self.y[rows], W, pb.loss, pb.l2)
         _, g = np_loss_grad(pb.network, W, self.X[rows], self.y[rows], pb.loss, pb.l2)
         return g.reshape(W.shape)
 
     def objective(self, W) -> float:
         pb, ptr = self.pb, self.ptr
-        if pb.fast_linear:
+        if pb.is_linear:
             return sum(
                 pb.p[i]
                 * np_loss(
@@ -177,7 +177,7 @@ def assert_same(pb: Problem, got, want, o: Oracle):
 
 def _objective_i(self, W, i):
     lo, hi = self.ptr[i], self.ptr[i + 1]
-    if self.pb.fast_linear:
+    if self.pb.is_linear:
         return np_loss(self.X[lo:hi], self.y[lo:hi], W, self.pb.loss, self.pb.l2)
     return np_loss_grad(self.pb.network, W, self.X[lo:hi], self.y[lo:hi], self.pb.loss, self.pb.l2)[
         0
