@@ -19,8 +19,11 @@ LIN = dict(SMALL_LINEAR)
 
 
 def sweep(**extra) -> dict:
+    """A toy sweep whose runs compute alone: these tests cut runs into shards by count and
+    by cost; test_cohorts.py plans cohorts."""
     return {
         "sweep": "cost",
+        "fuse": False,
         "rounds": 10,
         "seeds": [0, 1],
         "datasets": {"lin": {"data": dict(LIN)}},
@@ -97,6 +100,14 @@ def test_a_huge_sweep_is_packed_into_at_most_about_max_shards_shards():
     sizes = [len(s) for s in plan.shards.values()]
     assert max(sizes) == -(-len(runs) // 40) and min(sizes) > 0
     assert elapsed < 30
+    # with cohorts a shard grows past its size rather than part one (the 4 step sizes of a
+    # configuration and seed compute as one)
+    fused = plan_sweep(
+        sweep(grid=grid, seeds=list(range(10)), shard_size=5, max_shards=40, fuse=True)
+    )
+    assert (
+        -(-len(runs) // 40) < max(len(s) for s in fused.shards.values()) < -(-len(runs) // 40) + 4
+    )
     # below the cap the shard size is exactly as asked
     assert {len(s) for s in plan_sweep(sweep(shard_size=3)).shards.values()} <= {3, 2, 1}
 

@@ -116,13 +116,13 @@ def test_a_shard_computes_time_siblings_once(tmp_path, monkeypatch, caplog):
     assert len(runs) == 3 * 2 * 3  # (fab fixed, fab online, utopk) x 2 seeds x 3 betas
     make_data(SWEEP, "toy", tmp_path / "data" / "toy")
     calls = []
-    real = experiment._run
+    real = experiment._run_cohort
 
-    def counting(cfgs, data, on_round):
-        calls.append(len(cfgs))
-        return real(cfgs, data, on_round)
+    def counting(computations, data, on_round):
+        calls.extend(len(cfgs) for cfgs in computations)  # each computation's runs
+        return real(computations, data, on_round)
 
-    monkeypatch.setattr(experiment, "_run", counting)
+    monkeypatch.setattr(experiment, "_run_cohort", counting)
     caplog.set_level(logging.INFO, logger="fedsparse.shard")
     out = tmp_path / "shards"
     run_shard(SWEEP, shard, tmp_path / "data", out / "t.parquet", out / "r.parquet")

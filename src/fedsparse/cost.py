@@ -26,6 +26,10 @@ from .defaults import sweep_default
 # for slower nodes, memory bandwidth shared by a node's other jobs and cold caches.
 BYTES_PER_SECOND = 4e9
 RUN_OVERHEAD_S = 0.5  # trace assembly, Parquet write, summary (measured 0.24 s)
+# What a member of a cohort adds to the cohort's time, as a share of the same run alone: its
+# rows come from cache rather than memory, and its evaluations share the first's passes
+# (benchmarks/run.py --only cohorts measures it per family)
+COHORT_MEMBER_SHARE = 0.25
 JOB_STARTUP_S = 60.0  # interpreter, imports, JIT from a cold cache (~20 s here)
 RUNTIME_SAFETY = 2.0
 MIN_RUNTIME_MIN = 10
@@ -131,24 +135,32 @@ def run_seconds(config: dict[str, Any], shape: DataShape, work: RunWork | None =
     return run_bytes(config, shape, work) / BYTES_PER_SECOND + RUN_OVERHEAD_S
 
 
+def member_seconds(seconds: float) -> float:
+    """Estimated seconds a run adds to a cohort, of ``seconds`` alone (:func:`run_seconds`)."""
+    return COHORT_MEMBER_SHARE * (seconds - RUN_OVERHEAD_S) + RUN_OVERHEAD_S
+
+
 def shard_seconds(
     configs: list[dict[str, Any]],
     shape: DataShape,
     work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
+    cohorts: list[bool] | None = None,
 ) -> float:
     """Estimated seconds of one job running ``configs`` one after another (``work``: each
     one's :func:`run_work`, where known already; ``siblings``: which runs share the
-    computation of the run before them, and cost only their trace's writing)."""
+    computation of the run before them, and cost only their trace's writing; ``cohorts``:
+    which join the cohort of the runs before them, and cost :func:`member_seconds`)."""
     work = [None] * len(configs) if work is None else work
     siblings = [False] * len(configs) if siblings is None else siblings
+    cohorts = [False] * len(configs) if cohorts is None else cohorts
     # A planned configuration's seeds share its params mapping (sweep._plan_sweep), and cost
     # the same: each is estimated once, not once per seed (the DAG's priorities of a
     # million-run plan took 8 s per-run). The key holds the mapping's id while the mapping
     # is alive (this call), with the other fields the estimate reads.
     known: dict[tuple, float] = {}
     total = 0.0  # summed as before, then the start-up: the same float as per-run estimates
-    for c, w, sibling in zip(configs, work, siblings, strict=True):
+    for c, w, sibling, member in zip(configs, work, siblings, cohorts, strict=True):
         if sibling:
             total += RUN_OVERHEAD_S
             continue
@@ -156,7 +168,7 @@ def shard_seconds(
         seconds = known.get(key)
         if seconds is None:
             seconds = known[key] = run_seconds(c, shape, w)
-        total += seconds
+        total += member_seconds(seconds) if member else seconds
     return JOB_STARTUP_S + total
 
 
@@ -165,9 +177,10 @@ def shard_runtime_minutes(
     shape: DataShape,
     work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
+    cohorts: list[bool] | None = None,
 ) -> int:
     """A SLURM time limit (minutes) for one job running ``configs`` one after another."""
-    seconds = shard_seconds(configs, shape, work, siblings)
+    seconds = shard_seconds(configs, shape, work, siblings, cohorts)
     return max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
 
 
@@ -197,10 +210,11 @@ def job_resources(
     data_dir: str | Path,
     work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
+    cohorts: list[bool] | None = None,
 ) -> dict[str, int]:
     """``runtime`` (minutes) and ``mem_mb`` for a job running ``configs`` on one data set."""
     shape = known_shape(data_spec, data_dir)
     if shape is None:
         return {"runtime": UNKNOWN_RUNTIME_MIN, "mem_mb": UNKNOWN_MEM_MB}
-    runtime = shard_runtime_minutes(configs, shape, work, siblings)
+    runtime = shard_runtime_minutes(configs, shape, work, siblings, cohorts)
     return {"runtime": runtime, "mem_mb": job_mem_mb(shape)}

@@ -36,6 +36,9 @@ SWEEP_DEFAULTS: dict[str, Any] = {
     "embedding_sample": 1000,  # rows in each partitioned data set's t-SNE figure
     "method": "grid",
     "progress_every": 30.0,  # seconds between the sweep's progress lines
+    # runs differing only in hyperparameters their algorithm fuses compute as one cohort,
+    # sharing their passes over the data (fedsparse.cohorts); false: each alone, same traces
+    "fuse": True,
     # A run is diverged once its objective exceeds this factor times its round-0 objective;
     # at this value the key stays out of the canonical run config (run ids unchanged).
     "divergence_factor": 1e3,

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from .algorithms import ALGORITHMS
+from .cohorts import cohort_key
 from .config import (
     divergence_factor,
     normalize_run_config,
@@ -182,6 +183,23 @@ def run_results(cfgs: list[dict[str, Any]], data: FederatedData | None = None) -
     return _run(cfgs, data, None)
 
 
+def run_cohort(
+    computations: list[list[dict[str, Any]]], data: FederatedData | None = None
+) -> list[list[RunResult]]:
+    """The results of a cohort: runs equal but for fusable hyperparameters (equal
+    :func:`cohort_key`), each computation a run with its time siblings (equal
+    :func:`time_siblings_key`). Every round is one ``cohort_round`` of their algorithm for all
+    members, and their evaluations share passes over the data; each trace is the one
+    :func:`run_result` gives alone, bit for bit, but for ``elapsed_s`` (the cohort's time,
+    shared equally among the members computing)."""
+    if len({cohort_key(group[0]) for group in computations}) != 1 and len(computations) > 1:
+        raise ValueError("run_cohort: the runs must differ in fusable hyperparameters only")
+    for group in computations:
+        if len(group) > 1 and len({time_siblings_key(c) for c in group} - {None}) != 1:
+            raise ValueError("run_cohort: a computation's runs must be time siblings")
+    return _run_cohort(computations, data, None)
+
+
 class _UnreadTimeModel(dict):
     """The time model an algorithm gets when one computation serves several time models: it
     declared that it does not read it (Algorithm.reads_time_model), and this holds it to that."""
@@ -196,103 +214,161 @@ class _UnreadTimeModel(dict):
 def _run(cfgs: list[dict[str, Any]], data: FederatedData | None, on_round) -> list[RunResult]:
     """Run ``cfgs[0]``, charging its rounds to the time model of each config (one config, or
     several whose algorithm does not read its time model)."""
-    cfg = cfgs[0]
+    return _run_cohort([cfgs], data, on_round)[0]
+
+
+Pending = tuple[int, dict[str, Any], list[float], np.ndarray, "np.ndarray | None", Any]
+
+
+class _Member:
+    """One computation of a cohort: a run (and its time siblings, charged to their own time
+    models), its algorithm, its totals and the rows of its trace(s) so far.
+
+    Evaluated rounds wait in ``pending`` (copies of the global model, and of the personalised
+    models of algorithms that have them) and are scored together, one pass over the data for
+    many models (:meth:`Problem.metrics_many`). Rows, and the calls to ``on_round``, come out as
+    if each round were scored at once; a run that ends (diverged, or stopped by ``on_round``)
+    has trained at most a batch of rounds past its end, which are discarded."""
+
+    def __init__(self, cfgs: list[dict[str, Any]], problem: Problem, on_round) -> None:
+        cfg = cfgs[0]
+        cls = ALGORITHMS[cfg["algorithm"]]
+        self.problem = problem
+        self.algorithm = cls(problem, cls.resolved_params(cfg["params"]), cfg["seed"])
+        self.timings = [time_model(c) for c in cfgs]
+        self.algorithm.time_model = self.timings[0] if len(cfgs) == 1 else _UnreadTimeModel()
+        self.identities = [run_identity(c) for c in cfgs]
+        self.rows: list[list[dict[str, Any]]] = [[] for _ in cfgs]
+        self.totals = {"local_iterations": 0, "bytes_up": 0, "bytes_down": 0, "elapsed_s": 0.0}
+        self.times = [0.0 for _ in cfgs]  # the simulated time under each config's time model
+        self.pending: list[Pending] = []
+        self.f0 = math.nan  # the round-0 objective, once scored
+        self.factor = divergence_factor(cfg)
+        self.clients = None  # per-client totals as of the last kept row
+        self.on_round = on_round
+        self.done = False
+
+    def charge(self, cost, elapsed: float) -> None:
+        """Add a round's cost (and its share of the measured time) to the totals."""
+        totals, problem = self.totals, self.problem
+        totals["elapsed_s"] += elapsed
+        totals["local_iterations"] += cost.local_iterations
+        totals["bytes_up"] += cost.bytes_up
+        totals["bytes_down"] += cost.bytes_down
+        up, down = cost.values(problem.n_clients)
+        n_values = 2.0 * problem.shape[0] * problem.shape[1]  # 2 D: a full exchange up and down
+        for i, timing in enumerate(self.timings):
+            self.times[i] += (
+                timing["step_time"] * cost.local_iterations
+                + timing["round_latency"]
+                + timing["exchange_time"] * (up + down) / n_values
+            )
+
+    def snapshot(self, t: int) -> np.ndarray:
+        """Queue round ``t``'s models for scoring; the global model."""
+        algorithm = self.algorithm
+        personal, W = algorithm.personal_models, algorithm.model
+        spent = {**self.totals, **algorithm.extra_metrics()}
+        copy = None if personal is None else personal.copy()
+        summary = algorithm.client_summary()
+        self.pending.append((t, spent, list(self.times), W.copy(), copy, summary))
+        return W
+
+    def take_scores(self, scored: list[dict[str, Any]]) -> None:
+        """Turn the pending rounds, scored in order, into rows; the run ends (``done``) at a
+        diverged round or where ``on_round`` says so, and the rounds past it are dropped."""
+        algorithm, problem = self.algorithm, self.problem
+        for (t, spent, when, _, personal, summary), metrics in zip(
+            self.pending, scored, strict=True
+        ):
+            if t == 0:
+                self.f0 = metrics["objective"]
+            ok = not is_diverged(metrics["objective"], self.f0, self.factor)
+            metrics.update(algorithm.finish_metrics({**spent, "time": when[0], **metrics}))
+            if personal is not None:
+                metrics.update(problem.personal_metrics(personal))
+            status = "ok" if ok else "diverged"
+            for out, identity, time_ in zip(self.rows, self.identities, when, strict=True):
+                row = {**identity, "round": t, **spent, "time": time_, **metrics}
+                out.append({**row, "status": status})
+            self.clients = summary
+            on_round = self.on_round
+            if t > 0 and (not ok or (on_round is not None and on_round(t, metrics["objective"]))):
+                self.done = True
+                break
+        self.pending.clear()
+
+    def results(self) -> list[RunResult]:
+        summary = client_records(self.clients)
+        results = []
+        for out in self.rows:
+            for row in out:  # NaN/inf objectives are stored as they are; NaN metrics as null
+                for key, value in row.items():
+                    if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
+                        row[key] = None
+            results.append(RunResult(trace_table(out), summary))
+        return results
+
+
+def _score(problem: Problem, members: list[_Member]) -> None:
+    """Score the members' pending rounds, a pass over the data for up to
+    ``problem.eval_models_per_pass`` models (each model's metrics are the same however many
+    share its pass)."""
+    entries = [(m, k) for m in members for k in range(len(m.pending))]
+    if not entries:
+        return
+    per_pass = problem.eval_models_per_pass
+    scored: list[dict[str, Any]] = []
+    for lo in range(0, len(entries), per_pass):
+        chunk = entries[lo : lo + per_pass]
+        scored += problem.metrics_many(np.stack([m.pending[k][3] for m, k in chunk]))
+    for member in members:
+        mine = [s for (m, _), s in zip(entries, scored, strict=True) if m is member]
+        if mine:
+            member.take_scores(mine)
+
+
+def _run_cohort(
+    computations: list[list[dict[str, Any]]], data: FederatedData | None, on_round
+) -> list[list[RunResult]]:
+    """Run a cohort's computations (see :func:`run_cohort`; ``on_round``: a lone run's)."""
+    cfg = computations[0][0]
     model = cfg["model"]
     if data is None:
         data = load_dataset(cfg["dataset"], model["loss"], cfg["partition"])
     problem = Problem.from_config(data, model)
     cls = ALGORITHMS[cfg["algorithm"]]
-    algorithm = cls(problem, cls.resolved_params(cfg["params"]), cfg["seed"])
-    timings = [time_model(c) for c in cfgs]
-    algorithm.time_model = timings[0] if len(cfgs) == 1 else _UnreadTimeModel()
-    algorithm.check_problem()
+    members = [_Member(cfgs, problem, on_round) for cfgs in computations]
+    for member in members:
+        member.algorithm.check_problem()
     _warm_up(cls, problem, cls.resolved_params(cfg["params"]), cfg["seed"])
+    for member in members:
+        member.algorithm.setup()
+        member.snapshot(0)
 
-    identities = [run_identity(c) for c in cfgs]
-    algorithm.setup()
-    rows: list[list[dict[str, Any]]] = [[] for _ in cfgs]
-    totals = {
-        "local_iterations": 0,
-        "bytes_up": 0,
-        "bytes_down": 0,
-        "elapsed_s": 0.0,
-    }
-    times = [0.0 for _ in cfgs]  # the simulated time under each config's time model
-    n_values = 2.0 * problem.shape[0] * problem.shape[1]  # 2 D: a full exchange up and down
-
-    # Evaluated rounds wait in `pending` (copies of the global model, and of the
-    # personalised models of algorithms that have them) and are scored together, one
-    # pass over the data for up to `problem.eval_batch` models. Rows, and the calls
-    # to on_round, come out as if each round were scored at once; a run that ends
-    # (diverged, or stopped by on_round) has trained at most eval_batch - 1 rounds
-    # past its end, which are discarded.
-    pending: list[tuple[int, dict[str, Any], list[float], np.ndarray, np.ndarray | None, Any]]
-    pending = []
-    f0, factor = [math.nan], divergence_factor(cfg)  # f0[0]: round-0 objective, once scored
-    clients = [None]  # per-client totals as of the last kept row (rounds past it discarded)
-
-    def snapshot(t: int) -> np.ndarray:
-        personal = algorithm.personal_models
-        W = algorithm.model
-        spent = {**totals, **algorithm.extra_metrics()}
-        copy = None if personal is None else personal.copy()
-        pending.append((t, spent, list(times), W.copy(), copy, algorithm.client_summary()))
-        return W
-
-    def score_pending() -> bool:
-        """Score the pending rounds into `rows`; False when the run ends at one of them."""
-        Ws = np.stack([entry[3] for entry in pending])
-        scored = problem.metrics_many(Ws)
-        for (t, spent, when, _, personal, summary), metrics in zip(pending, scored, strict=True):
-            if t == 0:
-                f0[0] = metrics["objective"]
-            ok = not is_diverged(metrics["objective"], f0[0], factor)
-            metrics.update(algorithm.finish_metrics({**spent, "time": when[0], **metrics}))
-            if personal is not None:
-                metrics.update(problem.personal_metrics(personal))
-            status = "ok" if ok else "diverged"
-            for out, identity, time_ in zip(rows, identities, when, strict=True):
-                row = {**identity, "round": t, **spent, "time": time_, **metrics}
-                out.append({**row, "status": status})
-            clients[0] = summary
-            if t > 0 and (not ok or (on_round is not None and on_round(t, metrics["objective"]))):
-                pending.clear()
-                return False
-        pending.clear()
-        return True
-
-    snapshot(0)
-    rounds, every, batch = cfg["rounds"], cfg["eval_every"], problem.eval_batch
+    rounds, every = cfg["rounds"], cfg["eval_every"]
+    cadence = problem.eval_batch  # rounds a member's models wait, at most, to be scored
     for t in range(1, rounds + 1):
+        active = [m for m in members if not m.done]
+        if not active:
+            break
         start = time.perf_counter()
-        cost = algorithm.round(t - 1)
-        totals["elapsed_s"] += time.perf_counter() - start
-        totals["local_iterations"] += cost.local_iterations
-        totals["bytes_up"] += cost.bytes_up
-        totals["bytes_down"] += cost.bytes_down
-        up, down = cost.values(problem.n_clients)
-        for i, timing in enumerate(timings):
-            times[i] += (
-                timing["step_time"] * cost.local_iterations
-                + timing["round_latency"]
-                + timing["exchange_time"] * (up + down) / n_values
-            )
+        costs = cls.cohort_round([m.algorithm for m in active], t - 1)
+        share = (time.perf_counter() - start) / len(active)
+        for member, cost in zip(active, costs, strict=True):
+            member.charge(cost, share)
         if t % every == 0 or t == rounds:
-            W = snapshot(t)
-            # a non-finite model has diverged: score it now rather than train on
-            if (len(pending) >= batch or not np.isfinite(W).all()) and not score_pending():
-                break
-    if pending:  # the last rounds
-        score_pending()
-    summary = client_records(clients[0])
-    results = []
-    for out in rows:
-        for row in out:  # NaN/inf objectives are stored as they are; NaN metrics as null
-            for key, value in row.items():
-                if key not in _OBJECTIVES and isinstance(value, float) and math.isnan(value):
-                    row[key] = None
-        results.append(RunResult(trace_table(out), summary))
-    return results
+            blown = []
+            for member in active:
+                W = member.snapshot(t)
+                if not np.isfinite(W).all():  # a non-finite model has diverged: score it now
+                    blown.append(member)
+            _score(problem, blown)
+            waiting = [m for m in active if m.pending]
+            if waiting and max(len(m.pending) for m in waiting) >= cadence:
+                _score(problem, waiting)
+    _score(problem, [m for m in members if m.pending and not m.done])  # the last rounds
+    return [member.results() for member in members]
 
 
 def client_records(columns: dict[str, np.ndarray] | None) -> str | None:
@@ -330,7 +406,7 @@ def _warm_up(cls: type, problem: Problem, params: dict[str, Any], seed: int) -> 
         return
     throwaway = cls(problem, params, seed)
     throwaway.setup()
-    throwaway.round(0)
+    cls.cohort_round([throwaway], 0)
     _WARM.add(key)
 
 

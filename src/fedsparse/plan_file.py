@@ -25,7 +25,8 @@ from .sweep import Plan, Run
 # 2: the data sets in the metadata, for jobs that read the plan; 3: each run's steps per round
 # (fedsparse.cost.run_work), so a job's Snakemake sizes its job without the algorithms; 4: each
 # run's sibling flag; 5: each run's model support (cost.RunWork), beside its steps
-PLAN_FILE_VERSION = "6"  # 6: each shard's digest (Plan.shard_digest), for a job's Snakemake
+# 6: each shard's digest (Plan.shard_digest), for a job's Snakemake
+PLAN_FILE_VERSION = "7"  # 7: each run's cohort flag (fedsparse.cohorts)
 
 
 class PlanFileError(FedsparseError):
@@ -58,6 +59,7 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
             ("steps", pa.int32()),
             ("support", pa.int32()),  # null: a dense model
             ("sibling", pa.bool_()),
+            ("cohort", pa.bool_()),
         ],
         metadata={
             b"fedsparse_plan": PLAN_FILE_VERSION.encode(),
@@ -86,6 +88,7 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
                 "steps": [work[key].steps for key in keys],
                 "support": [work[key].support for key in keys],
                 "sibling": [r.sibling for r in runs],
+                "cohort": [r.cohort for r in runs],
             }
             writer.write_table(pa.table(part, schema=schema), row_group_size=len(runs))
     return True
@@ -160,10 +163,11 @@ def read_plan_shard(path: str | Path, shard: str, sweep: dict[str, Any]) -> list
     Raises PlanFileError, naming the file and the reason, when the file is missing or
     unreadable, was written for another sweep config, or holds no such shard.
     """
-    part = _read_part(path, shard, sweep, ["run_id", "config", "sibling"])
+    part = _read_part(path, shard, sweep, ["run_id", "config", "sibling", "cohort"])
+    flags = zip(part["sibling"], part["cohort"], strict=True)
     return [
-        Run(rid, json.loads(c), sibling)
-        for rid, c, sibling in zip(part["run_id"], part["config"], part["sibling"], strict=True)
+        Run(rid, json.loads(c), sibling, cohort)
+        for rid, c, (sibling, cohort) in zip(part["run_id"], part["config"], flags, strict=True)
     ]
 
 
@@ -206,7 +210,8 @@ def _plan_digest(plan: Plan, sweep: dict[str, Any]) -> str:
     the run configs, so a code change that alters a config changes the digest too)."""
     h = hashlib.sha256(f"{PLAN_FILE_VERSION}:{sweep_digest(sweep)}".encode())
     for shard, runs in plan.shards.items():
-        h.update(json.dumps([shard, [r.run_id for r in runs]]).encode())
+        cohorts = [i for i, r in enumerate(runs) if r.cohort]  # how its runs compute together
+        h.update(json.dumps([shard, [r.run_id for r in runs], cohorts]).encode())
     return h.hexdigest()
 
 

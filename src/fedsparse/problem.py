@@ -276,6 +276,43 @@ class Problem:
             *bounds,
         )
 
+    def local_sgd_cohort_round(
+        self,
+        Ws: np.ndarray,
+        W_locals: np.ndarray,
+        members: np.ndarray,
+        perm: np.ndarray,
+        rng: np.ndarray,
+        steps: int,
+        batch: int,
+        stepsizes: np.ndarray,
+        work: ThreadWork,
+        tau_local: int = 0,
+    ) -> None:
+        """:meth:`local_sgd_round` of the ``members`` of a cohort of linear models at once
+        (``Ws`` (C, *shape), ``W_locals`` (C, n_clients, *shape), ``stepsizes`` (C,)), sharing
+        one ``perm`` and ``rng``: each member's bits are those of its own round (see
+        :func:`fedsparse.kernels.local_sgd_cohort_round`)."""
+        if not self.is_linear:
+            raise ValueError("the cohort kernel of local SGD is for linear models")
+        data = self.data
+        kernels.local_sgd_cohort_round(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            Ws,
+            W_locals,
+            np.ascontiguousarray(members, dtype=np.int64),
+            perm,
+            rng,
+            steps,
+            batch,
+            np.ascontiguousarray(stepsizes, dtype=np.float64),
+            *self.kernel_model.linear,
+            tau_local,
+            work.for_batch(batch),
+        )
+
     @property
     def has_active_set_steps(self) -> bool:
         """Whether :meth:`active_set_sgd_round` applies: a linear model on CSR data."""
@@ -404,6 +441,13 @@ class Problem:
             return 1
         per_model = self.n_outputs * max(self.data.n_samples, self.n_features) * 8
         return max(1, min(16, (32 << 20) // per_model))
+
+    @property
+    def eval_models_per_pass(self) -> int:
+        """How many models one :meth:`metrics_many` call scores at most when a cohort's members
+        wait together (their :attr:`eval_batch` rounds each): four batches' margins, within
+        128 MB on dense data (each model's metrics are the same in any pass)."""
+        return 4 * self.eval_batch
 
     def margins_many(self, Ws: np.ndarray) -> np.ndarray:
         """``Ws X^T`` for a stack of models, shape (n_models, n_outputs, n_samples).

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from .cost import RUN_OVERHEAD_S, known_shape, run_seconds
+from .cost import RUN_OVERHEAD_S, known_shape, member_seconds, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
 from .layout import Layout
 from .wording import counted
@@ -159,6 +159,8 @@ class SweepProgress:
                 seconds = np.nan
                 if shape is not None:  # a time sibling costs only its trace's writing
                     seconds = RUN_OVERHEAD_S if run.sibling else run_seconds(run.config, shape)
+                    if run.cohort:  # a cohort's member after its first
+                        seconds = member_seconds(seconds)
                 out.append(seconds)
         cost = np.array(out, dtype=np.float64)
         known = ~np.isnan(cost)

@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .data import load_dataset_dir
-from .experiment import run_identity, run_result, run_results, time_siblings_key
+from .experiment import run_cohort, run_identity, run_result, time_siblings_key
 from .layout import Layout
 from .plan_file import PlanFileError, read_plan_shard
 from .progress import duration
@@ -343,7 +343,7 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
         )
 
     # busy fills during the first pass; the second pass waits for each of its runs
-    for wait, batch in ((False, _time_siblings(todo)), (True, ([r] for r in busy))):
+    for wait, batch in ((False, _cohorts(runs, todo)), (True, ([r] for r in busy))):
         for group in batch:
             with contextlib.ExitStack() as locks:
                 mine = []
@@ -374,22 +374,38 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
     log.info("shard %s: computed %s in %s", shard, counted(computed, "run"), elapsed)
 
 
-def _time_siblings(runs: list[Run]) -> list[list[Run]]:
-    """``runs`` in groups computed together (equal time_siblings_key), in order of first run."""
-    groups: dict[Any, list[Run]] = {}
-    for i, run in enumerate(runs):
-        groups.setdefault(time_siblings_key(run.config) or i, []).append(run)
-    return list(groups.values())
+def _cohorts(runs: list[Run], todo: list[Run]) -> list[list[Run]]:
+    """The runs of ``todo`` in the groups the plan computes together (a cohort, its members'
+    time siblings included: each run that ``joins`` the one before it), in plan order."""
+    wanted = {id(r) for r in todo}
+    groups: list[list[Run]] = []
+    for run in runs:
+        if not run.joins or not groups:
+            groups.append([])
+        if id(run) in wanted:
+            groups[-1].append(run)
+    return [group for group in groups if group]
 
 
 def _compute(runs: list[Run], data, store: Path, shard: str) -> list[dict[str, Any]]:
-    """Run ``runs`` (one, or time siblings in one computation) and put each trace, with its
-    summary in the file metadata, in the store; return the summaries."""
+    """Run ``runs`` (one, or a cohort of computations, each a run with its time siblings)
+    and put each trace, with its summary in the file metadata, in the store; return the
+    summaries."""
     t0 = time.perf_counter()
     if len(runs) == 1:
         results = [run_result(runs[0].config, data)]
     else:
-        results = run_results([r.config for r in runs], data)
+        computations: dict[Any, list[Run]] = {}  # time siblings compute once
+        for i, run in enumerate(runs):
+            computations.setdefault(time_siblings_key(run.config) or i, []).append(run)
+        groups = list(computations.values())
+        found = run_cohort([[r.config for r in group] for group in groups], data)
+        by_id = {
+            r.run_id: result
+            for group, results in zip(groups, found, strict=True)
+            for r, result in zip(group, results, strict=True)
+        }
+        results = [by_id[r.run_id] for r in runs]
     wall = time.perf_counter() - t0
     summaries = []
     for run, result in zip(runs, results, strict=True):

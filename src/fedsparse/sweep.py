@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cohorts import MAX_MEMBERS, cohort_key
+
 # Light at import (no algorithms, no kernels): a cluster job's own Snakemake imports this module
 # to read the plan file; the algorithms and the studies are imported where a sweep is planned.
 from .config import (
@@ -60,6 +62,7 @@ from .cost import (
     RunWork,
     job_resources,
     known_shape,
+    member_seconds,
     run_seconds,
     shard_seconds,
 )
@@ -87,6 +90,7 @@ SWEEP_KEYS = (
     "optuna",
     "space",
     "progress_every",  # seconds between the sweep's progress lines (fedsparse.progress)
+    "fuse",  # false: every run computes alone, no cohorts (fedsparse.cohorts)
 )  # results: the workflow's output folder, not part of any run
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -100,6 +104,15 @@ class Run:
     # its trace comes from the computation of the run before it: a time sibling, the same run
     # under a time model its algorithm does not read (fedsparse.experiment.run_results)
     sibling: bool = False
+    # it joins the cohort of the runs before it: their computations share passes over the
+    # data (fedsparse.cohorts); its own computation starts here
+    cohort: bool = False
+
+    @property
+    def joins(self) -> bool:
+        """Whether it computes with the run before it (a time sibling or a cohort member):
+        the two are never parted between shards."""
+        return self.sibling or self.cohort
 
     @property
     def dataset(self) -> str:
@@ -140,7 +153,8 @@ class Plan:
         runs = self.shards[shard]
         spec = self.datasets[runs[0].dataset]["data"]
         configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
-        return job_resources(configs, spec, data_dir, self._work(shard), siblings)
+        cohorts = [r.cohort for r in runs]
+        return job_resources(configs, spec, data_dir, self._work(shard), siblings, cohorts)
 
     def shard_priority(self, shard: str) -> int:
         """Estimated seconds of a shard (0 if its data is not yet known): the scheduler
@@ -150,7 +164,8 @@ class Plan:
         if shape is None:
             return 0
         configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
-        return round(shard_seconds(configs, shape, self._work(shard), siblings))
+        cohorts = [r.cohort for r in runs]
+        return round(shard_seconds(configs, shape, self._work(shard), siblings, cohorts))
 
     def _work(self, shard: str) -> list[RunWork] | None:
         return None if self.shard_work is None else self.shard_work(shard)
@@ -227,14 +242,18 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
     if not isinstance(grid, dict):
         raise ConfigError("grid: must be a mapping of hyperparameter -> list of values")
 
+    fuse = sweep_default(sweep, "fuse")
+    if not isinstance(fuse, bool):
+        raise ConfigError(f"fuse: must be true or false, got {fuse!r}")
     plan = Plan(name=name, datasets=datasets)
     runs_of: dict[str, list[Run]] = {}
     # each run's estimated seconds, for shard_minutes where the data's shape is known already
     costs_of: dict[str, list[float] | None] = {}
     for ds_name, ds in datasets.items():
-        runs = runs_of[ds_name] = []
         shape = known_shape(ds["data"], None) if shard_minutes else None
-        costs = costs_of[ds_name] = None if shape is None else []
+        # each computation (a run and its time siblings) with its runs' estimated seconds,
+        # under its cohort's key (None: alone)
+        computations: list[tuple[tuple[int, str] | None, list[Run], list[float] | None]] = []
         for algo, overrides in _override_sets(algorithms):
             axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
@@ -260,23 +279,30 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
                     # the rest (a million-run plan holds one config's parts per 50 seeds)
                     cfg = normalize_run_config(raw)
                     block.append((cfg, run_ids(cfg, seeds)))
-                seconds = [None if costs is None else run_seconds(c, shape) for c, _ in block]
+                seconds = [None if shape is None else run_seconds(c, shape) for c, _ in block]
                 if len(block) > 1 and not _reads_time_model(algo, block[0][0]["params"]):
-                    # time siblings: one computation per seed, so a seed's runs are adjacent
-                    # (and never split between shards, fedsparse.sharding)
+                    # time siblings: one computation per seed (never split between shards)
+                    key = cohort_key(block[0][0]) if fuse else None
                     for s, seed in enumerate(seeds):
-                        for t, (cfg, rids) in enumerate(block):
-                            runs.append(Run(rids[s], {**cfg, "seed": seed}, sibling=t > 0))
-                            if costs is not None:
-                                costs.append(RUN_OVERHEAD_S if t else seconds[0])
+                        group = [
+                            Run(rids[s], {**cfg, "seed": seed}, sibling=t > 0)
+                            for t, (cfg, rids) in enumerate(block)
+                        ]
+                        costs = (
+                            None
+                            if shape is None
+                            else [seconds[0]] + [RUN_OVERHEAD_S] * (len(block) - 1)
+                        )
+                        computations.append((_seeded(key, seed), group, costs))
                     continue
                 for (cfg, rids), cost in zip(block, seconds, strict=True):
+                    key = cohort_key(cfg) if fuse else None
                     for seed, rid in zip(seeds, rids, strict=True):
-                        runs.append(Run(rid, {**cfg, "seed": seed}))
-                    if costs is not None:  # the seeds' runs cost the same
-                        costs += [cost] * len(seeds)
+                        run = Run(rid, {**cfg, "seed": seed})
+                        computations.append((_seeded(key, seed), [run], [cost]))
+        runs_of[ds_name], costs_of[ds_name] = _in_cohorts(computations, shape is not None)
     target_s = None if shard_minutes is None else 60 * shard_minutes
-    siblings_of = {ds: [r.sibling for r in runs] for ds, runs in runs_of.items()}
+    siblings_of = {ds: [r.joins for r in runs] for ds, runs in runs_of.items()}
     plan.shards = pack(runs_of, costs_of, shard_size, max_shards, target_s, siblings_of)
     ids = [r.run_id for r in plan.runs]
     if len(set(ids)) != len(ids):
@@ -409,6 +435,35 @@ def _override_sets(algorithms: dict[str, Any]) -> list[tuple[str, dict[str, Any]
         for name, entry in algorithms.items()
         for s in (entry if isinstance(entry, list) else [entry])
     ]
+
+
+def _seeded(key: str | None, seed: int) -> tuple[int, str] | None:
+    """A configuration's cohort key for one of its seeds (a cohort is one seed's)."""
+    return None if key is None else (seed, key)
+
+
+def _in_cohorts(
+    computations: list[tuple[tuple[int, str] | None, list[Run], list[float] | None]], costed: bool
+) -> tuple[list[Run], list[float] | None]:
+    """The runs of a data set in plan order, each cohort's computations side by side (at most
+    cohorts.MAX_MEMBERS a cohort, in the order of their first appearance), its members after
+    the first flagged ``cohort`` and charged :func:`fedsparse.cost.member_seconds`; and their
+    estimated seconds (None: not ``costed``)."""
+    groups: dict[Any, list[tuple[list[Run], list[float] | None]]] = {}
+    for i, (key, runs, costs) in enumerate(computations):
+        groups.setdefault(i if key is None else key, []).append((runs, costs))
+    out: list[Run] = []
+    out_costs: list[float] | None = [] if costed else None
+    for members in groups.values():
+        for k, (runs, costs) in enumerate(members):
+            joins = k % MAX_MEMBERS > 0
+            if joins:
+                runs[0].cohort = True
+            out += runs
+            if out_costs is not None:
+                out_costs.append(member_seconds(costs[0]) if joins else costs[0])
+                out_costs += costs[1:]
+    return out, out_costs
 
 
 def _reads_time_model(algo: str, params: dict[str, Any]) -> bool:

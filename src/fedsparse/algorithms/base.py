@@ -268,6 +268,25 @@ class Algorithm(ABC):
         return False
 
     @classmethod
+    def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
+        """Hyperparameters whose values may differ between the members of a cohort: runs
+        equal in everything else (data, model, seed, rounds, the other hyperparameters) are
+        computed together, each round one :meth:`cohort_round` for all of them
+        (fedsparse.cohort). () (the default): every run computes alone."""
+        return ()
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        """Round ``t`` of each member of a cohort (instances of this class, set up, equal
+        but for :meth:`fusable` hyperparameters, in the order given; a member that diverged
+        has left the list). Each member's state and cost must be bit for bit what its own
+        :meth:`round` gives, so a run's trace does not depend on its cohort: a fused
+        implementation shares the data passes (a minibatch's rows read once for every
+        member) and keeps each member's operations in the same order as a cohort of one.
+        The default: the members' rounds one after another."""
+        return [member.round(t) for member in members]
+
+    @classmethod
     def model_support(cls, params: dict[str, Any]) -> int | None:
         """Non-zeros per class the global model keeps, where the algorithm bounds them (hard
         thresholding's τ); None: a dense model. The cost model charges an exact evaluation

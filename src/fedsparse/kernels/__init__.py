@@ -66,7 +66,13 @@ from .mlp import (  # noqa: E402
     n_params,
 )
 from .rng import client_states, randbelow, sample_without_replacement  # noqa: E402
-from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  # noqa: E402
+from .rounds import (  # noqa: E402
+    aggregate,
+    local_sgd_cohort_round,
+    local_sgd_round,
+    nnz_per_client,
+    thread_buffers,
+)
 from .rows import as_kernel_matrix, row_axpy, row_axpy3, row_dot, row_dot3  # noqa: E402
 from .sparse_rounds import (  # noqa: E402
     aggregate_active,
@@ -102,6 +108,7 @@ __all__ = [
     "dense_models",
     "hard_threshold",
     "hard_threshold_rows",
+    "local_sgd_cohort_round",
     "local_sgd_round",
     "local_sgd_round_csr",
     "margins_columns",

@@ -15,7 +15,6 @@ from .rng import sample_without_replacement
 from .threshold import SCRATCH_EXTRA, hard_threshold_rows
 
 
-@njit(parallel=True, cache=True)
 def local_sgd_round(
     X, y, ptr, W, W_local, perm, rng, steps, batch, stepsize, loss, l2, tau_local, work
 ):
@@ -24,7 +23,8 @@ def local_sgd_round(
     Client ``i`` owns rows ``ptr[i]..ptr[i+1]-1``. Each step draws a minibatch of
     ``min(batch, n_i)`` rows uniformly without replacement (``batch <= 0``: all
     rows, no randomness), takes ``W_i -= stepsize * grad`` and, if
-    ``tau_local > 0``, applies H_tau per row (FedIter-HT).
+    ``tau_local > 0``, applies H_tau per row (FedIter-HT). A cohort of one of
+    :func:`local_sgd_cohort_round`, whose bits it gives.
 
     Parameters
     ----------
@@ -42,27 +42,65 @@ def local_sgd_round(
     work : tuple (G, S, scratch) from :func:`thread_buffers`
         Per-thread gradient, score and selection buffers.
     """
+    local_sgd_cohort_round(
+        X,
+        y,
+        ptr,
+        W[None],
+        W_local[None],
+        np.zeros(1, np.int64),
+        perm,
+        rng,
+        steps,
+        batch,
+        np.full(1, float(stepsize)),
+        loss,
+        l2,
+        tau_local,
+        work,
+    )
+
+
+@njit(parallel=True, cache=True)
+def local_sgd_cohort_round(
+    X, y, ptr, Ws, W_locals, members, perm, rng, steps, batch, stepsizes, loss, l2, tau_local, work
+):
+    """:func:`local_sgd_round` of the members ``members`` of a cohort at once: runs with the
+    same data, seed and structure, each with its own model ``Ws[m]``, clients' models
+    ``W_locals[m]`` and step size ``stepsizes[m]``. Their minibatches are the same rows
+    (drawn once, from the one ``perm`` and ``rng`` they share), read from memory once per
+    step and from cache for the other members; each member's arithmetic is that of a cohort
+    of one, in the same order, so its bits do not depend on its cohort.
+
+    Ws : array, shape (C, n_outputs, n_features); W_locals : (C, n_clients, n_outputs,
+    n_features); members : int64 array, the members computing (the others are left as they
+    are); stepsizes : float array, shape (C,).
+    """
     n_clients = ptr.shape[0] - 1
-    c, d = W.shape
+    c, d = Ws.shape[1], Ws.shape[2]
     G, S, scratch = work
     for i in prange(n_clients):
         t = numba.get_thread_id()
         lo = ptr[i]
         n = ptr[i + 1] - lo
         b = n if batch <= 0 or batch >= n else batch
-        Wi = W_local[i]
-        Wi[:, :] = W
+        for m in members:
+            W_locals[m, i][:, :] = Ws[m]
         Gt = G[t]
         for _ in range(steps):
             if b < n:
                 sample_without_replacement(perm, lo, n, b, rng, i)
-            batch_grad(X, y, perm[lo : lo + b], Wi, loss, l2, Gt, S[t])
-            for r in range(c):
-                w, g = Wi[r], Gt[r]  # 1-D views vectorise
-                for j in range(d):
-                    w[j] -= stepsize * g[j]
-            if tau_local > 0:
-                hard_threshold_rows(Wi, tau_local, scratch[t])
+            rows = perm[lo : lo + b]
+            for m in members:
+                Wi = W_locals[m, i]
+                stepsize = stepsizes[m]
+                batch_grad(X, y, rows, Wi, loss, l2, Gt, S[t])
+                for r in range(c):
+                    w, g = Wi[r], Gt[r]  # 1-D views vectorise
+                    for j in range(d):
+                        w[j] -= stepsize * g[j]
+                if tau_local > 0:
+                    hard_threshold_rows(Wi, tau_local, scratch[t])
 
 
 def thread_buffers(n_outputs: int, n_features: int) -> tuple[np.ndarray, ...]:

@@ -112,6 +112,7 @@ class _LocalSGDHardThreshold(Algorithm):
         else:
             self.W_local = np.zeros((problem.n_clients, *problem.shape))
             self.work = problem.local_work()
+        self.shared = None  # the cohort's stacked models (_SharedSteps), on first use
 
     def _compact_capacity(self, batch: int) -> int:
         """Coordinates a client's model may hold at the end of a round with this batch size.
@@ -155,13 +156,41 @@ class _LocalSGDHardThreshold(Algorithm):
             return cap
         return cap if grown >= cap else math.ceil(grown)
 
+    @classmethod
+    def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
+        """Step sizes: the members' minibatches are the same rows (same seed, clients, K, b)."""
+        return ("stepsize",)
+
+    @property
+    def fuses_steps(self) -> bool:
+        """Whether its local steps run as a cohort's (:func:`kernels.local_sgd_cohort_round`):
+        a linear model with dense steps. The active-set and network steps run member by
+        member (their evaluations still share passes)."""
+        return self.problem.is_linear and not self.active_set
+
     def round(self, t: int) -> RoundCost:
+        return self.cohort_round([self], t)[0]
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        down = [m.broadcast_bytes() for m in members]  # of H_tau(x_t), before the steps
+        if members[0].fuses_steps:
+            _SharedSteps.of(members).local_steps(members, t)
+        else:
+            for member in members:
+                member.local_steps(t)
+        return [m.server_step(d) for m, d in zip(members, down, strict=True)]
+
+    def broadcast_bytes(self) -> int:
+        return self.problem.n_clients * sparse_bytes(np.count_nonzero(self.W))
+
+    def local_steps(self, t: int) -> None:
+        """This member's local steps of round ``t`` alone (active-set or network steps)."""
         problem, params = self.problem, self.params
         n = problem.n_clients
-        bytes_down = n * sparse_bytes(np.count_nonzero(self.W))  # broadcast of H_tau(x_t)
         batch = self.batch_at(t)
         steps = (self.perm, self.rng, params["local_steps"], batch, params["stepsize"])
-        tau_local = params["sparsity"] if self.threshold_locally else 0  # 0: no local H_tau
+        tau_local = self.tau_local
         if self.active_set:
             support = np.flatnonzero(np.any(self.W != 0.0, axis=0))
             capacity = self._compact_capacity(batch)
@@ -183,6 +212,16 @@ class _LocalSGDHardThreshold(Algorithm):
                 tau_local=tau_local,
                 layer_bounds=bounds[0] if bounds else None,
             )
+
+    @property
+    def tau_local(self) -> int:
+        """tau of the H_tau after every local step; 0: none (only FedIter-HT thresholds)."""
+        return self.params["sparsity"] if self.threshold_locally else 0
+
+    def server_step(self, bytes_down: int) -> RoundCost:
+        """The uplink, the server's H_tau of the average, and the round's cost."""
+        problem, params = self.problem, self.params
+        n = problem.n_clients
         if not self.threshold_locally:
             bytes_up = n * dense_bytes(self.W.size)
         elif self.active_set:
@@ -250,3 +289,45 @@ class DistributedIHT(_LocalSGDHardThreshold):
         BATCH_GROWTH,
         THRESHOLD,
     )
+
+
+class _SharedSteps:
+    """A cohort's models in one stack, and the one row permutation and random state its
+    members share (equal seeds draw equal minibatches): its members' ``W``, ``W_local``,
+    ``perm`` and ``rng`` become views of these, so the fused kernel reads every member's
+    state where the member reads its own."""
+
+    def __init__(self, members: list[_LocalSGDHardThreshold]):
+        self.Ws = np.stack([m.W for m in members])
+        self.W_locals = np.stack([m.W_local for m in members])
+        self.stepsizes = np.array([m.params["stepsize"] for m in members], dtype=np.float64)
+        self.position = {id(m): k for k, m in enumerate(members)}
+        perm, rng = members[0].perm, members[0].rng
+        for k, m in enumerate(members):
+            m.W, m.W_local, m.perm, m.rng, m.shared = self.Ws[k], self.W_locals[k], perm, rng, self
+
+    @classmethod
+    def of(cls, members: list[_LocalSGDHardThreshold]) -> _SharedSteps:
+        """The members' stack, made on their first fused round (a member that diverged has
+        left the list since; the others stay where they are in the stack)."""
+        shared = members[0].shared
+        if shared is None or any(m.shared is not shared for m in members):
+            shared = cls(members)
+        return shared
+
+    def local_steps(self, members: list[_LocalSGDHardThreshold], t: int) -> None:
+        first = members[0]
+        params = first.params
+        which = np.array([self.position[id(m)] for m in members], dtype=np.int64)
+        first.problem.local_sgd_cohort_round(
+            self.Ws,
+            self.W_locals,
+            which,
+            first.perm,
+            first.rng,
+            params["local_steps"],
+            first.batch_at(t),
+            self.stepsizes,
+            first.work,
+            first.tau_local,
+        )
