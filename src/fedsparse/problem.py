@@ -288,14 +288,18 @@ class Problem:
         stepsizes: np.ndarray,
         work: ThreadWork,
         tau_local: int = 0,
+        clients: np.ndarray | None = None,
     ) -> None:
         """:meth:`local_sgd_round` of the ``members`` of a cohort of linear models at once
         (``Ws`` (C, *shape), ``W_locals`` (C, n_clients, *shape), ``stepsizes`` (C,)), sharing
         one ``perm`` and ``rng``: each member's bits are those of its own round (see
-        :func:`fedsparse.kernels.local_sgd_cohort_round`)."""
+        :func:`fedsparse.kernels.local_sgd_cohort_round`). ``clients``: the clients stepped
+        (default: all)."""
         if not self.is_linear:
             raise ValueError("the cohort kernel of local SGD is for linear models")
         data = self.data
+        if clients is None:
+            clients = np.arange(self.n_clients, dtype=np.int64)
         kernels.local_sgd_cohort_round(
             data.kernel_X,
             data.y,
@@ -303,6 +307,7 @@ class Problem:
             Ws,
             W_locals,
             np.ascontiguousarray(members, dtype=np.int64),
+            np.ascontiguousarray(clients, dtype=np.int64),
             perm,
             rng,
             steps,

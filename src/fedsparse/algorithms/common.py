@@ -63,3 +63,56 @@ class LazyModule:
 
     def __repr__(self) -> str:
         return f"LazyModule({self.module_name!r})"
+
+
+class LocalSGDStack:
+    """A cohort's models in one stack, for the fused local-SGD kernel
+    (:meth:`fedsparse.problem.Problem.local_sgd_cohort_round`): its members' ``W`` (global
+    model) and ``W_local`` (clients' models) become views of ``Ws`` and ``W_locals``, and they
+    share the first's ``perm`` and ``rng`` (equal seeds draw equal minibatches), so the kernel
+    reads every member's state where the member reads its own. Made on the members' first
+    fused round, and again for a cohort seen for the first time (a member that diverged has
+    left the list since: the others stay where they are in the stack)."""
+
+    def __init__(self, members: list[Any]):
+        self.Ws = np.stack([m.W for m in members])
+        self.W_locals = np.stack([m.W_local for m in members])
+        self.position = {id(m): k for k, m in enumerate(members)}
+        perm, rng = members[0].perm, members[0].rng
+        for k, m in enumerate(members):
+            m.W, m.W_local, m.perm, m.rng, m.stack = self.Ws[k], self.W_locals[k], perm, rng, self
+
+    @classmethod
+    def of(cls, members: list[Any]) -> LocalSGDStack:
+        stack = getattr(members[0], "stack", None)
+        if stack is None or any(getattr(m, "stack", None) is not stack for m in members):
+            stack = cls(members)
+        return stack
+
+    def steps(
+        self,
+        members: list[Any],
+        stepsizes: list[float],
+        steps: int,
+        batch: int,
+        tau_local: int = 0,
+        clients: np.ndarray | None = None,
+    ) -> None:
+        """The members' local steps (their own step sizes, in order) from their ``W``."""
+        first = members[0]
+        which = np.array([self.position[id(m)] for m in members], dtype=np.int64)
+        rates = np.zeros(self.Ws.shape[0])
+        rates[which] = stepsizes
+        first.problem.local_sgd_cohort_round(
+            self.Ws,
+            self.W_locals,
+            which,
+            first.perm,
+            first.rng,
+            steps,
+            batch,
+            rates,
+            first.work,
+            tau_local,
+            clients,
+        )

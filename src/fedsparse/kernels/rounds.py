@@ -49,6 +49,7 @@ def local_sgd_round(
         W[None],
         W_local[None],
         np.zeros(1, np.int64),
+        np.arange(ptr.shape[0] - 1, dtype=np.int64),
         perm,
         rng,
         steps,
@@ -63,7 +64,22 @@ def local_sgd_round(
 
 @njit(parallel=True, cache=True)
 def local_sgd_cohort_round(
-    X, y, ptr, Ws, W_locals, members, perm, rng, steps, batch, stepsizes, loss, l2, tau_local, work
+    X,
+    y,
+    ptr,
+    Ws,
+    W_locals,
+    members,
+    clients,
+    perm,
+    rng,
+    steps,
+    batch,
+    stepsizes,
+    loss,
+    l2,
+    tau_local,
+    work,
 ):
     """:func:`local_sgd_round` of the members ``members`` of a cohort at once: runs with the
     same data, seed and structure, each with its own model ``Ws[m]``, clients' models
@@ -74,12 +90,13 @@ def local_sgd_cohort_round(
 
     Ws : array, shape (C, n_outputs, n_features); W_locals : (C, n_clients, n_outputs,
     n_features); members : int64 array, the members computing (the others are left as they
-    are); stepsizes : float array, shape (C,).
+    are); clients : int64 array, the clients stepped (the others' models and random states are
+    left as they are: a round of sampled clients); stepsizes : float array, shape (C,).
     """
-    n_clients = ptr.shape[0] - 1
     c, d = Ws.shape[1], Ws.shape[2]
     G, S, scratch = work
-    for i in prange(n_clients):
+    for k in prange(clients.shape[0]):
+        i = clients[k]
         t = numba.get_thread_id()
         lo = ptr[i]
         n = ptr[i + 1] - lo

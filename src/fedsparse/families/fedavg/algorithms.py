@@ -30,6 +30,7 @@ from ...algorithms.common import (
     DENSITY,
     LOCAL_STEP_BATCH_SIZE,
     LazyModule,
+    LocalSGDStack,
     server_stream,
     stepsize,
 )
@@ -85,6 +86,7 @@ class FedAvg(Algorithm):
         self.server = server_stream(self.seed, problem.n_clients)
         self.scratch = kernels.threshold_scratch(problem.shape[1])
         self.work = problem.local_work()
+        self.stack = None  # a cohort's stacked models (LocalSGDStack), on first fused round
         self.bits = 0.0
 
     def participants(self) -> np.ndarray | None:
@@ -108,29 +110,67 @@ class FedAvg(Algorithm):
             client_ptr=ptr,
         )
 
+    @classmethod
+    def fusable(cls, params: dict) -> tuple[str, ...]:
+        """The step and its decay: the members' clients and minibatches are the same (one seed)."""
+        return ("stepsize", "stepsize_decay")
+
+    def step_at(self, t: int) -> float:
+        """The local step size of round ``t`` (from 0)."""
+        params = self.params
+        return params["stepsize"] / float(t + 1) ** params["stepsize_decay"]
+
+    @property
+    def batch(self) -> int:
+        return 0 if self.params["batch_size"] is None else self.params["batch_size"]
+
     def round(self, t: int) -> RoundCost:
-        problem, params = self.problem, self.params
-        batch = 0 if params["batch_size"] is None else params["batch_size"]
-        lr = params["stepsize"] / float(t + 1) ** params["stepsize_decay"]
+        return self.cohort_round([self], t)[0]
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        """A linear model's members step in one fused kernel (the same participants, drawn
+        from each member's equal server stream, and the same rows); a network's one by one."""
+        first = members[0]
+        if not first.problem.is_linear:
+            return [m.own_round(t) for m in members]
+        who = [m.participants() for m in members]
+        nnz_down = [int(np.count_nonzero(m.W)) for m in members]  # W_t, before the average
+        stack = LocalSGDStack.of(members)
+        steps = first.params["local_steps"]
+        stack.steps(members, [m.step_at(t) for m in members], steps, first.batch, 0, who[0])
+        return [m.server_step(w, n) for m, w, n in zip(members, who, nnz_down, strict=True)]
+
+    def own_round(self, t: int) -> RoundCost:
+        """Round ``t`` of this member alone (a network's)."""
+        problem = self.problem
+        batch, lr = self.batch, self.step_at(t)
         who = self.participants()
         ptr = problem.data.client_ptr
         nnz_down = int(np.count_nonzero(self.W))  # W_t, before the average replaces it
         if who is None:
             self._local(ptr, self.W_local, self.rng, batch, lr)
-            kernels.aggregate(self.W_local, problem.p, self.W.shape[1], self.W, self.scratch)
-            n = problem.n_clients
         else:
             # one kernel call per participant on its own slices: the same streams and rows
             # as in a round of all clients, so client i's work never depends on the draw
             for i in who:
                 self._local(ptr[i : i + 2], self.W_local[i : i + 1], self.rng[i : i + 1], batch, lr)
+        return self.server_step(who, nnz_down)
+
+    def server_step(self, who: np.ndarray | None, nnz_down: int) -> RoundCost:
+        """The average of the participants' models ``who`` (None: all), and the round's cost."""
+        problem = self.problem
+        if who is None:
+            kernels.aggregate(self.W_local, problem.p, self.W.shape[1], self.W, self.scratch)
+            n = problem.n_clients
+        else:
             p = problem.p[who] / problem.p[who].sum()
             kernels.aggregate(self.W_local[who], p, self.W.shape[1], self.W, self.scratch)
             n = who.size
         up = self.W_local if who is None else self.W_local[who]
         self.add_bits(up, nnz_down)
         size = dense_bytes(self.W.size)
-        return RoundCost(n * size, n * size, params["local_steps"])
+        return RoundCost(n * size, n * size, self.params["local_steps"])
 
     def add_bits(self, up: np.ndarray, nnz_down: int) -> None:
         """Remark 1 bits of this round for one client on average: each participant's model

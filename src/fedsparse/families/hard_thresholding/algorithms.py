@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...algorithms.base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
-from ...algorithms.common import LOCAL_STEP_BATCH_SIZE, LazyModule, stepsize
+from ...algorithms.common import LOCAL_STEP_BATCH_SIZE, LazyModule, LocalSGDStack, stepsize
 from ...errors import ConfigError
 
 kernels = LazyModule("fedsparse.kernels")
@@ -112,7 +112,7 @@ class _LocalSGDHardThreshold(Algorithm):
         else:
             self.W_local = np.zeros((problem.n_clients, *problem.shape))
             self.work = problem.local_work()
-        self.shared = None  # the cohort's stacked models (_SharedSteps), on first use
+        self.stack = None  # a cohort's stacked models (LocalSGDStack), on first fused round
 
     def _compact_capacity(self, batch: int) -> int:
         """Coordinates a client's model may hold at the end of a round with this batch size.
@@ -174,8 +174,11 @@ class _LocalSGDHardThreshold(Algorithm):
     @classmethod
     def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
         down = [m.broadcast_bytes() for m in members]  # of H_tau(x_t), before the steps
-        if members[0].fuses_steps:
-            _SharedSteps.of(members).local_steps(members, t)
+        first = members[0]
+        if first.fuses_steps:
+            stepsizes = [m.params["stepsize"] for m in members]
+            steps, batch = first.params["local_steps"], first.batch_at(t)
+            LocalSGDStack.of(members).steps(members, stepsizes, steps, batch, first.tau_local)
         else:
             for member in members:
                 member.local_steps(t)
@@ -290,44 +293,3 @@ class DistributedIHT(_LocalSGDHardThreshold):
         THRESHOLD,
     )
 
-
-class _SharedSteps:
-    """A cohort's models in one stack, and the one row permutation and random state its
-    members share (equal seeds draw equal minibatches): its members' ``W``, ``W_local``,
-    ``perm`` and ``rng`` become views of these, so the fused kernel reads every member's
-    state where the member reads its own."""
-
-    def __init__(self, members: list[_LocalSGDHardThreshold]):
-        self.Ws = np.stack([m.W for m in members])
-        self.W_locals = np.stack([m.W_local for m in members])
-        self.stepsizes = np.array([m.params["stepsize"] for m in members], dtype=np.float64)
-        self.position = {id(m): k for k, m in enumerate(members)}
-        perm, rng = members[0].perm, members[0].rng
-        for k, m in enumerate(members):
-            m.W, m.W_local, m.perm, m.rng, m.shared = self.Ws[k], self.W_locals[k], perm, rng, self
-
-    @classmethod
-    def of(cls, members: list[_LocalSGDHardThreshold]) -> _SharedSteps:
-        """The members' stack, made on their first fused round (a member that diverged has
-        left the list since; the others stay where they are in the stack)."""
-        shared = members[0].shared
-        if shared is None or any(m.shared is not shared for m in members):
-            shared = cls(members)
-        return shared
-
-    def local_steps(self, members: list[_LocalSGDHardThreshold], t: int) -> None:
-        first = members[0]
-        params = first.params
-        which = np.array([self.position[id(m)] for m in members], dtype=np.int64)
-        first.problem.local_sgd_cohort_round(
-            self.Ws,
-            self.W_locals,
-            which,
-            first.perm,
-            first.rng,
-            params["local_steps"],
-            first.batch_at(t),
-            self.stepsizes,
-            first.work,
-            first.tau_local,
-        )
