@@ -314,7 +314,7 @@ KERNEL_MODEL_ARGS = ("sizes", "bias", "act", "loss", "l2")
 def kernel_parameters(kernel) -> list[str]:
     import inspect
 
-    return list(inspect.signature(kernel.py_func).parameters)
+    return list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)
 
 
 def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():

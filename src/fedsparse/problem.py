@@ -589,19 +589,20 @@ class Problem:
         return out
 
     def _metrics_from(self, W: np.ndarray, M: np.ndarray) -> dict[str, float | int | None]:
+        d = self.data
+        # the per-sample losses once (a logistic one is an exp and a log1p, the most costly
+        # part of a dense evaluation): the objective adds the ridge term to the same client
+        # losses, the bits of client_losses_from_margins with l2
+        data_loss = kernels.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, 0.0)
+        if self.l2 == 0.0:
+            objectives = data_loss
+        else:
+            objectives = data_loss + kernels.ridge_term(W, self.l2)
         out: dict[str, float | int | None] = {
-            "objective": self.objective(W, M),
-            "train_loss": None,
+            "objective": float(kernels.weighted_sum(objectives, self.p)),
+            "train_loss": float(kernels.weighted_sum(data_loss, self.p)),
             "nnz": int(np.count_nonzero(W)),
         }
-        if self.l2 == 0.0:
-            out["train_loss"] = out["objective"]
-        else:  # the same client losses without the ridge term
-            d = self.data
-            data_loss = kernels.client_losses_from_margins(
-                M, d.y, d.client_ptr, self.loss_code, W, 0.0
-            )
-            out["train_loss"] = float(kernels.weighted_sum(data_loss, self.p))
         if self.loss in ("logistic", "softmax"):
             correct = kernels.correct_from_margins(M, self.data.y, self.loss_code)
             out["train_accuracy"] = correct / self.data.n_samples

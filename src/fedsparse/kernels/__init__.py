@@ -42,6 +42,7 @@ from .evaluate import (  # noqa: E402
     correct_from_margins,
     margins_columns,
     margins_csc,
+    ridge_term,
 )
 from .losses import (  # noqa: E402
     LEAST_SQUARES,
@@ -122,6 +123,7 @@ __all__ = [
     "nnz_active",
     "nnz_per_client",
     "randbelow",
+    "ridge_term",
     "row_axpy",
     "row_axpy3",
     "row_dot",

@@ -112,18 +112,26 @@ def margins_csc(Xc, Ws, M):
                         m[rows[p]] += wj * data[p]
 
 
+@njit(cache=True)
+def ridge_term(W, l2):
+    """``l2/2 * ||W||^2``, its squares summed in index order (0.0 for ``l2 == 0``)."""
+    if l2 == 0.0:
+        return 0.0
+    sq = 0.0
+    for r in range(W.shape[0]):
+        for j in range(W.shape[1]):
+            sq += W[r, j] * W[r, j]
+    return 0.5 * l2 * sq
+
+
 @njit(parallel=True, cache=True)
 def client_losses_from_margins(M, y, ptr, loss, W, l2):
-    """Each client's mean loss f_i (plus ridge), given the margins ``M`` of every sample."""
+    """Each client's mean loss f_i (plus ridge :func:`ridge_term`), given the margins ``M``
+    of every sample: with ``l2 = 0`` the data losses, to which adding the ridge term gives
+    the same bits as passing ``l2``."""
     n_clients = ptr.shape[0] - 1
     c = M.shape[0]
-    reg = 0.0
-    if l2 != 0.0:
-        sq = 0.0
-        for r in range(W.shape[0]):
-            for j in range(W.shape[1]):
-                sq += W[r, j] * W[r, j]
-        reg = 0.5 * l2 * sq
+    reg = ridge_term(W, l2)
     out = np.empty(n_clients)
     for k in prange(n_clients):
         total = 0.0

@@ -292,4 +292,3 @@ class DistributedIHT(_LocalSGDHardThreshold):
         BATCH_GROWTH,
         THRESHOLD,
     )
-
