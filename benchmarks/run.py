@@ -12,7 +12,10 @@ Sections
   kernels   bytes per second of the gradient kernels (dense, CSR) and of exact evaluation,
             against the measured read bandwidth
   jit       process time of a tiny run with a cold and with a warm kernel cache
-  sweep     quick (and optionally default) sweep: runs per minute, per-run overhead, peak memory
+  sweep     quick (and optionally default) sweep, each with fuse: false and with cohorts: runs
+            per minute, core-seconds in shard jobs, per-run overhead, peak memory
+  cohorts   benchmarks/cohorts.py: a cohort of 1, 5, 15, 45 step sizes against the same runs
+            alone, per member, for each algorithm that fuses (Simulation I and II shapes)
   scale     benchmarks/scale.py: wall time, CPU time and peak memory of planning, snakemake -n,
             a cluster job's start-up, aggregation, a group-by query and the report, at sweep
             sizes --scale-sizes (results synthesised up to --scale-results-max runs)
@@ -365,7 +368,7 @@ LAUNCHER = (
 )
 
 
-def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
+def run_sweep(config: Path, workdir: Path, cores: int, fuse: bool = True) -> dict:
     cmd = [
         sys.executable,
         "-m",
@@ -379,6 +382,7 @@ def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
         "--cores",
         str(cores),
         "--quiet",
+        *([] if fuse else ["--config", "fuse=false"]),
     ]
     t = time.perf_counter()
     out = subprocess.run(
@@ -404,7 +408,7 @@ def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
     merge_jobs = job_seconds("aggregate.tsv") + job_seconds("report.tsv")
     per_run = shard_jobs - busy  # inside shard jobs, outside runs: start-up, saving, merging
     return {
-        "config": config.name,
+        "config": config.name if fuse else f"{config.name} (fuse: false)",
         "runs": len(runs),
         "cores": cores,
         "wall_s": wall,
@@ -414,6 +418,7 @@ def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
         "overhead_per_run_s": overhead / len(runs),
         "overhead_pct": 100 * overhead / (wall * cores),
         # where the core time outside runs goes
+        "shard_jobs_s": shard_jobs,  # core-seconds inside shard jobs (what cohorts save)
         "shard_overhead_s": per_run,
         "shard_overhead_pct": 100 * per_run / (wall * cores),
         "data_s": data_jobs,
@@ -424,24 +429,27 @@ def run_sweep(config: Path, workdir: Path, cores: int) -> dict:
 
 
 def bench_sweeps(include_default: bool) -> list[dict]:
-    configs = [ROOT / "config/quick.yaml"] + (
-        [ROOT / "config/config.yaml"] if include_default else []
-    )
+    """The quick sweep (and the default one), each with cohorts (the default) and with
+    ``fuse: false``, one after the other in this run."""
+    configs = [(ROOT / "config/quick.yaml", fuse) for fuse in (False, True)]
+    if include_default:
+        configs += [(ROOT / "config/config.yaml", fuse) for fuse in (False, True)]
     # Sweeps are timed with compiled kernels in the cache, as every sweep after the
     # first finds them (the jit section times compiling): an untimed quick sweep first
     # compiles the variants for memory-mapped data.
     with tempfile.TemporaryDirectory() as tmp:
         run_sweep(ROOT / "config/quick.yaml", Path(tmp), os.cpu_count() or 1)
     out = []
-    for config in configs:
+    for config, fuse in configs:
         with tempfile.TemporaryDirectory() as tmp:
-            r = run_sweep(config, Path(tmp), os.cpu_count() or 1)
+            r = run_sweep(config, Path(tmp), os.cpu_count() or 1, fuse)
         out.append(r)
         print(
             f"  {r['config']:12s} {r['runs']:5d} runs in {r['wall_s']:7.1f} s on {r['cores']} "
             f"cores: {r['runs_per_min']:7.0f} runs/min; overhead {r['overhead_per_run_s']:.3f} "
             f"s/run = {r['overhead_pct']:.1f}% of core time; peak RSS {r['peak_rss_MB']:.0f} MB",
         )
+        print(f"    core-seconds inside shard jobs {r['shard_jobs_s']:.0f}")
         print(
             f"    core time outside runs: in shard jobs {r['shard_overhead_s']:.0f} s "
             f"({r['shard_overhead_pct']:.1f}%: start-up, saving, merging), data generation "
@@ -494,7 +502,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--only",
-        default="machine,rounds,kernels,jit,sweep,scale," + ",".join(FAMILY_BENCHMARKS),
+        default="machine,rounds,kernels,jit,sweep,cohorts,scale," + ",".join(FAMILY_BENCHMARKS),
         help="comma-separated sections",
     )
     parser.add_argument(
@@ -553,6 +561,11 @@ def main() -> None:
     if "sweep" in only:
         print("sweeps")
         report["sweeps"] = bench_sweeps(args.default_sweep)
+    if "cohorts" in only:
+        import cohorts
+
+        print(f"cohorts ({cohorts.ROUNDS} rounds, every round evaluated; per member)")
+        report["cohorts"] = cohorts.bench()
     if "scale" in only:
         print("scale")
         report["scale"] = bench_scale(args.scale_sizes, args.scale_results_max)
@@ -566,7 +579,8 @@ def main() -> None:
         # A partial run updates its sections and keeps the others, each with its date.
         dates = previous.get("section_dates", {})
         timed = {s["config"] for s in report.get("sweeps", [])}  # sweeps timed in this run
-        for key in ("machine", "rounds", "kernels", "jit", "sweeps", "scale", *FAMILY_BENCHMARKS):
+        sections = ("machine", "rounds", "kernels", "jit", "sweeps", "cohorts", "scale")
+        for key in (*sections, *FAMILY_BENCHMARKS):
             if key in report:
                 dates[key] = report["date"]
             elif key in previous:
