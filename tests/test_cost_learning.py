@@ -206,3 +206,10 @@ def test_the_environment_scale_applies_to_every_limit(plan, tmp_path, monkeypatc
     monkeypatch.setenv(RUNTIME_SCALE_ENV, "slow")
     with pytest.raises(ConfigError, match=RUNTIME_SCALE_ENV):
         ShardRuntimes(plan, Layout(tmp_path))
+
+
+def test_the_evidence_columns_are_columns_of_every_runs_table():
+    from fedsparse.cost_learning import EVIDENCE_COLUMNS
+    from fedsparse.results import RUNS_SCHEMA
+
+    assert set(EVIDENCE_COLUMNS) <= set(RUNS_SCHEMA.names)
