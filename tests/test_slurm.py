@@ -65,8 +65,10 @@ def slurm() -> None:
             pytest.skip(f"could not start a local SLURM cluster: {reason}")
 
 
-def snakemake_slurm(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = snakemake(workdir, *SLURM_PROFILE, *args, check=False)
+def snakemake_slurm(
+    workdir: Path, *args: str, check: bool = True, **kw
+) -> subprocess.CompletedProcess:
+    proc = snakemake(workdir, *SLURM_PROFILE, *args, check=False, **kw)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"snakemake on SLURM failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
@@ -211,3 +213,75 @@ def test_optuna_workers_run_as_separate_jobs_and_reach_exactly_n_trials(slurm, t
     # both workers took trials from the shared journal storage
     logs = sorted((results_dir(tmp_path) / "logs/optuna").rglob("worker-*.log"))
     assert len(logs) == 2 and all("trial" in p.read_text() for p in logs)
+
+
+# One shard of sixteen runs of 3-8 s each on an idle core (minutes on a loaded machine):
+# longer than the one-minute limit FEDSPARSE_RUNTIME_SCALE forces on its first attempt (SLURM
+# ends a job 60-90 s after its start: slurmctld checks limits every 30 s), short enough that
+# the profile's three retries (limits of 2, 3 and 4 minutes) finish it.
+OVERTIME = {
+    **RESUME,
+    "sweep": "overtime",
+    "rounds": 40000,
+    "seeds": list(range(8)),
+    "shard_size": 16,
+    "algorithms": {"fedht": {}},
+    "grid": {**RESUME["grid"], "stepsize": [0.001], "local_steps": [2, 4]},
+}
+
+
+def _shard_jobs(since: str) -> list[tuple[str, int]]:
+    """(state, time limit in minutes) of the shard jobs submitted since ``since``, in order."""
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-S", since, "-o", "JobID,State,TimelimitRaw,SubmitLine"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [line.split("|", 3) for line in out.splitlines() if "rule_run_shard" in line]
+    return [
+        (state.split()[0], int(limit))
+        for _, state, limit, _ in sorted(rows, key=lambda r: int(r[0]))
+    ]
+
+
+def test_a_shard_past_its_time_limit_finishes_through_retries_with_the_identical_trace(
+    slurm, tmp_path
+):
+    from fedsparse.cost_learning import RUNTIME_SCALE_ENV
+
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    workdir = tmp_path / "cluster"
+    path = write_config(workdir, OVERTIME)
+    reference = tmp_path / "local"
+    # the uninterrupted run on the other core meanwhile (no time limit, no SLURM)
+    local = subprocess.Popen(
+        snakemake_command(
+            reference, "--cores", "1", "--configfile", str(write_config(reference, OVERTIME))
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # the cost model's estimate (a few seconds: 10 minutes, its floor) scaled to SLURM's
+    # smallest limit, 1 minute; retries get 2, 3 and 4 minutes
+    env = {**os.environ, RUNTIME_SCALE_ENV: "0.01"}
+    snakemake_slurm(workdir, "--configfile", str(path), env=env, timeout=1800)
+    _, err = local.communicate(timeout=900)
+    assert local.returncode == 0, err[-4000:]
+
+    jobs = _shard_jobs(since)
+    states = [state for state, _ in jobs]
+    assert states[0] == "TIMEOUT" and states[-1] == "COMPLETED", jobs
+    assert set(states[:-1]) == {"TIMEOUT"}, jobs
+    limits = [limit for _, limit in jobs]
+    assert limits == list(range(1, len(jobs) + 1)), jobs  # 1 minute, then x attempt
+    # the retry computed only the runs the store lacked
+    (log,) = (results_dir(workdir) / "logs/shards").glob("*.log")
+    resumed = [int(n) for n in re.findall(r"\((\d+) already done\)", log.read_text())]
+    assert resumed[0] == 0 and resumed[-1] > 0, resumed
+    a_traces, a_runs = results_of(reference)
+    b_traces, b_runs = results_of(workdir)
+    assert len(b_runs) == 16 and b_runs.run_id.is_unique
+    pd.testing.assert_frame_equal(a_traces, b_traces)  # bit for bit
+    pd.testing.assert_frame_equal(a_runs, b_runs)

@@ -52,7 +52,7 @@ def snakemake_command(workdir: Path, *args: str) -> list[str]:
 
 def snakemake(workdir: Path, *args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
     cmd = snakemake_command(workdir, "--cores", "2", "--rerun-incomplete", *args)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+    proc = subprocess.run(cmd, capture_output=True, text=True, **{"timeout": 600, **kw})
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     return proc

@@ -1,7 +1,11 @@
+import sys
+
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
 from fedsparse.console import SweepConsole
+from fedsparse.cost_learning import ShardRuntimes
+from fedsparse.errors import FedsparseError
 from fedsparse.layout import Layout
 from fedsparse.plan_file import plan_from_file, write_plan_file
 from fedsparse.progress import sweep_progress
@@ -32,6 +36,12 @@ if workflow.exec_mode.name.upper() == "DEFAULT":
     resume_after_kill(".snakemake", L.root, logger.warning)
 
 SHARDS = list(PLAN.shards)
+# the shard jobs' time limits, learning from the sweep's finished runs in the process that
+# submits them (a cluster job's own Snakemake has its limit already)
+try:
+    SHARD_RUNTIMES = ShardRuntimes(PLAN, L, learn=not workflow.remote_exec)
+except FedsparseError as exc:
+    sys.exit(f"fedsparse: {exc}")
 # the console a person reads: the sweep's own lines, errors and failed jobs' log tails
 CONSOLE = SweepConsole(PLAN.name, L, logger)
 # every shard's output files, named by the digest of their runs (run.smk); read from the plan

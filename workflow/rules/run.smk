@@ -21,8 +21,12 @@ rule run_shard:
     priority: lambda w: PLAN.shard_priority(w.shard)
     resources:
         # cluster time limit and memory from the shard's runs and its data set's size (in a
-        # cluster job's own Snakemake, from the plan file: without importing the algorithms)
-        runtime=lambda w, input: PLAN.shard_resources(w.shard, input[0])["runtime"],
+        # cluster job's own Snakemake, from the plan file: without importing the algorithms);
+        # the time limit scaled by what the sweep's finished runs measured against their
+        # estimates, and times the attempt: a shard killed at its limit is retried
+        # (profiles/slurm retries) with a longer one, computing only the runs the store lacks
+        # (fedsparse.cost_learning)
+        runtime=lambda w, input, attempt: SHARD_RUNTIMES(w.shard, input[0], attempt),
         mem_mb=lambda w, input: PLAN.shard_resources(w.shard, input[0])["mem_mb"],
     script:
         "../scripts/run_shard.py"
