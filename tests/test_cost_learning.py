@@ -213,3 +213,29 @@ def test_the_evidence_columns_are_columns_of_every_runs_table():
     from fedsparse.results import RUNS_SCHEMA
 
     assert set(EVIDENCE_COLUMNS) <= set(RUNS_SCHEMA.names)
+
+
+def test_a_cohort_is_one_sample_its_members_shares_against_its_estimate(tmp_path):
+    sweep = {**SWEEP, "grid": {**SWEEP["grid"], "stepsize": [0.1, 0.01, 0.001]}, "shard_size": 6}
+    sweep["algorithms"] = {"fedht": {}}
+    plan = plan_sweep(sweep)
+    first = next(iter(plan.shards))
+    runs = plan.shards[first]
+    assert [r.cohort for r in runs[:3]] == [False, True, True]  # the 3 step sizes of one seed
+    # the cohort took twice its estimate (the first member in full, the others as members),
+    # each run's wall_time_s its share of that
+    estimate = _estimate(runs[0], plan) + 2 * cost.member_seconds(_estimate(runs[1], plan))
+    share = 2.0 * estimate / 3
+    layout = Layout(tmp_path)
+    path = layout.shard_runs(first, plan.shard_digest(first))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cohort = runs[:3]
+    table = {
+        "run_id": [r.run_id for r in cohort],
+        "algorithm": ["fedht"] * 3,
+        "wall_time_s": [share] * 3,
+        "final_round": [r.config["rounds"] for r in cohort],
+        "rounds": [r.config["rounds"] for r in cohort],
+    }
+    pq.write_table(pa.table(table), path)
+    assert ShardRuntimes(plan, layout).ratios() == pytest.approx({"fedht": 2.0})

@@ -35,11 +35,13 @@ from typing import Any
 from .cost import (
     JOB_STARTUP_S,
     MIN_RUNTIME_MIN,
+    RUN_OVERHEAD_S,
     RUNTIME_SAFETY,
     UNKNOWN_RUNTIME_MIN,
     DataShape,
     RunWork,
     known_shape,
+    member_seconds,
     run_seconds,
     shard_seconds,
 )
@@ -96,7 +98,9 @@ def scaled_seconds(
     for algorithm, idx in by_algorithm.items():
         configs = [runs[i].config for i in idx]
         siblings = [runs[i].sibling for i in idx]
-        seconds = shard_seconds(configs, shape, [work[i] for i in idx], siblings) - JOB_STARTUP_S
+        cohorts = [runs[i].cohort for i in idx]  # a cohort's runs are one algorithm's
+        seconds = shard_seconds(configs, shape, [work[i] for i in idx], siblings, cohorts)
+        seconds -= JOB_STARTUP_S
         total += ratios.get(algorithm, 1.0) * seconds
     return total
 
@@ -183,19 +187,34 @@ class ShardRuntimes:
         return self._samples_of(shard, measured)
 
     def _samples_of(self, shard: str, measured: dict[str, float]) -> list[tuple[str, float, float]]:
-        """(algorithm, measured, estimated seconds) of ``shard``'s runs in ``measured``: those
-        that computed (a time sibling shares the computation of the run before it)."""
+        """(algorithm, measured, estimated seconds) of each computation group of ``shard`` (a
+        run with the time siblings and cohort members that compute with it) whose runs are
+        all in ``measured``: each run's wall_time_s is its share of its group's time, so the
+        group's is their sum, against the sum of their estimates."""
         runs = self.plan.shards[shard]
         shape = self._shape(runs[0].dataset)
         if shape is None:
             return []
         work = self.plan.shard_work(shard) if self.plan.shard_work else [None] * len(runs)
-        out = []
+        groups: list[list[tuple[Run, RunWork | None]]] = []
         for run, w in zip(runs, work, strict=True):
-            if run.sibling or run.run_id not in measured:
+            if not run.joins or not groups:
+                groups.append([])
+            groups[-1].append((run, w))
+        out = []
+        for group in groups:
+            if any(run.run_id not in measured for run, _ in group):
                 continue
-            estimate = self._estimate(run, w, shape)
-            out.append((run.config["algorithm"], measured[run.run_id], estimate))
+            estimate = 0.0
+            for run, w in group:
+                seconds = self._estimate(run, w, shape)
+                if run.sibling:
+                    seconds = RUN_OVERHEAD_S
+                elif run.cohort:
+                    seconds = member_seconds(seconds)
+                estimate += seconds
+            spent = sum(measured[run.run_id] for run, _ in group)
+            out.append((group[0][0].config["algorithm"], spent, estimate))
         return out
 
     def _estimate(self, run: Run, work: RunWork | None, shape: DataShape) -> float:
@@ -231,9 +250,16 @@ class ShardRuntimes:
                     measured[run.run_id] = summary
             left = [i for i, r in enumerate(runs) if r.run_id not in measured]
             kept = set(left)
-            # a time sibling whose computation's earlier runs are stored is computed alone
+            # a run that joins the one before it joins it still where that one is left to
+            # compute too (a time sibling alone, or a cohort's member now first, costs in full)
             left_runs = [
-                Run(runs[i].run_id, runs[i].config, runs[i].sibling and i - 1 in kept) for i in left
+                Run(
+                    runs[i].run_id,
+                    runs[i].config,
+                    runs[i].sibling and i - 1 in kept,
+                    runs[i].cohort and _earlier_in_group(runs, i, kept),
+                )
+                for i in left
             ]
             finished = {
                 rid: s["wall_time_s"]
@@ -257,3 +283,13 @@ def _stored_summary(store: Path, run_id: str) -> dict[str, Any] | None:
         return check_footer(store_path(store, run_id), run_id)
     except (BadStoreFile, FileNotFoundError):
         return None
+
+
+def _earlier_in_group(runs: list[Run], i: int, kept: set[int]) -> bool:
+    """Whether a run of ``kept`` comes before run ``i`` in the group of runs it joins."""
+    j = i
+    while j > 0 and runs[j].joins:
+        j -= 1
+        if j in kept:
+            return True
+    return False
