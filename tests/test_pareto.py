@@ -285,9 +285,9 @@ def test_the_report_draws_each_data_sets_front(folder, tmp_path):
 
 
 def test_claims_about_communication_cite_the_front_of_their_data_set(tmp_path):
-    from fedsparse.report.build import _claims
     from fedsparse.report.claims import AGREES, Claim, claims_frame
     from fedsparse.report.page import Page
+    from fedsparse.report.verdicts import claims_section
 
     rows = [
         Claim("P", "80 % fewer bits than pFedMe", "80 %", "78 %", AGREES, where="fmnist-x, λ=20"),
@@ -295,11 +295,12 @@ def test_claims_about_communication_cite_the_front_of_their_data_set(tmp_path):
         Claim("P", "more accurate", "", "yes", AGREES, where="fmnist-x"),
     ]
     page = Page(tmp_path)
-    _claims(page, claims_frame(rows), {"fmnist": "fmnist", "fmnist-x": "fmnist-x"})
+    claims_section(page.parts, claims_frame(rows), {"fmnist": "fmnist", "fmnist-x": "fmnist-x"})
     html = "".join(page.parts)
     assert html.count('href="pareto.html#front-fmnist-x">front</a>') == 1  # the longest name
     assert html.count('href="pareto.html">front</a>') == 1  # no data set named: the page
     assert html.count(">front</a>") == 2  # not about communication: no link
     page = Page(tmp_path)
-    _claims(page, claims_frame(rows), {})  # no fronts in the report: no link, no sentence
+    # no fronts in the report: no link, no sentence
+    claims_section(page.parts, claims_frame(rows), {})
     assert ">front</a>" not in "".join(page.parts) and "pareto.html" not in "".join(page.parts)
