@@ -497,6 +497,8 @@ def test_the_index_shows_each_measurement_once_scored_rows_first(report):
     assert not re.search(r"seeds? 00\d", index)
     assert "Sparse Federated Learning with Hierarchical Personalization Models" in index
     assert "Pages" in index and index.index('id="claims"') < index.index('id="provenance"')
+    ht = (report / "ht.html").read_text()
+    assert "LibSVM" not in ht  # synthetic data only: the generator's reading notes
 
 
 def test_a_derived_claim_never_counts_as_the_papers():

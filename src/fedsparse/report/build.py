@@ -39,8 +39,6 @@ from .figures import objective_figure
 from .page import Page
 from .verdicts import claims_section, measurements
 
-FRONTS_TITLE = "Accuracy against communication: fronts"
-
 _PAGES: list[Family] = []
 
 
@@ -124,10 +122,11 @@ def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
     page.write("runs.html", "Best configurations")
     pages.append(("runs.html", "Every data set: best configurations and objective curves", ""))
     if not fronts.empty:
-        page = _subpage(root, FRONTS_TITLE)
-        pareto.add_page(page, fronts, tables)
-        page.write(pareto.PAGE, "Accuracy against communication")
-        pages.append((pareto.PAGE, FRONTS_TITLE, ""))
+        name = pareto.title(fronts)
+        page = _subpage(root, f"{name}: fronts")
+        pareto.add_page(page, fronts, tables, pareto.budget_fronts(data, a, fronts))
+        page.write(pareto.PAGE, name)
+        pages.append((pareto.PAGE, f"{name}: fronts", ""))
     page = _subpage(root, "Data: partitions and test accuracy")
     add_data_section(page, data, a, tables, data_dirs)
     if len(page.parts) > 2:  # more than the heading and the way back
@@ -291,7 +290,8 @@ def _footer(page: Page) -> None:
         "f - f̂ is clipped at 1e-12 max(1, |f̂|) for the log axis. "
         "Bytes are the cumulative bytes sent up and down (dense vectors d x 8 bytes, sparse ones "
         "τ x 12 bytes). Tables are also in tables/*.csv, figures in figures/*.png. Heatmap "
-        "colours span at most 4 decades above the best cell; larger (blown-up but finite) "
-        "values take the top colour.",
+        "colours span the best cell to 10 times it, or to the cells' 75th percentile where "
+        "that is higher, so that a few blown-up cells do not flatten the rest; cells above "
+        "take the top colour and are marked ▲.",
         "muted",
     )

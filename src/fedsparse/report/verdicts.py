@@ -155,7 +155,7 @@ def claims_section(html_parts: list[str], claims: pd.DataFrame, fronts: dict[str
         notes = "".join(
             f"<li><b>{html.escape(r.reading)}</b> ({html.escape(r.reading_kind)}): "
             f"{html.escape(r.reading_description)}</li>"
-            for r in group.drop_duplicates("reading").itertuples()
+            for r in group.drop_duplicates(["reading", "reading_description"]).itertuples()
             if r.reading
         )
         if notes:
