@@ -290,7 +290,7 @@ def _footer(page: Page) -> None:
         "f - f̂ is clipped at 1e-12 max(1, |f̂|) for the log axis. "
         "Bytes are the cumulative bytes sent up and down (dense vectors d x 8 bytes, sparse ones "
         "τ x 12 bytes). Tables are also in tables/*.csv, figures in figures/*.png. Heatmap "
-        "colours span the best cell to 10 times it, or to the cells' 75th percentile where "
+        "colours span the best cell to 5 times it, or to the cells' 75th percentile where "
         "that is higher, so that a few blown-up cells do not flatten the rest; cells above "
         "take the top colour and are marked ▲.",
         "muted",

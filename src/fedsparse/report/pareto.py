@@ -27,10 +27,10 @@ import pandas as pd
 
 from ..errors import FedsparseError
 from ..query import METRICS, Results, pareto_candidates, pareto_front
-from ..results import HYPERPARAMETER_COLUMNS, sql_ident
+from ..results import HYPERPARAMETER_COLUMNS, sql_ident, sql_quote
 from .analysis import Analysis, algorithm_order, label
-from .data import ReportData, as_data
-from .figures import colour, plt
+from .data import ReportData, as_data, partitions_of
+from .figures import MAX_WIDTH_IN, colour, plt
 
 PAGE = "pareto.html"
 COLUMN = "total_bytes"  # up + down: what a run costs in communication
@@ -98,9 +98,11 @@ def budget_fronts(source: ReportData | str | Path, a: Analysis, df: pd.DataFrame
     """Per section of ``df`` and algorithm (and ``algorithm`` = "overall"): the best mean metric
     reached within each byte budget, over every evaluated round of the section's eligible
     configurations (no diverged run): rows section, algorithm, metric, bytes, value, where the
-    value improves (a staircase, cheapest first)."""
+    value improves (a staircase, cheapest first). One SQL query per metric, which returns
+    the staircase's points only."""
+    columns = ["section", "algorithm", "metric", "bytes", "value"]
     if df.empty:
-        return pd.DataFrame(columns=["section", "algorithm", "metric", "bytes", "value"])
+        return pd.DataFrame(columns=columns)
     data = as_data(source)
     metric_of = df.drop_duplicates("section").set_index("section")["metric"]
     valid = a.configs.loc[a.configs["valid"], "config_id"]
@@ -108,31 +110,42 @@ def budget_fronts(source: ReportData | str | Path, a: Analysis, df: pd.DataFrame
     frames = []
     for metric in dict.fromkeys(metric_of):
         mine = runs[runs["section"].map(metric_of) == metric]
-        column = sql_ident(metric.removeprefix("final_"))
-        means = data.round_means(
-            mine,
-            ["section", "algorithm", "config_id"],
-            {"value": f"t.{column}", "bytes": "t.bytes_up + t.bytes_down"},
-        )
-        means = means.dropna(subset=["value", "bytes"])
-        higher = METRICS[metric][0] == "higher"
-        both = pd.concat([means, means.assign(algorithm="overall")], ignore_index=True)
-        for (section, algo), g in both.groupby(["section", "algorithm"], sort=True):
-            g = g.sort_values(["bytes", "value"], ascending=[True, not higher])
-            best = g["value"].cummax() if higher else g["value"].cummin()
-            better = best.ne(best.shift())  # the budgets where the best improves
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "section": section,
-                        "algorithm": algo,
-                        "metric": metric,
-                        "bytes": g["bytes"][better].to_numpy(),
-                        "value": best[better].to_numpy(),
-                    }
-                )
+        if mine.empty:
+            continue
+        best = "max" if METRICS[metric][0] == "higher" else "min"
+        col = f"t.{sql_ident(metric.removeprefix('final_'))}"
+        frames.append(
+            data.frame_with(
+                f"""
+                WITH per AS (  -- each configuration's mean over seeds, per round
+                  SELECT k.section, k.algorithm, k.config_id, t.round,
+                         avg({col}) FILTER (WHERE NOT isnan({col})) AS value,
+                         avg(t.bytes_up + t.bytes_down) AS bytes
+                  FROM traces t JOIN _keys k ON t.run_id = k.run_id
+                  WHERE {partitions_of(mine)} GROUP BY ALL),
+                pts AS (
+                  SELECT section, algorithm, bytes, {best}(value) AS value FROM per
+                  WHERE value IS NOT NULL AND bytes IS NOT NULL GROUP BY ALL
+                  UNION ALL
+                  SELECT section, 'overall', bytes, {best}(value) FROM per
+                  WHERE value IS NOT NULL AND bytes IS NOT NULL GROUP BY ALL),
+                stair AS (
+                  SELECT *, {best}(value) OVER w AS reached FROM pts
+                  WINDOW w AS (PARTITION BY section, algorithm ORDER BY bytes
+                               ROWS UNBOUNDED PRECEDING)),
+                steps AS (
+                  SELECT *, lag(reached) OVER (PARTITION BY section, algorithm ORDER BY bytes)
+                            AS before FROM stair)
+                SELECT section, algorithm, {sql_quote(metric)} AS metric, bytes,
+                       reached AS value
+                FROM steps WHERE before IS NULL OR reached <> before
+                ORDER BY section, algorithm, bytes""",
+                _keys=mine[["run_id", "section", "algorithm", "config_id"]],
             )
-    return pd.concat(frames, ignore_index=True)
+        )
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
 
 
 def _any_value(data: ReportData, metric: str) -> bool:
@@ -195,9 +208,8 @@ def front_figure(df: pd.DataFrame, title: str, budget: pd.DataFrame | None = Non
     name = NAMES.get(metric, metric)
     better = "higher" if higher else "lower"
     panels = 2 if budget is not None and len(budget) else 1
-    fig, axes = plt.subplots(
-        1, panels, figsize=(5.6 * panels, 4.8), constrained_layout=True, squeeze=False
-    )
+    size = (MAX_WIDTH_IN, 4.6) if panels == 2 else (8.2, 4.8)  # at most the page's width
+    fig, axes = plt.subplots(1, panels, figsize=size, constrained_layout=True, squeeze=False)
     if panels == 2:
         ax = axes[0][0]
         for algo, c in [*zip(algos, colours, strict=True), ("overall", "black")]:

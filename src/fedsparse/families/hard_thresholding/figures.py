@@ -17,7 +17,7 @@ DIV_COLOUR = "#d0d0d0"
 # the cells where that is higher: a few blown-up but finite cells (logistic data: 0.4 to 66) would
 # otherwise paint the interesting range (0.40-0.97) one colour. Cells above it take the top
 # colour and are marked CLIPPED.
-HEATMAP_SPAN = 10.0
+HEATMAP_SPAN = 5.0
 HEATMAP_KEEP = 0.75
 CLIPPED = "▲"
 
