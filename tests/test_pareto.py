@@ -285,9 +285,9 @@ def test_the_report_draws_each_data_sets_front(folder, tmp_path):
 
 
 def test_claims_about_communication_cite_the_front_of_their_data_set(tmp_path):
-    from fedsparse.report.build import _claims
     from fedsparse.report.claims import AGREES, Claim, claims_frame
     from fedsparse.report.page import Page
+    from fedsparse.report.verdicts import claims_section
 
     rows = [
         Claim("P", "80 % fewer bits than pFedMe", "80 %", "78 %", AGREES, where="fmnist-x, λ=20"),
@@ -295,11 +295,49 @@ def test_claims_about_communication_cite_the_front_of_their_data_set(tmp_path):
         Claim("P", "more accurate", "", "yes", AGREES, where="fmnist-x"),
     ]
     page = Page(tmp_path)
-    _claims(page, claims_frame(rows), {"fmnist": "fmnist", "fmnist-x": "fmnist-x"})
+    claims_section(page.parts, claims_frame(rows), {"fmnist": "fmnist", "fmnist-x": "fmnist-x"})
     html = "".join(page.parts)
     assert html.count('href="pareto.html#front-fmnist-x">front</a>') == 1  # the longest name
     assert html.count('href="pareto.html">front</a>') == 1  # no data set named: the page
     assert html.count(">front</a>") == 2  # not about communication: no link
     page = Page(tmp_path)
-    _claims(page, claims_frame(rows), {})  # no fronts in the report: no link, no sentence
+    # no fronts in the report: no link, no sentence
+    claims_section(page.parts, claims_frame(rows), {})
     assert ">front</a>" not in "".join(page.parts) and "pareto.html" not in "".join(page.parts)
+
+
+def test_the_budget_front_is_the_best_reached_within_each_budget(folder, tmp_path):
+    """pareto_budget.csv, per data set and algorithm: at each budget, the best mean metric any
+    configuration without a diverged run reached by the round its runs had sent that many
+    bytes (brute force over the traces); the page's title names the metrics it plots."""
+    from fedsparse.report import build_report
+
+    report = build_report(folder, tmp_path / "report").parent
+    budget = pd.read_csv(report / "tables" / "pareto_budget.csv")
+    runs = pd.read_parquet(folder / "runs.parquet")
+    keys = ["dataset", "algorithm", "stepsize", "local_steps", "sparsity", "batch_size"]
+    runs["config"] = runs.groupby(keys).ngroup()
+    bad = set(runs.loc[runs["status"] == "diverged", "config"])
+    ok = runs[~runs["config"].isin(bad)][["run_id", "config", *keys]]
+    assert bad and len(ok)  # the grid's 1e5 diverged: left out
+    t = read_traces(folder).to_pandas().drop(columns=keys[1:], errors="ignore")
+    t = t.drop(columns="dataset").merge(ok, on="run_id")
+    t["bytes"] = t["bytes_up"] + t["bytes_down"]
+    for ds, metric, higher in (("lin", "objective", False), ("log", "test_accuracy", True)):
+        mine = t[(t["dataset"] == ds) & t[metric].notna()]
+        means = mine.groupby(["algorithm", "config", "round"])[[metric, "bytes"]].mean()
+        means = means.reset_index()
+        for algo in ("fedht", "distiht", "overall"):
+            pts = means if algo == "overall" else means[means["algorithm"] == algo]
+            rows = budget[(budget["section"] == ds) & (budget["algorithm"] == algo)]
+            assert len(rows) and set(rows["metric"]) == {f"final_{metric}"}
+            for b, v in zip(rows["bytes"], rows["value"], strict=True):
+                within = pts.loc[pts["bytes"] <= b, metric]
+                assert v == pytest.approx(within.max() if higher else within.min())
+            steps = np.diff(rows["value"].to_numpy())
+            assert (steps > 0).all() if higher else (steps < 0).all()  # improves at each step
+    lin = budget[(budget["section"] == "lin") & (budget["algorithm"] == "overall")]
+    assert len(lin) > 1  # the objective falls: a staircase (the toy's accuracy may not rise)
+    page = (report / "pareto.html").read_text()
+    assert "<title>Objective and test accuracy against communication</title>" in page
+    assert "Accuracy against communication" not in page

@@ -455,18 +455,53 @@ def test_claims_table_names_reading_and_claim_kind(report):
     counts = ht["verdict"].value_counts()
     words = {"agrees": "agree", "does not agree": "do not agree"}
     said = ", ".join(f"{counts[v]} {w}" for v, w in words.items() if counts.get(v, 0))
+    # the headline counts each measurement once: the standard-deviations rows are the
+    # variances reading's runs, so they add nothing to it
     opening = re.search(
-        r"Federated Nonconvex Sparse Learning[^<]*?: in the paper's readings, "
+        r"Federated Nonconvex Sparse Learning[^<]*?: in the paper's readings, ([^(<]*) \("
         r"text: α, β variances \(paper_text\): ([^;<]*);",
         index,
     )
     assert opening and opening.group(1).startswith(said or "")
+    assert opening.group(2).startswith(said or "")
     assert "4 where the paper makes no claim" in opening.group(1)
+    assert "(paper_text): 2 " in index and "on the runs of text: α, β variances" in index
     assert "derived expectations of ours (not the paper's claims): 1 not measured here" in index
 
 
+def test_the_index_shows_each_measurement_once_scored_rows_first(report):
+    """The index's table has one row per measurement (a reading that reuses another's runs
+    joins that row), the scored rows outside any fold, the no-claim rows folded under one
+    line, and papers named by their titles, not the project's spec numbers."""
+    from fedsparse.report.verdicts import measurements
+
+    claims = _tables(report, "claims")
+    index = html.unescape((report / "index.html").read_text())
+    reused = claims[claims["same_runs_as"].fillna("") != ""]
+    assert len(reused) == 2 and set(reused["same_runs_as"]) == {TEXT_READING}
+    unique = measurements(claims)
+    assert len(unique) == len(claims) - len(reused)
+    joined = unique[unique["readings"].str.contains(STD_READING, regex=False)]
+    assert len(joined) == 2 and joined["readings"].str.startswith(TEXT_READING).all()
+    section = index[index.index('id="claims"') : index.index('id="pages"')]
+    verdict_cells = re.findall(r'<td class="(agree|disagree|unmeasured)">', section)
+    assert len(verdict_cells) == len(unique)  # every measurement shown once, none twice
+    ht = unique[unique["paper"].str.contains("Fed-HT")]
+    no_claim = (ht["verdict"] == "the paper makes no claim here").sum()
+    fold = f"<details><summary>{no_claim} measurements where the paper makes no claim"
+    assert no_claim and fold in section
+    folded = section.split("<h3", 2)[1].split(fold)[0]  # the paper's rows before the fold
+    scored = ht["verdict"].isin(["agrees", "does not agree"]).sum()
+    assert len(re.findall(r'<td class="(agree|disagree)">', folded)) == scored
+    assert "the paper makes no claim here</td>" not in folded
+    assert not re.search(r"seeds? 00\d", index)
+    assert "Sparse Federated Learning with Hierarchical Personalization Models" in index
+    assert "Pages" in index and index.index('id="claims"') < index.index('id="provenance"')
+    ht = (report / "ht.html").read_text()
+    assert "LibSVM" not in ht  # synthetic data only: the generator's reading notes
+
+
 def test_a_derived_claim_never_counts_as_the_papers():
-    from fedsparse.report.build import paper_verdicts
     from fedsparse.report.claims import (
         AGREES,
         DERIVED,
@@ -477,6 +512,7 @@ def test_a_derived_claim_never_counts_as_the_papers():
         claims_frame,
         in_reading,
     )
+    from fedsparse.report.verdicts import paper_verdicts
 
     own = Reading("as written", PAPER_TEXT, "The paper's text.", lambda c: True)
     found = in_reading(
@@ -496,7 +532,7 @@ def test_a_derived_claim_never_counts_as_the_papers():
 
 
 def test_a_claim_measured_only_in_a_variation_says_so_in_the_papers_reading():
-    from fedsparse.report.build import only_in_variations, paper_verdicts
+    from fedsparse.report.build import only_in_variations
     from fedsparse.report.claims import (
         AGREES,
         DERIVED,
@@ -509,6 +545,7 @@ def test_a_claim_measured_only_in_a_variation_says_so_in_the_papers_reading():
         claims_frame,
         in_reading,
     )
+    from fedsparse.report.verdicts import paper_verdicts
 
     own = Reading("as written", PAPER_TEXT, "The paper's text.", lambda c: False)
     ours = Reading("ours", VARIATION, "Another model.", lambda c: True)

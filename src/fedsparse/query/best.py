@@ -20,7 +20,12 @@ METRICS = {
     "best_objective": ("lower", "runs", "lowest training objective over the rounds"),
     "final_train_accuracy": ("higher", "traces", "training accuracy at the last round"),
     "final_test_accuracy": ("higher", "traces", "accuracy on the test split at the last round"),
-    "final_dist_to_truth": ("lower", "traces", "distance to the true model (synthetic data)"),
+    "final_dist_to_truth": (
+        "lower",
+        "traces",
+        "distance to the generator's mean client model (a true model only for linear data with "
+        "shared_model: true)",
+    ),
     "final_train_loss": ("lower", "traces", "data loss of the global model at the last round"),
     "final_pm_test_accuracy": (
         "higher",
@@ -124,7 +129,10 @@ def best_view(
         results.con, f"{q.ctes} SELECT {counts}, {values} FROM ranked WHERE _group_n > 0"
     )
     n, one = row[: len(config)], row[len(config) :]
-    return compact(_best_reader(results, q).read_all(), config, n, one)
+    view = compact(_best_reader(results, q).read_all(), config, n, one)
+    if metric == "final_dist_to_truth":
+        view.notes.insert(0, DIST_TO_TRUTH_NOTE)
+    return view
 
 
 def compact(
@@ -160,6 +168,15 @@ def compact(
     unset_note = f"not shown: {unset} columns no run sets; " if unset else ""
     notes.append(f"{unset_note}--all-columns shows every column")
     return BestView(table, notes)
+
+
+# under a table ranked by final_dist_to_truth: where it measures recovery and where it does not
+DIST_TO_TRUTH_NOTE = (
+    "final_dist_to_truth is the distance to the mean of the generator's client models: a true "
+    "model only for linear data with shared_model: true. With per-client models it grows as "
+    "training fits the data (the smallest step ranks best), and logistic data do not identify a "
+    "model's scale; rank by the objective there (docs/results.md, The best configurations)"
+)
 
 
 @dataclass

@@ -8,7 +8,7 @@ the union of several results folders (merged as ``fedsparse merge`` does) into `
     index.html    provenance, every paper claim the results speak to (paper, claim, the
                   paper's number, ours, verdict, link), and the list of pages
     runs.html     every data set: each algorithm's best configuration and objective curves
-    pareto.html   accuracy against communication: each data set's fronts (report.pareto)
+    pareto.html   the metric against communication: each data set's fronts (report.pareto)
     <key>.html    one page per algorithm family with runs here (its FAMILY.key)
     data.html     partitions and test accuracy (real data), optuna.html (tuned sweeps)
     figures/*.png the figures (also embedded in the pages: each page opens on its own)

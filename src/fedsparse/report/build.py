@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import importlib
-import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,9 +24,7 @@ from . import analysis as an
 from . import pareto, tune_section
 from .claims import (
     AGREES,
-    DERIVED,
     DISAGREES,
-    NO_CLAIM,
     NOT_MEASURED,
     PAPER_CLAIM,
     VARIATION,
@@ -40,10 +37,7 @@ from .data import ReportData
 from .data_section import add_data_section
 from .figures import objective_figure
 from .page import Page
-
-FRONTS_TITLE = "Accuracy against communication: fronts"
-# a claim about communication (sFedHP's fewer bits, FAB-top-k at a fixed time): cites the fronts
-COMMUNICATION = re.compile(r"\bbits?\b|\bbytes?\b|communicat|time budget|fixed time", re.I)
+from .verdicts import claims_section, measurements
 
 _PAGES: list[Family] = []
 
@@ -117,8 +111,9 @@ def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
             if slugs:
                 page.add(pareto.link(slugs, names))
         page.write(family.page_name(), family.title)
-        pages.append((family.page_name(), family.title, f"{len(found)} claims checked"))
         claims.append(claims_frame(found, family))
+        n = len(measurements(claims[-1]))
+        pages.append((family.page_name(), family.title, f"{n} measurements of its claims"))
     claim_table = pd.concat(claims, ignore_index=True)
     claim_table.to_csv(tables / "claims.csv", index=False)
 
@@ -127,10 +122,11 @@ def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
     page.write("runs.html", "Best configurations")
     pages.append(("runs.html", "Every data set: best configurations and objective curves", ""))
     if not fronts.empty:
-        page = _subpage(root, FRONTS_TITLE)
-        pareto.add_page(page, fronts, tables)
-        page.write(pareto.PAGE, "Accuracy against communication")
-        pages.append((pareto.PAGE, FRONTS_TITLE, ""))
+        name = pareto.title(fronts)
+        page = _subpage(root, f"{name}: fronts")
+        pareto.add_page(page, fronts, tables, pareto.budget_fronts(data, a, fronts))
+        page.write(pareto.PAGE, name)
+        pages.append((pareto.PAGE, f"{name}: fronts", ""))
     page = _subpage(root, "Data: partitions and test accuracy")
     add_data_section(page, data, a, tables, data_dirs)
     if len(page.parts) > 2:  # more than the heading and the way back
@@ -142,10 +138,11 @@ def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
         pages.append(("optuna.html", "Optuna studies", ""))
 
     index = Page(root)
-    _intro(index, a, info)
+    _intro(index, info)
     front_slugs = {} if fronts.empty else dict(zip(fronts["section"], fronts["slug"], strict=True))
-    _claims(index, claim_table, front_slugs)
+    claims_section(index.parts, claim_table, front_slugs)
     _contents(index, pages, present)
+    _provenance(index, info)
     _footer(index)
     index.write("index.html", "fedsparse reproduction report: " + ", ".join(info["sweeps"]))
 
@@ -181,7 +178,7 @@ def _subpage(root: Path, title: str) -> Page:
     return page
 
 
-def _intro(page: Page, a: an.Analysis, info: dict) -> None:
+def _intro(page: Page, info: dict) -> None:
     page.text("h1", "fedsparse reproduction report")
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     page.text(
@@ -193,113 +190,13 @@ def _intro(page: Page, a: an.Analysis, info: dict) -> None:
         f"{'s' if info['diverged'] != 1 else ''} diverged. "
         f"Report generated {now} by fedsparse {__version__}.",
     )
+
+
+def _provenance(page: Page, info: dict) -> None:
+    """Where the results come from: after the verdicts, which are what a reader came for."""
+    page.add('<h2 id="provenance">Provenance</h2>')
     prov = pd.DataFrame(list(info["provenance"].items()), columns=["provenance", "value"])
     page.table(prov)
-
-
-def _counts(rows: pd.DataFrame) -> str:
-    """'3 agree, 1 does not agree, 2 not measured here' (verdicts that occur, in order)."""
-    counts = rows["verdict"].value_counts()
-    words = {
-        AGREES: "agree",
-        DISAGREES: "do not agree",
-        NOT_MEASURED: "not measured here",
-        NO_CLAIM: "where the paper makes no claim",
-    }
-    parts = [f"{counts[v]} {words[v]}" for v in words if counts.get(v, 0)]
-    return ", ".join(parts) or "none"
-
-
-def _names(rows: pd.DataFrame) -> str:
-    return ", ".join(dict.fromkeys(r for r in rows["reading"] if r)) or "unnamed"
-
-
-def paper_verdicts(claims: pd.DataFrame) -> list[str]:
-    """Per paper, one sentence: the verdict in the paper's own readings, then in our variations,
-    then our derived expectations (never counted as the paper's claims)."""
-    out = []
-    for paper, rows in claims.groupby("paper", sort=False):
-        paper_rows = rows[rows["claim_kind"] == PAPER_CLAIM]
-        own = paper_rows[paper_rows["reading_kind"] != VARIATION]
-        var = paper_rows[paper_rows["reading_kind"] == VARIATION]
-        groups = list(own.groupby("reading", sort=False))
-        if len(groups) > 1:  # its text and its authors' code: a verdict in each
-            text = f"{paper}: in the paper's readings, " + "; ".join(
-                f"{name} ({rows['reading_kind'].iloc[0]}): {_counts(rows)}" for name, rows in groups
-            )
-        else:
-            text = f"{paper}: in the paper's reading ({_names(own)}): {_counts(own)}"
-        if len(var):
-            text += f"; in our variations ({_names(var)}): {_counts(var)}"
-        derived = rows[rows["claim_kind"] == DERIVED]
-        if len(derived):
-            text += f"; derived expectations of ours (not the paper's claims): {_counts(derived)}"
-        only = own.loc[own["ours"].str.startswith("measured only in a variation"), "claim"]
-        if len(only):
-            text += (
-                f". Measured only in a variation: {len(only)} claim{'s' if len(only) > 1 else ''}"
-            )
-        out.append(text + ".")
-    return out
-
-
-def _claims(page: Page, claims: pd.DataFrame, fronts: dict[str, str] | None = None) -> None:
-    """The table of every paper claim, per paper: the verdict in the paper's own setting first,
-    each row linked to its evidence; a claim about communication also to the front of the data
-    set it names (``fronts``: section -> slug of pareto.html), else to the fronts page."""
-    page.add('<h2 id="claims">Paper claims and our measurements</h2>')
-    if claims.empty:
-        page.text("p", "These results hold no runs any paper claim is about.", "note")
-        return
-    page.text(
-        "p",
-        "Each paper's claims, first in the paper's own reading (its text, or its authors' code "
-        "where the text is silent or contradicts it), then in our variations, which are "
-        "sensitivity studies beside it. A claim the paper makes at one setting is scored there "
-        "only; elsewhere its row says the paper makes no claim there. Derived rows are "
-        "expectations of ours, not the paper's.",
-    )
-    if fronts:
-        page.add(
-            "<p>Claims about communication (bits, bytes, a time budget) can also be read "
-            f'against the <a href="{pareto.PAGE}">accuracy-against-communication fronts</a>: '
-            "which configurations no other beats on both; their rows link there.</p>"
-        )
-    items = "".join(f"<li>{html.escape(t)}</li>" for t in paper_verdicts(claims))
-    page.add(f'<ul class="verdicts">{items}</ul>')
-    head = ["claim", "kind", "reading", "where", "paper's number", "ours", "verdict", ""]
-    rows = []
-    for paper, group in claims.groupby("paper", sort=False):
-        rows.append(f'<tr><th colspan="{len(head)}">{html.escape(paper)}</th></tr>')
-        readings = group.drop_duplicates("reading")
-        notes = "".join(
-            f"<li><b>{html.escape(r.reading)}</b> ({html.escape(r.reading_kind)}): "
-            f"{html.escape(r.reading_description)}</li>"
-            for r in readings.itertuples()
-            if r.reading
-        )
-        if notes:
-            rows.append(f'<tr><td colspan="{len(head)}"><ul>{notes}</ul></td></tr>')
-        for c in group.itertuples():
-            link = f'<a href="{html.escape(c.link)}">details</a>' if c.link else ""
-            if fronts and COMMUNICATION.search(c.claim):
-                link += f' <a href="{html.escape(_front_link(c.where, fronts))}">front</a>'
-            reading = f"{c.reading} ({c.reading_kind})" if c.reading else ""
-            cells = [c.claim, c.claim_kind, reading, c.where, c.paper_value, c.ours]
-            tds = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
-            cls = {AGREES: "agree", DISAGREES: "disagree"}.get(c.verdict, "unmeasured")
-            verdict = f'<td class="{cls}">{html.escape(c.verdict)}</td>'
-            rows.append(f"<tr>{tds}{verdict}<td>{link}</td></tr>")
-    ths = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    page.add(f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-
-
-def _front_link(where: str, fronts: dict[str, str]) -> str:
-    """pareto.html, at the front of the data set ``where`` names (the longest name found)."""
-    named = [s for s in fronts if isinstance(where, str) and s in where]
-    if not named:
-        return pareto.PAGE
-    return f"{pareto.PAGE}#{pareto.anchor(fronts[max(named, key=len)])}"
 
 
 def _contents(page: Page, pages: list[tuple[str, str, str]], present: set[str]) -> None:
@@ -393,7 +290,8 @@ def _footer(page: Page) -> None:
         "f - f̂ is clipped at 1e-12 max(1, |f̂|) for the log axis. "
         "Bytes are the cumulative bytes sent up and down (dense vectors d x 8 bytes, sparse ones "
         "τ x 12 bytes). Tables are also in tables/*.csv, figures in figures/*.png. Heatmap "
-        "colours span at most 4 decades above the best cell; larger (blown-up but finite) "
-        "values take the top colour.",
+        "colours span the best cell to 5 times it, or to the cells' 75th percentile where "
+        "that is higher, so that a few blown-up cells do not flatten the rest; cells above "
+        "take the top colour and are marked ▲.",
         "muted",
     )

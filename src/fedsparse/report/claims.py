@@ -70,6 +70,7 @@ COLUMNS = [
     "reading_description",
     "anchor",
     "link",
+    "same_runs_as",
 ]
 
 
@@ -117,7 +118,9 @@ class Claim:
     where: the data set or setting measured; anchor: the id of the HTML element on the
     family's page that shows the measurement (the report turns it into a link); claim_kind:
     ``paper`` or ``derived``; reading, reading_kind, reading_description: the reading the
-    measurement was made in (``in_reading`` sets them).
+    measurement was made in (``in_reading`` sets them); same_runs_as: when this row repeats
+    another reading's measurement (both readings generate the same data, which a sweep runs
+    once), that reading's name: the index counts the two rows as one measurement.
     """
 
     paper: str
@@ -131,6 +134,7 @@ class Claim:
     reading: str = ""
     reading_kind: str = ""
     reading_description: str = ""
+    same_runs_as: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:

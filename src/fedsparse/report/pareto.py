@@ -8,6 +8,14 @@ final objective. The fronts are :func:`fedsparse.query.pareto_front` over the co
 ``fedsparse best --pareto total_bytes`` (grid runs and Optuna's held-out re-runs; a configuration
 with a diverged run, or without a finite value, is left out). ``tables/pareto.csv`` holds every
 configuration on its algorithm's front or the overall one.
+
+At the final round, algorithms that send the same bytes per round over the same number of rounds
+(Fed-HT and Distributed-IHT) sit in one column, and the front says nothing about them. So each
+data set is also drawn per byte budget, from every evaluated round of every eligible
+configuration: the best metric any configuration of an algorithm has reached once its runs have
+sent that many bytes (mean over seeds, up + down), a staircase per algorithm and overall
+(``budget_fronts``, ``tables/pareto_budget.csv``). That front separates methods that send the
+same bytes per round but learn more from them.
 """
 
 from __future__ import annotations
@@ -19,10 +27,10 @@ import pandas as pd
 
 from ..errors import FedsparseError
 from ..query import METRICS, Results, pareto_candidates, pareto_front
-from ..results import HYPERPARAMETER_COLUMNS, sql_ident
+from ..results import HYPERPARAMETER_COLUMNS, sql_ident, sql_quote
 from .analysis import Analysis, algorithm_order, label
-from .data import ReportData, as_data
-from .figures import colour, plt
+from .data import ReportData, as_data, partitions_of
+from .figures import MAX_WIDTH_IN, colour, plt
 
 PAGE = "pareto.html"
 COLUMN = "total_bytes"  # up + down: what a run costs in communication
@@ -30,6 +38,16 @@ COLUMN = "total_bytes"  # up + down: what a run costs in communication
 PARETO_METRICS = ("final_test_accuracy", "final_objective")
 _KEYS = ["dataset", "loss", "partition"]  # what sets a report section apart
 _ENVIRONMENT = ["step_time", "round_latency", "exchange_time"]
+
+
+NAMES = {"final_objective": "objective", "final_test_accuracy": "test accuracy"}
+
+
+def title(df: pd.DataFrame) -> str:
+    """The page's title, naming the metrics it plots ('Objective against communication')."""
+    used = set(df["metric"]) if len(df) else set()
+    names = [n for m, n in NAMES.items() if m in used] + sorted(used - set(NAMES)) or ["metric"]
+    return f"{' and '.join(names).capitalize()} against communication"
 
 
 def anchor(slug: str) -> str:
@@ -74,6 +92,60 @@ def configurations(source: ReportData | str | Path, a: Analysis) -> pd.DataFrame
         on = pareto_front(g["value"].to_numpy(), g["bytes"].to_numpy(), higher)
         df.loc[g.index[on], "algorithm_front"] = True
     return df
+
+
+def budget_fronts(source: ReportData | str | Path, a: Analysis, df: pd.DataFrame) -> pd.DataFrame:
+    """Per section of ``df`` and algorithm (and ``algorithm`` = "overall"): the best mean metric
+    reached within each byte budget, over every evaluated round of the section's eligible
+    configurations (no diverged run): rows section, algorithm, metric, bytes, value, where the
+    value improves (a staircase, cheapest first). One SQL query per metric, which returns
+    the staircase's points only."""
+    columns = ["section", "algorithm", "metric", "bytes", "value"]
+    if df.empty:
+        return pd.DataFrame(columns=columns)
+    data = as_data(source)
+    metric_of = df.drop_duplicates("section").set_index("section")["metric"]
+    valid = a.configs.loc[a.configs["valid"], "config_id"]
+    runs = a.runs[a.runs["section"].isin(metric_of.index) & a.runs["config_id"].isin(valid)]
+    frames = []
+    for metric in dict.fromkeys(metric_of):
+        mine = runs[runs["section"].map(metric_of) == metric]
+        if mine.empty:
+            continue
+        best = "max" if METRICS[metric][0] == "higher" else "min"
+        col = f"t.{sql_ident(metric.removeprefix('final_'))}"
+        frames.append(
+            data.frame_with(
+                f"""
+                WITH per AS (  -- each configuration's mean over seeds, per round
+                  SELECT k.section, k.algorithm, k.config_id, t.round,
+                         avg({col}) FILTER (WHERE NOT isnan({col})) AS value,
+                         avg(t.bytes_up + t.bytes_down) AS bytes
+                  FROM traces t JOIN _keys k ON t.run_id = k.run_id
+                  WHERE {partitions_of(mine)} GROUP BY ALL),
+                pts AS (
+                  SELECT section, algorithm, bytes, {best}(value) AS value FROM per
+                  WHERE value IS NOT NULL AND bytes IS NOT NULL GROUP BY ALL
+                  UNION ALL
+                  SELECT section, 'overall', bytes, {best}(value) FROM per
+                  WHERE value IS NOT NULL AND bytes IS NOT NULL GROUP BY ALL),
+                stair AS (
+                  SELECT *, {best}(value) OVER w AS reached FROM pts
+                  WINDOW w AS (PARTITION BY section, algorithm ORDER BY bytes
+                               ROWS UNBOUNDED PRECEDING)),
+                steps AS (
+                  SELECT *, lag(reached) OVER (PARTITION BY section, algorithm ORDER BY bytes)
+                            AS before FROM stair)
+                SELECT section, algorithm, {sql_quote(metric)} AS metric, bytes,
+                       reached AS value
+                FROM steps WHERE before IS NULL OR reached <> before
+                ORDER BY section, algorithm, bytes""",
+                _keys=mine[["run_id", "section", "algorithm", "config_id"]],
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
 
 
 def _any_value(data: ReportData, metric: str) -> bool:
@@ -122,16 +194,43 @@ def front_table(df: pd.DataFrame) -> pd.DataFrame:
     return on[cols + hp].rename(columns={"front": "overall_front"}).reset_index(drop=True)
 
 
-def front_figure(df: pd.DataFrame, title: str):
-    """One section: every configuration faint, each algorithm's front, the overall front."""
+def front_figure(df: pd.DataFrame, title: str, budget: pd.DataFrame | None = None):
+    """One section: left, the best metric within each byte budget over every round (each
+    algorithm's staircase and the overall one); right, at the final round, every
+    configuration faint, each algorithm's front, the overall front."""
     metric = df["metric"].iloc[0]
     higher = METRICS[metric][0] == "higher"
-    fig, ax = plt.subplots(figsize=(8.2, 4.8), constrained_layout=True)
     ok = df[df["eligible"]]
     algos = algorithm_order(ok["algorithm"].unique())
     colours = [colour(a) for a in algos]
     if len(set(colours)) < len(colours):  # the report's colours collide here: tab10 instead
         colours = [plt.get_cmap("tab10")(i % 10) for i in range(len(algos))]
+    name = NAMES.get(metric, metric)
+    better = "higher" if higher else "lower"
+    panels = 2 if budget is not None and len(budget) else 1
+    size = (MAX_WIDTH_IN, 4.6) if panels == 2 else (8.2, 4.8)  # at most the page's width
+    fig, axes = plt.subplots(1, panels, figsize=size, constrained_layout=True, squeeze=False)
+    if panels == 2:
+        ax = axes[0][0]
+        for algo, c in [*zip(algos, colours, strict=True), ("overall", "black")]:
+            g = budget[(budget["algorithm"] == algo) & (budget["bytes"] > 0)]  # log axis
+            overall = algo == "overall"
+            ax.plot(
+                g["bytes"],
+                g["value"],
+                color=c,
+                lw=1.2 if overall else 1.4,
+                ls="--" if overall else "-",
+                label="overall" if overall else label(algo),
+                drawstyle="steps-post",
+            )
+        ax.set_xscale("log")
+        _log_if_spread(ax, budget["value"], higher)
+        ax.set_xlabel("bytes sent so far, up + down (log)")
+        ax.set_ylabel(f"best {name} reached ({better} is better)")
+        ax.set_title("within a byte budget (every round, mean over seeds)", fontsize=9)
+        ax.legend(fontsize=8, loc="best")
+    ax = axes[0][-1]
     for algo, c in zip(algos, colours, strict=True):
         g = ok[ok["algorithm"] == algo]
         ax.scatter(g["bytes"], g["value"], color=c, alpha=0.25, s=16, lw=0)
@@ -161,23 +260,36 @@ def front_figure(df: pd.DataFrame, title: str):
         drawstyle="steps-post",
     )
     ax.set_xscale("log")
-    v = ok["value"].to_numpy(dtype=float)
-    if not higher and len(v) and (v > 0).all() and v.max() / v.min() > 10:
-        ax.set_yscale("log")
-    ax.set_xlabel("total bytes, up + down (log)")
-    ax.set_ylabel(f"{metric} ({'higher' if higher else 'lower'} is better)")
-    ax.set_title(f"{title}: {metric} against communication", fontsize=10)
-    ax.legend(fontsize=8, loc="best")
+    _log_if_spread(ax, ok["value"], higher)
+    ax.set_xlabel("total bytes at the final round, up + down (log)")
+    ax.set_ylabel(f"final {name} ({better} is better)")
+    ax.set_title("at the final round (each configuration, mean over seeds)", fontsize=9)
+    if panels == 1:
+        ax.legend(fontsize=8, loc="best")
+    fig.suptitle(f"{title}: {name} against bytes communicated", fontsize=10)
     return fig
 
 
-def add_page(page, df: pd.DataFrame, tables: Path) -> None:
-    """Write the page's text, one figure and table per section, and tables/pareto.csv."""
+def _log_if_spread(ax, values: pd.Series, higher: bool) -> None:
+    v = values.to_numpy(dtype=float)
+    if not higher and len(v) and (v > 0).all() and v.max() / v.min() > 10:
+        ax.set_yscale("log")
+
+
+def add_page(page, df: pd.DataFrame, tables: Path, budget: pd.DataFrame | None = None) -> None:
+    """Write the page's text, one figure and table per section, tables/pareto.csv and
+    tables/pareto_budget.csv (``budget``: ``budget_fronts``)."""
     table = front_table(df)
     table.to_csv(tables / "pareto.csv", index=False)
+    if budget is not None:
+        budget.to_csv(tables / "pareto_budget.csv", index=False)
     page.text(
         "p",
-        "Each point is a configuration (mean over its seeds) of one data set: its metric against "
+        "Left: the best metric each algorithm has reached once its runs have sent a given "
+        "number of bytes, over every evaluated round of every configuration without a diverged "
+        "run (mean over seeds; tables/pareto_budget.csv). It separates algorithms that send the "
+        "same bytes per round, which the final round cannot. Right, at the final round: "
+        "each point is a configuration (mean over its seeds) of one data set: its metric against "
         "the bytes its runs sent up and down (the cloud link for hierarchical methods). The "
         "coloured lines join each algorithm's front, the dashed line the overall front: the "
         "configurations no other configuration beats on both the metric and the bytes (equal "
@@ -197,7 +309,8 @@ def add_page(page, df: pd.DataFrame, tables: Path) -> None:
             + ".",
             "muted",
         )
-        page.figure(front_figure(g, section), f"pareto_{slug}", f"front, {section}")
+        mine = None if budget is None else budget[budget["section"] == section]
+        page.figure(front_figure(g, section, mine), f"pareto_{slug}", f"front, {section}")
         rows = table[(table["section"] == section) & table["overall_front"]]
         metric = g["metric"].iloc[0]
         shown = rows[["algorithm", "setting", "value", "bytes", "seeds", "grid_edges"]].rename(
@@ -214,7 +327,7 @@ def link(slugs: list[str], sections: list[str]) -> str:
         for s, n in zip(slugs, sections, strict=True)
     )
     return (
-        '<p class="muted">Accuracy against communication: every configuration of these '
+        '<p class="muted">The metric against communication: every configuration of these '
         f"runs with the fronts of each algorithm and overall, on {items}.</p>"
     )
 
@@ -225,4 +338,14 @@ def sections_of(df: pd.DataFrame, algorithms: frozenset[str]) -> tuple[list[str]
     return hit["slug"].tolist(), hit["section"].tolist()
 
 
-__all__ = ["PAGE", "add_page", "anchor", "configurations", "front_figure", "link", "sections_of"]
+__all__ = [
+    "PAGE",
+    "add_page",
+    "anchor",
+    "budget_fronts",
+    "configurations",
+    "front_figure",
+    "link",
+    "sections_of",
+    "title",
+]

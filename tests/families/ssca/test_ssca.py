@@ -719,7 +719,7 @@ def test_report_family_page_has_the_claims_anchors(tmp_path):
     report_folder(tmp_path / "results", report_rows(seeds=(0, 1))).close()
     fam = ssca_section.FAMILY
     assert fam.key == "ssca" and fam.algorithms == frozenset({"ssca", "ssca_constrained"})
-    assert fam.title == "Mini-batch SSCA (seed 004)" and fam.paper == ssca_section.PAPER
+    assert fam.title == "Mini-batch SSCA" and fam.paper == ssca_section.PAPER
     page = Page(tmp_path)
     (tmp_path / "tables").mkdir()
     claims = fam.build(page, tmp_path / "results", tmp_path / "tables")

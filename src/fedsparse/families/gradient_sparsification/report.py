@@ -1,5 +1,5 @@
-"""The report's page for adaptive gradient sparsification (seed 003: FAB-top-k and the online
-choice of k): loss and test accuracy against normalised time for every method and k controller,
+"""The report's page for adaptive gradient sparsification (FAB-top-k and the online choice of
+k): loss and test accuracy against normalised time for every method and k controller,
 the k_m trajectories, the fairness view, the cross-application matrix of replayed k sequences,
 and the paper's section-6 claims checked one by one.
 
@@ -869,7 +869,7 @@ def _headline(page, claims: _Claims, headline: list[tuple[float, str]], reading)
 
 FAMILY = Family(
     key="gs",
-    title="Adaptive gradient sparsification (seed 003)",
+    title="Adaptive gradient sparsification (FAB-top-k)",
     paper=PAPER,
     algorithms=frozenset(GS),
     build=build,

@@ -13,7 +13,13 @@ from ...report import analysis
 from ...report.figures import MAX_WIDTH_IN, colour, log_if_useful, plt
 
 DIV_COLOUR = "#d0d0d0"
-HEATMAP_DECADES_CAP = 1e4  # colour scale spans at most 4 decades above the best cell
+# The colour scale spans the best cell to HEATMAP_SPAN times it, or to the HEATMAP_KEEP quantile of
+# the cells where that is higher: a few blown-up but finite cells (logistic data: 0.4 to 66) would
+# otherwise paint the interesting range (0.40-0.97) one colour. Cells above it take the top
+# colour and are marked CLIPPED.
+HEATMAP_SPAN = 5.0
+HEATMAP_KEEP = 0.75
+CLIPPED = "▲"
 
 
 def _tick(v) -> str:
@@ -33,9 +39,9 @@ def heatmap_figure(cells: pd.DataFrame, title: str):
     capped = False
     if len(vals) and (vals > 0).all():
         lo, hi = float(vals.min()), float(vals.max())
-        # blown-up but finite settings (1e300...) would flatten the scale: cap it
-        capped = hi > lo * HEATMAP_DECADES_CAP
-        norm = LogNorm(lo, min(hi, lo * HEATMAP_DECADES_CAP) if hi > lo else lo * 10)
+        top = max(lo * HEATMAP_SPAN, float(np.quantile(vals, HEATMAP_KEEP)))
+        capped = hi > top
+        norm = LogNorm(lo, min(hi, top) if hi > lo else lo * 10)
     elif len(vals):
         lo, hi = float(vals.min()), float(vals.max())
         norm = Normalize(lo, hi if hi > lo else lo + 1)
@@ -96,10 +102,11 @@ def heatmap_figure(cells: pd.DataFrame, title: str):
                 )
                 continue
             shade = norm(grid[y, x])
+            above = capped and grid[y, x] > norm.vmax
             ax.text(
                 x,
                 y,
-                text,
+                f"{text}{CLIPPED}" if above else text,
                 ha="center",
                 va="center",
                 fontsize=7 if small else 8,
@@ -125,9 +132,10 @@ def heatmap_figure(cells: pd.DataFrame, title: str):
     bar.ax.yaxis.set_minor_formatter(
         short if isinstance(norm, LogNorm) and norm.vmax / norm.vmin < 30 else NullFormatter()
     )
+    clipped = f"; {CLIPPED} = above the colour scale" if capped else ""
     fig.suptitle(
         f"{title}: final objective, best over the other hyperparameters "
-        "('div' = every configuration diverged)",
+        f"('div' = every configuration diverged{clipped})",
         fontsize=10,
     )
     return fig

@@ -1,4 +1,4 @@
-"""The report's page for sFedHP (seed 002) and its personalised baselines: our GM and PM
+"""The report's page for sFedHP and its personalised baselines: our GM and PM
 accuracy next to the paper's Tables I-V, accuracy against rounds, the sparse run's density and
 cumulative bits (Fig. 3), the effect of lambda (Fig. 4) and the convex comparison (Fig. 2).
 
@@ -45,7 +45,7 @@ from ...report.data import ReportData, as_data, partitions_of
 from ...report.figures import plt
 from ...results import HYPERPARAMETER_COLUMNS, sql_ident
 
-PAPER = "Liu et al., sFedHP (seed 002)"
+PAPER = "Liu et al., Sparse Federated Learning with Hierarchical Personalization Models (sFedHP)"
 PERSONALISED = ("sfedhp", "pfedme", "hierfavg", "fedprox", "perfedavg", "heurfedamp")
 GM_METHODS = ("sfedhp", "pfedme", "hierfavg", "fedprox", "fedavg")  # Table I's methods
 AGREE_PP = 2.0  # percentage points
@@ -1042,7 +1042,7 @@ def _esc(text: str) -> str:
 
 FAMILY = Family(
     key="sfedhp",
-    title="sFedHP and its personalised baselines (seed 002)",
+    title="sFedHP and its personalised baselines",
     paper=PAPER,
     algorithms=frozenset(PERSONALISED),
     build=build,

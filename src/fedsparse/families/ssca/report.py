@@ -1,4 +1,4 @@
-"""The report's section for mini-batch SSCA (seed 004) and its SGD baseline: the paper's §6
+"""The report's section for mini-batch SSCA and its SGD baseline: the paper's §6
 claims checked on our numbers, training cost and test accuracy against rounds per batch size,
 Algorithm 2's cost against U and its slack, and the trade-off curves of both algorithms.
 
@@ -41,7 +41,7 @@ from ...results import sql_ident
 
 __all__ = ["FAMILY", "analyse", "build"]
 
-PAPER = "Ye & Cui, mini-batch SSCA (seed 004)"
+PAPER = "Ye & Cui, Sample-based Federated Learning via Mini-batch SSCA"
 TABLE = {1: (0.4, 0.4, 0.4), 10: (0.6, 0.9, 0.3), 100: (0.9, 0.9, 0.3)}  # B: (a1, a2, alpha)
 LAMBDA = 1e-5
 SETTLED = 0.02  # |F(w_T) - U| below this (and slack ~ 0): the cost settled at U
@@ -496,7 +496,7 @@ def build(page, data: ReportData, tables: Path) -> list[Claim]:
 
 FAMILY = Family(
     key="ssca",
-    title="Mini-batch SSCA (seed 004)",
+    title="Mini-batch SSCA",
     paper=PAPER,
     algorithms=frozenset({"ssca", "ssca_constrained"}),
     build=build,
