@@ -120,7 +120,9 @@ _RUNS_COLUMNS = [
     ("final_objective", pa.float64()),
     ("best_objective", pa.float64()),
     ("train_time_s", pa.float64()),  # training only (the trace's last elapsed_s)
-    ("wall_time_s", pa.float64()),  # whole run: setup, training, evaluation
+    # whole run (setup, training, evaluation): its share of its computation's, which its time
+    # siblings and the members of its cohort share equally (the column sums to the time spent)
+    ("wall_time_s", pa.float64()),
     # the trace's cumulative bytes_up, bytes_down and simulated time at the final round
     # (a front of accuracy against communication is then a query of runs alone)
     ("total_bytes_up", pa.int64()),
@@ -149,6 +151,7 @@ _RUNS_COLUMNS = [
     # multi-objective studies: the trial's values, one per objective, as a JSON list
     # (trial_value is then the first objective's)
     ("trial_values", pa.string()),
+    ("numerics", pa.string()),  # the numerics version that computed the trace (fedsparse.numerics)
 ]
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string()}
 

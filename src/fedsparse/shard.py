@@ -52,6 +52,7 @@ import pyarrow.parquet as pq
 from .data import load_dataset_dir
 from .experiment import run_cohort, run_identity, run_result, time_siblings_key
 from .layout import Layout
+from .numerics import UNRECORDED, numerics_version
 from .plan_file import PlanFileError, read_plan_shard
 from .progress import duration
 from .provenance import provenance
@@ -108,6 +109,7 @@ def run_summary(
         "shard": shard,
         **provenance(),
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "numerics": numerics_version(cfg["algorithm"]),
     }
 
 
@@ -180,6 +182,9 @@ def _checked_summary(metadata: dict[bytes, bytes], run_id: str) -> dict[str, Any
     stored = summary.get("run_id") if isinstance(summary, dict) else None
     if stored != run_id:
         raise BadStoreFile(f"holds run {stored}, not {run_id}")
+    found, wanted = summary.get("numerics") or UNRECORDED, numerics_version(summary["algorithm"])
+    if found != wanted:
+        raise BadStoreFile(f"was computed with numerics {found}, not this version's {wanted}")
     return summary
 
 

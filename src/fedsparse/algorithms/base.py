@@ -181,6 +181,10 @@ class Algorithm(ABC):
     # True: the shared pages show it by its name and a spare colour, as they did before it declared
     # a label and colour, which only its family's page uses (the reports stay as they were)
     shared_pages_by_name: ClassVar[bool] = False
+    # The version of the numerics of its traces: raised by a change that alters a trace's bits
+    # (an order of operations, a kernel), so a results folder never takes a run stored by the
+    # earlier numerics for finished (fedsparse.numerics)
+    numerics: ClassVar[int] = 1
     # the run's time model; run_trace sets it before setup (never mutated in place)
     time_model: dict[str, float] = DEFAULT_TIME_MODEL
 
