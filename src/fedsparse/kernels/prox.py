@@ -73,7 +73,7 @@ def step_work(
     return (G, S, *mlp)
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def prox_steps(
     X,
     y,
@@ -98,7 +98,8 @@ def prox_steps(
     l2,
     work,
 ):
-    """Proximal steps of every client (module docstring).
+    """Proximal steps of every client (module docstring): a cohort of one of
+    :func:`prox_steps_cohort`, whose bits it gives.
 
     Parameters
     ----------
@@ -111,23 +112,83 @@ def prox_steps(
     network, sizes, bias, act, loss, l2 : the model (:attr:`Problem.step_model`)
     work : (G, S, X0, A, D, E, coef) from :func:`step_work`
     """
+    prox_steps_cohort(
+        X,
+        y,
+        ptr,
+        thetas[None],
+        anchors[None],
+        which,
+        np.zeros(1, np.int64),
+        perm,
+        rng,
+        steps,
+        batch,
+        fresh,
+        np.full(1, stepsize),
+        np.full(1, weight),
+        np.full(1, gamma),
+        np.full(1, rho),
+        network,
+        sizes,
+        bias,
+        act,
+        loss,
+        l2,
+        work,
+    )
+
+
+@njit(parallel=True, cache=True)
+def prox_steps_cohort(
+    X,
+    y,
+    ptr,
+    thetas,
+    anchors,
+    which,
+    members,
+    perm,
+    rng,
+    steps,
+    batch,
+    fresh,
+    stepsize,
+    weight,
+    gamma,
+    rho,
+    network,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
+):
+    """:func:`prox_steps` of the ``members`` of a cohort at once: runs with the same data, seed
+    and structure, member ``m`` with its own ``thetas[m]`` (n_clients, *shape), ``anchors[m]``
+    (n_anchors, *shape) and constants ``stepsize[m]``, ``weight[m]``, ``gamma[m]``,
+    ``rho[m]``. A minibatch is drawn once (from the one ``perm`` and ``rng`` the members
+    share: equal seeds draw equal rows) and its rows are read from memory once, from cache for
+    the other members; each member's arithmetic is that of a cohort of one, in the same order,
+    so its bits do not depend on its cohort. Members not listed are left as they are."""
     n_clients = ptr.shape[0] - 1
-    c = thetas.shape[1]
+    c = thetas.shape[2]
     G, S, X0, A, D, E, coef = work
     for i in prange(n_clients):
         t = numba.get_thread_id()
         lo = ptr[i]
         n = ptr[i + 1] - lo
         b = n if batch <= 0 or batch >= n else batch
-        Ti = thetas[i]
-        Ai = anchors[which[i]]
         Gt = G[t]
         wt = (X0[t], A[t], D[t], E[t], coef[t])
         for s in range(steps):
             if b < n and (s == 0 or fresh):
                 sample_without_replacement(perm, lo, n, b, rng, i)
-            model_grad(
-                X, y, perm[lo : lo + b], Ti, Gt, network, sizes, bias, act, loss, l2, S[t], wt
-            )
-            for r in range(c):
-                apply_prox(Ti[r], Gt[r], Ai[r], stepsize, weight, gamma, rho)
+            rows = perm[lo : lo + b]
+            for m in members:
+                Ti = thetas[m, i]
+                Ai = anchors[m, which[i]]
+                model_grad(X, y, rows, Ti, Gt, network, sizes, bias, act, loss, l2, S[t], wt)
+                for r in range(c):
+                    apply_prox(Ti[r], Gt[r], Ai[r], stepsize[m], weight[m], gamma[m], rho[m])

@@ -40,6 +40,7 @@ from ...algorithms.common import BITS, DENSITY, LazyModule, batch_size, server_s
 from ...errors import ConfigError
 
 kernels = LazyModule("fedsparse.kernels")
+prox_kernels = LazyModule("fedsparse.kernels.prox")
 round_kernels = LazyModule("fedsparse.families.sfedhp.kernels")
 
 
@@ -64,6 +65,49 @@ PM_DENSITY = Column("pm_density", float, "mean density of the clients' models")
 BATCH_SIZE = batch_size("minibatch size, or 'full' (deterministic)", 20)
 
 
+class ClientStack:
+    """A cohort's clients' models in one stack, for the family's cohort kernels: its members'
+    ``thetas`` become views of ``thetas`` (stack size, n_clients, *shape), and they share the
+    first's ``perm`` and ``rng`` (equal seeds draw equal minibatches), so a kernel reads every
+    member's state where the member reads its own. Made on the members' first round, and
+    again for a cohort seen for the first time (a member that diverged has left the list
+    since: the others stay where they are in the stack)."""
+
+    def __init__(self, members: list[Any]):
+        self.thetas = np.stack([m.thetas for m in members])
+        self.position = {id(m): k for k, m in enumerate(members)}
+        perm, rng = members[0].perm, members[0].rng
+        for k, m in enumerate(members):
+            m.thetas, m.perm, m.rng, m.stack = self.thetas[k], perm, rng, self
+
+    @classmethod
+    def of(cls, members: list[Any]) -> ClientStack:
+        stack = members[0].stack
+        if stack is None or any(m.stack is not stack for m in members):
+            stack = cls(members)
+        return stack
+
+    @property
+    def size(self) -> int:
+        return self.thetas.shape[0]
+
+    def which(self, members: list[Any]) -> np.ndarray:
+        """The members' places in the stack (the kernels' ``members``)."""
+        return np.array([self.position[id(m)] for m in members], dtype=np.int64)
+
+    def values(self, members: list[Any], values: list[float]) -> np.ndarray:
+        """A constant of each member (in ``members``' order) at its place in the stack."""
+        out = np.zeros(self.size)
+        out[self.which(members)] = values
+        return out
+
+    def models(self, members: list[Any], models: list[np.ndarray]) -> np.ndarray:
+        """Each member's model of ``models`` at its place in the stack (zeros elsewhere)."""
+        out = np.zeros((self.size, *models[0].shape))
+        out[self.which(members)] = models
+        return out
+
+
 class ProxClients(Algorithm):
     """Shared machinery: per-client streams and row permutations, the proximal-step kernel,
     per-client models, edge/bit accounting read by the trace through extra_metrics."""
@@ -84,23 +128,43 @@ class ProxClients(Algorithm):
         self.server = server_stream(self.seed, problem.n_clients)
         self.work = problem.step_work()  # the proximal steps' and the round kernels'
         self.totals = {"edge_bytes_up": 0, "edge_bytes_down": 0, "bits": 0.0}
+        self.stack: ClientStack | None = None  # a cohort's stacked models, on its first round
 
-    def prox(self, thetas, anchors, which, steps, batch, fresh, stepsize, weight, gamma, rho):
-        """Run the proximal steps on ``thetas`` (n_clients, *shape) in place."""
-        self.problem.prox_steps(
-            thetas,
+    def round(self, t: int) -> RoundCost:
+        return self.cohort_round([self], t)[0]
+
+    @classmethod
+    def prox_cohort(
+        cls,
+        members: list[Any],
+        anchors: np.ndarray,
+        which: np.ndarray,
+        fresh: bool,
+        constants: dict[str, list[float]],
+    ) -> None:
+        """The members' proximal steps on their ``thetas`` in place, in one kernel
+        (:func:`fedsparse.kernels.prox.prox_steps_cohort`): ``anchors`` (stack size,
+        n_anchors, *shape), ``constants`` each member's ``stepsize``, ``weight``, ``gamma``
+        and ``rho``."""
+        first = members[0]
+        stack = ClientStack.of(members)
+        data, batch = first.problem.data, first.batch
+        prox_kernels.prox_steps_cohort(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            stack.thetas,
             anchors,
-            which,
-            self.perm,
-            self.rng,
-            steps,
-            0 if batch is None else batch,
+            np.ascontiguousarray(which, dtype=np.int64),
+            stack.which(members),
+            first.perm,
+            first.rng,
+            first.params["local_steps"],
+            batch,
             fresh,
-            stepsize,
-            weight,
-            gamma,
-            rho,
-            self.work,
+            *(stack.values(members, constants[k]) for k in ("stepsize", "weight", "gamma", "rho")),
+            *first.problem.step_model,
+            first.work.for_batch(batch),
         )
 
     @property
@@ -197,6 +261,23 @@ SFEDHP_HYPERPARAMETERS = (
 )
 
 
+# sFedHP's constants that cohorts may vary (the structure, anchor and batch stay shared)
+SFEDHP_FUSABLE = (
+    "stepsize",
+    "inner_stepsize",
+    "lambda1",
+    "lambda2",
+    "gamma1",
+    "gamma2",
+    "rho",
+    "beta",
+    "gamma_tiny",
+    "density_floor",
+    "gamma2_rounds",
+    "zero_tol",
+)
+
+
 class SFedHP(ProxClients):
     """sFedHP (Liu et al.): client/edge/cloud personalisation with a smooth-l1 sparsity term."""
 
@@ -237,42 +318,66 @@ class SFedHP(ProxClients):
             g2 = params["gamma_tiny"]
         return self.gamma1, g2
 
-    def round(self, t: int) -> RoundCost:
-        params, data = self.params, self.problem.data
-        N, d = params["edges"], self.W.size
-        gamma1, gamma2 = self.current_gammas(t)
-        w = self.W
-        w_e = np.empty((N, *w.shape))
+    @classmethod
+    def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
+        """Every continuous constant: the members' clients draw the same rows (same seed,
+        edges, R, K, b), and each member's steps and schedule switches are its own."""
+        return SFEDHP_FUSABLE
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        first = members[0]
+        params, data = first.params, first.problem.data
+        stack = ClientStack.of(members)
+        C, N, shape = stack.size, params["edges"], first.W.shape
+        gammas = [m.current_gammas(t) for m in members]
+        w_e = np.empty((C, N, *shape))
         phi_e = np.empty_like(w_e)
-        phi_c = np.empty_like(self.thetas)
-        edge_bytes = np.zeros((N, 2), np.int64)
-        round_kernels.sfedhp_round(
+        phi_c = np.empty_like(stack.thetas)
+        edge_bytes = np.zeros((C, N, 2), np.int64)
+
+        def each(key: str) -> np.ndarray:
+            return stack.values(members, [m.params[key] for m in members])
+
+        round_kernels.sfedhp_cohort_round(
             data.kernel_X,
             data.y,
             data.client_ptr,
-            w,
-            self.thetas,
+            stack.models(members, [m.W for m in members]),
+            stack.thetas,
             w_e,
             phi_e,
             phi_c,
+            stack.which(members),
             params["edge_rounds"],
             params["inner_steps"],
-            self.batch,
-            params["stepsize"],
-            params["inner_stepsize"],
-            params["lambda1"],
-            params["lambda2"],
-            gamma1,
-            gamma2,
-            params["rho"],
+            first.batch,
+            each("stepsize"),
+            each("inner_stepsize"),
+            each("lambda1"),
+            each("lambda2"),
+            stack.values(members, [g[0] for g in gammas]),
+            stack.values(members, [g[1] for g in gammas]),
+            each("rho"),
             params["anchor"] == "per_client",
-            self.zero_tol,
-            self.perm,
-            self.rng,
-            *self.problem.step_model,
-            self.round_work(),
+            each("zero_tol"),
+            first.perm,
+            first.rng,
+            *first.problem.step_model,
+            first.round_work(),
             edge_bytes,
         )
+        return [
+            m.aggregate(w_e[k], edge_bytes[k])
+            for m, k in zip(members, stack.which(members), strict=True)
+        ]
+
+    def aggregate(self, w_e: np.ndarray, edge_bytes: np.ndarray) -> RoundCost:
+        """The cloud's step from this round's edge models ``w_e``, the schedule switch, the
+        totals and the round's cost."""
+        params = self.params
+        N, d = params["edges"], self.W.size
+        w = self.W
         S = params["sampled_edges"]
         chosen = np.arange(N) if S in (0, N) else np.sort(self.server.choice(N, S, replace=False))
         nnz_up, nnz_down = self.nnz(w_e[chosen]), self.nnz(w[None])[0]
@@ -327,29 +432,48 @@ class PFedMe(FlatClients):
     def setup(self) -> None:
         self._setup_clients()
 
-    def round(self, t: int) -> RoundCost:
-        problem, params, data = self.problem, self.params, self.problem.data
-        n, d = problem.n_clients, self.W.size
-        w = self.W
-        w_c = np.empty_like(self.thetas)
-        round_kernels.pfedme_round(
+    @classmethod
+    def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
+        """The steps, the proximity weight and the relaxation: the members' clients draw the
+        same rows (same seed, R, K, b) and the server samples the same clients."""
+        return ("stepsize", "inner_stepsize", "lambda", "beta")
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        first = members[0]
+        params, data = first.params, first.problem.data
+        stack = ClientStack.of(members)
+        w_c = np.empty_like(stack.thetas)
+
+        def each(key: str) -> np.ndarray:
+            return stack.values(members, [m.params[key] for m in members])
+
+        round_kernels.pfedme_cohort_round(
             data.kernel_X,
             data.y,
             data.client_ptr,
-            w,
-            self.thetas,
+            stack.models(members, [m.W for m in members]),
+            stack.thetas,
             w_c,
+            stack.which(members),
             params["local_steps"],
             params["inner_steps"],
-            self.batch,
-            params["stepsize"],
-            params["inner_stepsize"],
-            params["lambda"],
-            self.perm,
-            self.rng,
-            *self.problem.step_model,
-            self.round_work(),
+            first.batch,
+            each("stepsize"),
+            each("inner_stepsize"),
+            each("lambda"),
+            first.perm,
+            first.rng,
+            *first.problem.step_model,
+            first.round_work(),
         )
+        return [m.aggregate(w_c[k]) for m, k in zip(members, stack.which(members), strict=True)]
+
+    def aggregate(self, w_c: np.ndarray) -> RoundCost:
+        """The server's step from this round's local models ``w_c``; the round's cost."""
+        problem, params = self.problem, self.params
+        n, d = problem.n_clients, self.W.size
+        w = self.W
         m = params["sampled_clients"]
         chosen = np.arange(n) if m in (0, n) else np.sort(self.server.choice(n, m, replace=False))
         nnz_up, nnz_down = self.nnz(w_c[chosen]), self.nnz(w[None])[0]
@@ -408,29 +532,46 @@ class HierFAVG(ProxClients):
         edge_of(self.problem.n_clients, self.params["edges"])  # client u under edge u // J
         self.scratch = kernels.threshold_scratch(self.W.shape[1])
 
-    def round(self, t: int) -> RoundCost:
-        problem, params, data = self.problem, self.params, self.problem.data
-        n, N, d = problem.n_clients, params["edges"], self.W.size
-        w_e = np.empty((N, *self.W.shape))
-        edge_bytes = np.zeros((N, 2), np.int64)
-        round_kernels.hierfavg_round(
+    @classmethod
+    def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
+        """Step sizes: the members' clients draw the same rows (same seed, edges, kappas, b)."""
+        return ("stepsize",)
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        first = members[0]
+        problem, params, data = first.problem, first.params, first.problem.data
+        stack = ClientStack.of(members)
+        w_e = np.empty((stack.size, params["edges"], *first.W.shape))
+        edge_bytes = np.zeros((stack.size, params["edges"], 2), np.int64)
+        round_kernels.hierfavg_cohort_round(
             data.kernel_X,
             data.y,
             data.client_ptr,
-            self.W,
-            self.thetas,
+            stack.models(members, [m.W for m in members]),
+            stack.thetas,
             w_e,
+            stack.which(members),
             problem.p,
             params["edge_rounds"],
             params["local_steps"],
-            self.batch,
-            params["stepsize"],
-            self.perm,
-            self.rng,
-            *self.problem.step_model,
-            self.round_work(),
+            first.batch,
+            stack.values(members, [m.params["stepsize"] for m in members]),
+            first.perm,
+            first.rng,
+            *problem.step_model,
+            first.round_work(),
             edge_bytes,
         )
+        return [
+            m.aggregate(w_e[k], edge_bytes[k])
+            for m, k in zip(members, stack.which(members), strict=True)
+        ]
+
+    def aggregate(self, w_e: np.ndarray, edge_bytes: np.ndarray) -> RoundCost:
+        """The cloud's average of this round's edge models ``w_e``; the round's cost."""
+        problem, params = self.problem, self.params
+        n, N, d = problem.n_clients, params["edges"], self.W.size
         self.totals["edge_bytes_up"] += int(edge_bytes[:, 0].sum())
         self.totals["edge_bytes_down"] += params["edge_rounds"] * n * dense_bytes(d)
         down = self.nnz(self.W[None])[0]
@@ -472,22 +613,34 @@ class FedProx(FlatClients):
         self._setup_clients()
         self.scratch = kernels.threshold_scratch(self.W.shape[1])
 
-    def round(self, t: int) -> RoundCost:
+    @classmethod
+    def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
+        """The step size and proximal weight (the members' clients draw the same rows)."""
+        return ("stepsize", "mu")
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        stack = ClientStack.of(members)
+        for m in members:
+            m.thetas[:] = m.W
+        cls.prox_cohort(
+            members,
+            stack.models(members, [m.W[None] for m in members]),
+            np.zeros(members[0].problem.n_clients, np.int64),
+            True,
+            {
+                "stepsize": [m.params["stepsize"] for m in members],
+                "weight": [m.params["mu"] for m in members],
+                "gamma": [0.0] * len(members),
+                "rho": [1.0] * len(members),
+            },
+        )
+        return [m.aggregate() for m in members]
+
+    def aggregate(self) -> RoundCost:
+        """The server's p-weighted mean of the clients' models; the round's cost."""
         problem, params = self.problem, self.params
         d, n = self.W.size, problem.n_clients
-        self.thetas[:] = self.W
-        self.prox(
-            self.thetas,
-            self.W[None],
-            np.zeros(n, np.int64),
-            params["local_steps"],
-            params["batch_size"],
-            True,
-            params["stepsize"],
-            params["mu"],
-            0.0,
-            1.0,
-        )
         nnz_up, nnz_down = self.nnz(self.thetas), self.nnz(self.W[None])
         self.W = weighted_mean(self.thetas, problem.p, self.scratch)
         self.add_bits(nnz_up, np.repeat(nnz_down, n))
@@ -630,23 +783,37 @@ class HeurFedAMP(FlatClients):
             xi[i] = np.insert((1.0 - a) * e / e.sum(), i, a)
         return (xi @ flat).reshape(self.thetas.shape)
 
-    def round(self, t: int) -> RoundCost:
-        problem, params = self.problem, self.params
-        n, d = problem.n_clients, self.W.size
-        U = self.cloud_models()
-        self.thetas[:] = U
-        self.prox(
-            self.thetas,
-            U,
+    @classmethod
+    def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
+        """The step size and the cloud's constants (the members' clients draw the same
+        rows; each member's cloud models are its own)."""
+        return ("stepsize", "alpha_self", "sigma", "lambda")
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        stack = ClientStack.of(members)
+        clouds = [m.cloud_models() for m in members]
+        for m, U in zip(members, clouds, strict=True):
+            m.thetas[:] = U
+        n = members[0].problem.n_clients
+        cls.prox_cohort(
+            members,
+            stack.models(members, clouds),
             np.arange(n, dtype=np.int64),
-            params["local_steps"],
-            params["batch_size"],
             True,
-            params["stepsize"],
-            params["lambda"],
-            0.0,
-            1.0,
+            {
+                "stepsize": [m.params["stepsize"] for m in members],
+                "weight": [m.params["lambda"] for m in members],
+                "gamma": [0.0] * len(members),
+                "rho": [1.0] * len(members),
+            },
         )
+        return [m.aggregate(U) for m, U in zip(members, clouds, strict=True)]
+
+    def aggregate(self, U: np.ndarray) -> RoundCost:
+        """The p-weighted mean of the clients' models (sent up; ``U`` came down); the cost."""
+        problem, params = self.problem, self.params
+        d = self.W.size
         nnz_up, nnz_down = self.nnz(self.thetas), self.nnz(U)
         self.W = weighted_mean(self.thetas, problem.p, self.scratch)
         self.add_bits(nnz_up, nnz_down)

@@ -51,17 +51,13 @@ def _message_bytes(V, tol):
 
 
 @njit(cache=True)
-def _inner_solve(
+def _prox_on_rows(
     X,
     y,
-    ptr,
-    u,
+    rows,
     T,
     anchor,
-    perm,
-    rng,
     steps,
-    batch,
     stepsize,
     weight,
     gamma,
@@ -76,15 +72,23 @@ def _inner_solve(
     s,
     wt,
 ):
-    """``steps`` proximal steps of client ``u`` on one minibatch drawn from its stream."""
-    rows = draw_minibatch(perm, ptr, u, batch, rng)
+    """``steps`` proximal steps of ``T`` on the minibatch ``rows`` (a client's inner solve)."""
     for _ in range(steps):
         model_grad(X, y, rows, T, G, network, sizes, bias, act, loss, l2, s, wt)
         for r in range(T.shape[0]):
             apply_prox(T[r], G[r], anchor[r], stepsize, weight, gamma, rho)
 
 
-@njit(parallel=True, cache=True)
+# Every kernel below is a cohort's: members ``members`` of a stack of runs with the same data,
+# seed and structure, member ``m`` with its own models (index ``m`` of every stacked array) and
+# its own constants (``eta1[m]``, ...). A client's minibatch is drawn once from the one ``perm``
+# and ``rng`` the members share (equal seeds draw equal rows) and its rows are read from memory
+# once, from cache for the other members; each member's arithmetic is that of a cohort of one,
+# in the same order, so its bits do not depend on its cohort. Members not listed are left as
+# they are. The solo kernels (sfedhp_round, ...) are cohorts of one.
+
+
+@njit(cache=True)
 def sfedhp_round(
     X,
     y,
@@ -117,7 +121,8 @@ def sfedhp_round(
     work,
     edge_bytes,
 ):
-    """One global round of every edge of sFedHP (spec seed-002 §2.3), edges in parallel.
+    """One global round of every edge of sFedHP (spec seed-002 §2.3), edges in parallel: a
+    cohort of one of :func:`sfedhp_cohort_round`.
 
     Client u is under edge u // J, J = n_clients / n_edges. Per edge: w_e = phi_e = w and
     theta_u = phi_c[u] = w; then ``edge_rounds`` times: each client's ``steps`` proximal steps
@@ -129,74 +134,166 @@ def sfedhp_round(
     D, E, coef), one row per thread: gradient (n_threads, *w.shape), softmax scratch and the
     MLP work space (see :func:`fedsparse.kernels.mlp_thread_work`).
     """
-    n_edges = w_e.shape[0]
-    J = thetas.shape[0] // n_edges
-    G, S, X0, A, D, E, coef = work
-    c = w.shape[0]
-    mix = 1.0 / (lam1 + lam2)
-    for e in prange(n_edges):
-        t = numba.get_thread_id()
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
-        We = w_e[e]
-        Pe = phi_e[e]
-        We[:, :] = w
-        Pe[:, :] = w
-        for u in range(e * J, (e + 1) * J):
-            thetas[u][:, :] = w
-            phi_c[u][:, :] = w
-        up = 0
-        down = 0
-        for _ in range(edge_rounds):
-            for u in range(e * J, (e + 1) * J):
-                anchor = phi_c[u] if per_client else Pe
-                down += _message_bytes(anchor, tol)
-                _inner_solve(
-                    X,
-                    y,
-                    ptr,
-                    u,
-                    thetas[u],
-                    anchor,
-                    perm,
-                    rng,
-                    steps,
-                    batch,
-                    eta2,
-                    lam1,
-                    gamma1,
-                    rho,
-                    network,
-                    sizes,
-                    bias,
-                    act,
-                    loss,
-                    l2,
-                    G[t],
-                    S[t],
-                    wt,
-                )
-                up += _message_bytes(thetas[u], tol)
-            Pe[:, :] = 0.0
-            for u in range(e * J, (e + 1) * J):
-                for r in range(c):
-                    th, we, pc, pe = thetas[u][r], We[r], phi_c[u][r], Pe[r]
-                    for j in range(th.shape[0]):
-                        pc[j] = (lam1 * th[j] + lam2 * we[j]) * mix
-                        pe[j] += pc[j]
-            for r in range(c):
-                we, pe = We[r], Pe[r]
-                for j in range(we.shape[0]):
-                    pe[j] /= J
-                    x = we[j]
-                    step = lam2 * (x - pe[j])
-                    if gamma2 != 0.0:
-                        step += gamma2 * np.tanh(x / rho)
-                    we[j] = x - eta1 * step
-        edge_bytes[e, 0] = up
-        edge_bytes[e, 1] = down
+    sfedhp_cohort_round(
+        X,
+        y,
+        ptr,
+        w[None],
+        thetas[None],
+        w_e[None],
+        phi_e[None],
+        phi_c[None],
+        np.zeros(1, np.int64),
+        edge_rounds,
+        steps,
+        batch,
+        np.full(1, eta1),
+        np.full(1, eta2),
+        np.full(1, lam1),
+        np.full(1, lam2),
+        np.full(1, gamma1),
+        np.full(1, gamma2),
+        np.full(1, rho),
+        per_client,
+        np.full(1, tol),
+        perm,
+        rng,
+        network,
+        sizes,
+        bias,
+        act,
+        loss,
+        l2,
+        work,
+        edge_bytes[None],
+    )
 
 
 @njit(parallel=True, cache=True)
+def sfedhp_cohort_round(
+    X,
+    y,
+    ptr,
+    ws,
+    thetas,
+    w_e,
+    phi_e,
+    phi_c,
+    members,
+    edge_rounds,
+    steps,
+    batch,
+    eta1,
+    eta2,
+    lam1,
+    lam2,
+    gamma1,
+    gamma2,
+    rho,
+    per_client,
+    tol,
+    perm,
+    rng,
+    network,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
+    edge_bytes,
+):
+    """:func:`sfedhp_round` of a cohort's ``members`` (see above): ``ws`` (C, *shape),
+    ``thetas`` and ``phi_c`` (C, n_clients, *shape), ``w_e`` and ``phi_e`` (C, n_edges,
+    *shape), ``edge_bytes`` (C, n_edges, 2); the constants but ``per_client`` are (C,)."""
+    C, n_edges = w_e.shape[0], w_e.shape[1]
+    J = thetas.shape[1] // n_edges
+    G, S, X0, A, D, E, coef = work
+    c = ws.shape[1]
+    for e in prange(n_edges):
+        t = numba.get_thread_id()
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        for m in members:
+            w = ws[m]
+            w_e[m, e][:, :] = w
+            phi_e[m, e][:, :] = w
+            for u in range(e * J, (e + 1) * J):
+                thetas[m, u][:, :] = w
+                phi_c[m, u][:, :] = w
+        up = np.zeros(C, np.int64)
+        down = np.zeros(C, np.int64)
+        for _ in range(edge_rounds):
+            for u in range(e * J, (e + 1) * J):
+                rows = draw_minibatch(perm, ptr, u, batch, rng)
+                for m in members:
+                    anchor = phi_c[m, u] if per_client else phi_e[m, e]
+                    down[m] += _message_bytes(anchor, tol[m])
+                    _prox_on_rows(
+                        X,
+                        y,
+                        rows,
+                        thetas[m, u],
+                        anchor,
+                        steps,
+                        eta2[m],
+                        lam1[m],
+                        gamma1[m],
+                        rho[m],
+                        network,
+                        sizes,
+                        bias,
+                        act,
+                        loss,
+                        l2,
+                        G[t],
+                        S[t],
+                        wt,
+                    )
+                    up[m] += _message_bytes(thetas[m, u], tol[m])
+            for m in members:
+                _edge_step(
+                    thetas[m],
+                    w_e[m, e],
+                    phi_e[m, e],
+                    phi_c[m],
+                    e * J,
+                    J,
+                    c,
+                    eta1[m],
+                    lam1[m],
+                    lam2[m],
+                    gamma2[m],
+                    rho[m],
+                )
+        for m in members:
+            edge_bytes[m, e, 0] = up[m]
+            edge_bytes[m, e, 1] = down[m]
+
+
+@njit(cache=True)
+def _edge_step(thetas, We, Pe, phi_c, first, J, c, eta1, lam1, lam2, gamma2, rho):
+    """An edge's aggregation of one member: phi_c of its clients, their mean phi_e, the
+    step of w_e."""
+    mix = 1.0 / (lam1 + lam2)
+    Pe[:, :] = 0.0
+    for u in range(first, first + J):
+        for r in range(c):
+            th, we, pc, pe = thetas[u][r], We[r], phi_c[u][r], Pe[r]
+            for j in range(th.shape[0]):
+                pc[j] = (lam1 * th[j] + lam2 * we[j]) * mix
+                pe[j] += pc[j]
+    for r in range(c):
+        we, pe = We[r], Pe[r]
+        for j in range(we.shape[0]):
+            pe[j] /= J
+            x = we[j]
+            step = lam2 * (x - pe[j])
+            if gamma2 != 0.0:
+                step += gamma2 * np.tanh(x / rho)
+            we[j] = x - eta1 * step
+
+
+@njit(cache=True)
 def pfedme_round(
     X,
     y,
@@ -223,49 +320,102 @@ def pfedme_round(
     """One global round of every pFedMe client, clients in parallel: theta = w_c[u] = w, then
     ``local_rounds`` times ``steps`` proximal steps (step ``eta_inner``, weight ``lam``) on one
     minibatch anchored at w_c[u], and w_c[u] -= eta lam (w_c[u] - theta). ``work`` as in
-    :func:`sfedhp_round`."""
-    G, S, X0, A, D, E, coef = work
-    c = w.shape[0]
-    for u in prange(thetas.shape[0]):
-        t = numba.get_thread_id()
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
-        T = thetas[u]
-        Wu = w_c[u]
-        T[:, :] = w
-        Wu[:, :] = w
-        for _ in range(local_rounds):
-            _inner_solve(
-                X,
-                y,
-                ptr,
-                u,
-                T,
-                Wu,
-                perm,
-                rng,
-                steps,
-                batch,
-                eta_inner,
-                lam,
-                0.0,
-                1.0,
-                network,
-                sizes,
-                bias,
-                act,
-                loss,
-                l2,
-                G[t],
-                S[t],
-                wt,
-            )
-            for r in range(c):
-                wu, th = Wu[r], T[r]
-                for j in range(wu.shape[0]):
-                    wu[j] -= eta * lam * (wu[j] - th[j])
+    :func:`sfedhp_round`. A cohort of one of :func:`pfedme_cohort_round`."""
+    pfedme_cohort_round(
+        X,
+        y,
+        ptr,
+        w[None],
+        thetas[None],
+        w_c[None],
+        np.zeros(1, np.int64),
+        local_rounds,
+        steps,
+        batch,
+        np.full(1, eta),
+        np.full(1, eta_inner),
+        np.full(1, lam),
+        perm,
+        rng,
+        network,
+        sizes,
+        bias,
+        act,
+        loss,
+        l2,
+        work,
+    )
 
 
 @njit(parallel=True, cache=True)
+def pfedme_cohort_round(
+    X,
+    y,
+    ptr,
+    ws,
+    thetas,
+    w_c,
+    members,
+    local_rounds,
+    steps,
+    batch,
+    eta,
+    eta_inner,
+    lam,
+    perm,
+    rng,
+    network,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
+):
+    """:func:`pfedme_round` of a cohort's ``members``: ``ws`` (C, *shape), ``thetas`` and
+    ``w_c`` (C, n_clients, *shape), ``eta``, ``eta_inner``, ``lam`` (C,)."""
+    G, S, X0, A, D, E, coef = work
+    c = ws.shape[1]
+    for u in prange(thetas.shape[1]):
+        t = numba.get_thread_id()
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        for m in members:
+            thetas[m, u][:, :] = ws[m]
+            w_c[m, u][:, :] = ws[m]
+        for _ in range(local_rounds):
+            rows = draw_minibatch(perm, ptr, u, batch, rng)
+            for m in members:
+                T = thetas[m, u]
+                Wu = w_c[m, u]
+                _prox_on_rows(
+                    X,
+                    y,
+                    rows,
+                    T,
+                    Wu,
+                    steps,
+                    eta_inner[m],
+                    lam[m],
+                    0.0,
+                    1.0,
+                    network,
+                    sizes,
+                    bias,
+                    act,
+                    loss,
+                    l2,
+                    G[t],
+                    S[t],
+                    wt,
+                )
+                eta_m, lam_m = eta[m], lam[m]
+                for r in range(c):
+                    wu, th = Wu[r], T[r]
+                    for j in range(wu.shape[0]):
+                        wu[j] -= eta_m * lam_m * (wu[j] - th[j])
+
+
+@njit(cache=True)
 def hierfavg_round(
     X,
     y,
@@ -292,58 +442,109 @@ def hierfavg_round(
     """One global round of every HierFAVG edge, edges in parallel: w_e = w, then
     ``edge_rounds`` times every client u of the edge runs ``steps`` SGD steps from w_e (a fresh
     minibatch each) and w_e = sum_u p_u theta_u / sum_u p_u. ``edge_bytes[e, 0]``: the bytes
-    the edge's clients sent up (exact zeros free). ``work`` as in :func:`sfedhp_round`."""
-    n_edges = w_e.shape[0]
-    J = thetas.shape[0] // n_edges
+    the edge's clients sent up (exact zeros free). ``work`` as in :func:`sfedhp_round`. A
+    cohort of one of :func:`hierfavg_cohort_round`."""
+    hierfavg_cohort_round(
+        X,
+        y,
+        ptr,
+        w[None],
+        thetas[None],
+        w_e[None],
+        np.zeros(1, np.int64),
+        p,
+        edge_rounds,
+        steps,
+        batch,
+        np.full(1, stepsize),
+        perm,
+        rng,
+        network,
+        sizes,
+        bias,
+        act,
+        loss,
+        l2,
+        work,
+        edge_bytes[None],
+    )
+
+
+@njit(parallel=True, cache=True)
+def hierfavg_cohort_round(
+    X,
+    y,
+    ptr,
+    ws,
+    thetas,
+    w_e,
+    members,
+    p,
+    edge_rounds,
+    steps,
+    batch,
+    stepsize,
+    perm,
+    rng,
+    network,
+    sizes,
+    bias,
+    act,
+    loss,
+    l2,
+    work,
+    edge_bytes,
+):
+    """:func:`hierfavg_round` of a cohort's ``members``: ``ws`` (C, *shape), ``thetas`` (C,
+    n_clients, *shape), ``w_e`` (C, n_edges, *shape), ``stepsize`` (C,), ``edge_bytes`` (C,
+    n_edges, 2)."""
+    C, n_edges = w_e.shape[0], w_e.shape[1]
+    J = thetas.shape[1] // n_edges
     G, S, X0, A, D, E, coef = work
-    c = w.shape[0]
+    c = ws.shape[1]
     for e in prange(n_edges):
         t = numba.get_thread_id()
         wt = (X0[t], A[t], D[t], E[t], coef[t])
-        We = w_e[e]
-        We[:, :] = w
+        for m in members:
+            w_e[m, e][:, :] = ws[m]
         total = 0.0
         for u in range(e * J, (e + 1) * J):
             total += p[u]
-        up = 0
+        up = np.zeros(C, np.int64)
         for _ in range(edge_rounds):
             for u in range(e * J, (e + 1) * J):
-                T = thetas[u]
-                T[:, :] = We
+                for m in members:
+                    thetas[m, u][:, :] = w_e[m, e]
                 lo = ptr[u]
                 n = ptr[u + 1] - lo
                 b = n if batch <= 0 or batch >= n else batch
                 for _s in range(steps):
                     if b < n:
                         sample_without_replacement(perm, lo, n, b, rng, u)
-                    model_grad(
-                        X,
-                        y,
-                        perm[lo : lo + b],
-                        T,
-                        G[t],
-                        network,
-                        sizes,
-                        bias,
-                        act,
-                        loss,
-                        l2,
-                        S[t],
-                        wt,
-                    )
+                    rows = perm[lo : lo + b]
+                    for m in members:
+                        T = thetas[m, u]
+                        model_grad(
+                            X, y, rows, T, G[t], network, sizes, bias, act, loss, l2, S[t], wt
+                        )
+                        step = stepsize[m]
+                        for r in range(c):
+                            th, g = T[r], G[t][r]
+                            for j in range(th.shape[0]):
+                                th[j] -= step * g[j]
+                for m in members:
+                    up[m] += _message_bytes(thetas[m, u], 0.0)
+            for m in members:
+                We = w_e[m, e]
+                We[:, :] = 0.0
+                for u in range(e * J, (e + 1) * J):
                     for r in range(c):
-                        th, g = T[r], G[t][r]
-                        for j in range(th.shape[0]):
-                            th[j] -= stepsize * g[j]
-                up += _message_bytes(T, 0.0)
-            We[:, :] = 0.0
-            for u in range(e * J, (e + 1) * J):
+                        we, th = We[r], thetas[m, u][r]
+                        for j in range(we.shape[0]):
+                            we[j] += p[u] * th[j]
                 for r in range(c):
-                    we, th = We[r], thetas[u][r]
+                    we = We[r]
                     for j in range(we.shape[0]):
-                        we[j] += p[u] * th[j]
-            for r in range(c):
-                we = We[r]
-                for j in range(we.shape[0]):
-                    we[j] /= total
-        edge_bytes[e, 0] = up
+                        we[j] /= total
+        for m in members:
+            edge_bytes[m, e, 0] = up[m]

@@ -21,7 +21,7 @@ F is the problem's objective, sum_i p_i f_i with ``model.l2``'s term in every f_
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -76,6 +76,8 @@ COST_LIMIT = Hyperparameter(
 PENALTY = Hyperparameter(
     "penalty", float, "c: exact-penalty weight of the slack", default=1e5, low=0.0, low_open=True
 )
+# the hyperparameters only the server reads (tau, the schedules), which cohorts may vary
+SCHEDULE = ("prox_weight", "rho_scale", "gamma_scale", "decay", "gamma_extra")
 SQ_NORM = Column("sq_norm", float, "||w||^2")
 SLACK = Column(
     "slack",
@@ -111,6 +113,7 @@ def lemma1(
 class _SSCA(Algorithm):
     """The clients' round and the shared recursions; subclasses solve the server problem."""
 
+    server_constants: ClassVar[tuple[str, ...]]
     family = "SSCA"
     config_label = (("batch_size", "b"),)
     trace_columns = (SQ_NORM,)
@@ -133,28 +136,29 @@ class _SSCA(Algorithm):
             problem.sizes, most if self.batch == 0 else min(self.batch, most)
         )
         self.slack: float | None = None  # s of the last server problem (Algorithm 2)
+        self.stack: _ClientStack | None = None  # a cohort's stacked states, on its first round
 
-    def client_round(self, combine: bool = True) -> float:
-        """Every client's minibatch mean gradient and loss at w (into ``self.G``); with
-        ``combine``, also ``self.g = sum_i p_i G[i]``. Returns the combined loss
+    @classmethod
+    def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
+        """The server's constants: every member's clients draw the same rows (same seed and
+        batch size), and the server's recursions are each member's own."""
+        return cls.server_constants
+
+    def round(self, t: int) -> RoundCost:
+        return self.cohort_round([self], t)[0]
+
+    @classmethod
+    def cohort_round(cls, members: list[Algorithm], t: int) -> list[RoundCost]:
+        """The members' clients in one kernel (a minibatch's rows read once for all), then
+        each member's server step."""
+        _ClientStack.of(members).gradients(members)
+        return [member.server_step(t) for member in members]
+
+    def combine_clients(self) -> float:
+        """``self.g = sum_i p_i G[i]`` of this round's clients, and their combined loss
         sum_i p_i f_i (the paper's f-hat, l2 term included)."""
         problem = self.problem
-        d = problem.data
-        ssca_kernels.client_batch_grads(
-            d.kernel_X,
-            d.y,
-            d.client_ptr,
-            self.w,
-            self.perm,
-            self.rng,
-            self.batch,
-            *problem.kernel_model,
-            self.G,
-            self.losses,
-            self.work,
-        )
-        if combine:
-            ssca_kernels.weighted_rows(self.G, problem.p, self.g)
+        ssca_kernels.weighted_rows(self.G, problem.p, self.g)
         return float(kernels.weighted_sum(self.losses, problem.p))
 
     def cost(self, extra_up: int) -> RoundCost:
@@ -173,16 +177,16 @@ class SSCA(_SSCA):
     name = "ssca"
     summary = "mini-batch SSCA (Algorithm 1): min F + lambda ||w||^2, server-side recursions"
     hyperparameters = (PROX_WEIGHT, RHO_SCALE, GAMMA_SCALE, DECAY, GAMMA_EXTRA, LAMBDA, BATCH_SIZE)
+    server_constants = SCHEDULE + ("lambda",)
 
     def setup(self) -> None:
         super().setup()
         self.beta = np.zeros(self.w.size)  # running average of the iterates
 
-    def round(self, t: int) -> RoundCost:
+    def server_step(self, t: int) -> RoundCost:
         params = self.params
         tau, lam = params["prox_weight"], params["lambda"]
         rho, gamma = schedules(params, t + 1)
-        self.client_round(combine=False)
         # g = sum_i p_i G_i; beta = (1 - rho) beta + rho w; acc = (1 - rho) acc +
         # rho (g - 2 tau w); w_bar = -(acc + 2 lambda beta) / (2 tau) (16)-(17);
         # w = (1 - gamma) w + gamma w_bar: one fused pass over the d coordinates
@@ -210,16 +214,17 @@ class SSCAConstrained(_SSCA):
         BATCH_SIZE,
     )
     trace_columns = (SLACK, CONSTRAINT_VALUE, SQ_NORM)
+    server_constants = SCHEDULE + ("cost_limit", "penalty")
 
     def setup(self) -> None:
         super().setup()
         self.A = 0.0  # the surrogate constraint's constant (20)
 
-    def round(self, t: int) -> RoundCost:
+    def server_step(self, t: int) -> RoundCost:
         params = self.params
         tau = params["prox_weight"]
         rho, gamma = schedules(params, t + 1)
-        f_hat = self.client_round()
+        f_hat = self.combine_clients()
         w = self.w
         sq = float(w @ w)
         a_bar = f_hat + tau * sq  # with the leading minus of the cross-entropy (P2)
@@ -241,3 +246,50 @@ class SSCAConstrained(_SSCA):
             "objective": row["sq_norm"],
             "constraint_value": row["objective"] - self.params["cost_limit"],
         }
+
+
+class _ClientStack:
+    """A cohort's client-side state in one stack, for :func:`client_batch_grads_cohort`: its
+    members' parameters ``w`` (and ``W``, its shaped view), ``G`` and ``losses`` become views
+    of ``thetas``, ``G`` and ``losses``, and they share the first's ``perm`` and ``rng``
+    (equal seeds draw equal minibatches). Made on the members' first round, and again for a
+    cohort seen for the first time (a member that diverged has left the list since: the
+    others stay where they are in the stack)."""
+
+    def __init__(self, members: list[Any]):
+        self.thetas = np.stack([m.w for m in members])
+        self.G = np.stack([m.G for m in members])
+        self.losses = np.stack([m.losses for m in members])
+        self.position = {id(m): k for k, m in enumerate(members)}
+        perm, rng = members[0].perm, members[0].rng
+        for k, m in enumerate(members):
+            m.w, m.G, m.losses = self.thetas[k], self.G[k], self.losses[k]
+            m.W = m.w.reshape(m.W.shape)
+            m.perm, m.rng, m.stack = perm, rng, self
+
+    @classmethod
+    def of(cls, members: list[Any]) -> _ClientStack:
+        stack = members[0].stack
+        if stack is None or any(m.stack is not stack for m in members):
+            stack = cls(members)
+        return stack
+
+    def gradients(self, members: list[Any]) -> None:
+        """Every client's minibatch mean gradient and loss at each member's ``w``."""
+        first = members[0]
+        problem, data = first.problem, first.problem.data
+        which = np.array([self.position[id(m)] for m in members], dtype=np.int64)
+        ssca_kernels.client_batch_grads_cohort(
+            data.kernel_X,
+            data.y,
+            data.client_ptr,
+            self.thetas,
+            which,
+            first.perm,
+            first.rng,
+            first.batch,
+            *problem.kernel_model,
+            self.G,
+            self.losses,
+            first.work,
+        )

@@ -9,17 +9,19 @@ stream, so the results do not depend on the number of threads.
 from __future__ import annotations
 
 import numba
+import numpy as np
 from numba import njit, prange
 
 from ...kernels.mlp import mlp_batch_grad
 from ...kernels.rng import draw_minibatch
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def client_batch_grads(
     X, y, ptr, theta, perm, rng, batch, sizes, bias, act, loss, l2, G, losses, work
 ):
-    """Mean loss (plus ridge) and its gradient of every client on a fresh minibatch.
+    """Mean loss (plus ridge) and its gradient of every client on a fresh minibatch: a cohort
+    of one of :func:`client_batch_grads_cohort`, whose bits it gives.
 
     Client ``i`` owns rows ``ptr[i]..ptr[i+1]-1`` and draws ``min(batch, n_i)`` of them
     uniformly without replacement (``batch <= 0``: all rows, no randomness) from its
@@ -36,23 +38,50 @@ def client_batch_grads(
     work : tuple from :func:`fedsparse.kernels.mlp_thread_work`
     Other parameters as in :func:`fedsparse.kernels.mlp_local_sgd_round`.
     """
+    client_batch_grads_cohort(
+        X,
+        y,
+        ptr,
+        theta[None],
+        np.zeros(1, np.int64),
+        perm,
+        rng,
+        batch,
+        sizes,
+        bias,
+        act,
+        loss,
+        l2,
+        G[None],
+        losses[None],
+        work,
+    )
+
+
+@njit(parallel=True, cache=True)
+def client_batch_grads_cohort(
+    X, y, ptr, thetas, members, perm, rng, batch, sizes, bias, act, loss, l2, G, losses, work
+):
+    """:func:`client_batch_grads` of the ``members`` of a cohort at once: runs with the same
+    data, seed and batch size, member ``m`` at its own parameters ``thetas[m]`` into ``G[m]``
+    and ``losses[m]``. A client's minibatch is drawn once (from the one ``perm`` and ``rng``
+    the members share: equal seeds draw equal rows) and its rows are read from memory once,
+    from cache for the other members; each member's arithmetic is that of a cohort of one, so
+    its bits do not depend on its cohort.
+
+    thetas : (C, n_params); members : int64 array, the members computing (the others are left
+    as they are); G : (C, n_clients, n_params); losses : (C, n_clients).
+    """
     n_clients = ptr.shape[0] - 1
     X0, A, D, E, coef = work[0], work[1], work[2], work[3], work[4]
     for i in prange(n_clients):
         t = numba.get_thread_id()
-        losses[i] = mlp_batch_grad(
-            X,
-            y,
-            draw_minibatch(perm, ptr, i, batch, rng),
-            theta,
-            sizes,
-            bias,
-            act,
-            loss,
-            l2,
-            G[i],
-            (X0[t], A[t], D[t], E[t], coef[t]),
-        )
+        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        rows = draw_minibatch(perm, ptr, i, batch, rng)
+        for m in members:
+            losses[m, i] = mlp_batch_grad(
+                X, y, rows, thetas[m], sizes, bias, act, loss, l2, G[m, i], wt
+            )
 
 
 _CHUNK = 4096  # coordinates per task of the server's passes: 32 KB per row, in L1/L2
