@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -177,9 +179,21 @@ def flip_summary(path: Path, other: Path) -> None:
     pq.write_table(table.replace_schema_metadata(meta), path, write_page_checksum=True)
 
 
+def other_numerics(path: Path, other: Path) -> None:
+    """A run stored by a version whose arithmetic differed (its summary says so, checksummed)."""
+    table = pq.read_table(path)
+    meta = dict(table.schema.metadata)
+    summary = json.loads(meta[SUMMARY_KEY])
+    summary["numerics"] = "0.9"
+    meta[SUMMARY_KEY] = json.dumps(summary).encode()
+    meta[SUMMARY_SHA256_KEY] = hashlib.sha256(meta[SUMMARY_KEY]).hexdigest().encode()
+    pq.write_table(table.replace_schema_metadata(meta), path, write_page_checksum=True)
+
+
 @pytest.mark.parametrize(
     ("damage", "reason"),
     [
+        (other_numerics, "was computed with numerics 0.9, not this version's 1.1"),
         (truncate, "is not a whole Parquet file (Parquet magic bytes not found"),
         (copy_other_run, "holds run {other}, not {run}"),
         (random_bytes, "is not a whole Parquet file (Parquet magic bytes not found"),
