@@ -82,6 +82,14 @@ class LocalSGDStack:
         for k, m in enumerate(members):
             m.W, m.W_local, m.perm, m.rng, m.stack = self.Ws[k], self.W_locals[k], perm, rng, self
 
+    @staticmethod
+    def checkpoint_state(state: dict[str, Any]) -> dict[str, Any]:
+        """A member's checkpoint state without its stack: its ``W`` and ``W_local`` are
+        pickled as arrays of their own, and :meth:`of` stacks them again on the first round
+        after the restore (members restored from one pickle share ``perm`` and ``rng`` as
+        before)."""
+        return {**state, "stack": None}
+
     @classmethod
     def of(cls, members: list[Any]) -> LocalSGDStack:
         stack = getattr(members[0], "stack", None)

@@ -15,6 +15,8 @@ that family's flat baseline, and its bits are what sFedHP's are compared with.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...algorithms.base import (
@@ -88,6 +90,9 @@ class FedAvg(Algorithm):
         self.work = problem.local_work()
         self.stack = None  # a cohort's stacked models (LocalSGDStack), on first fused round
         self.bits = 0.0
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        return LocalSGDStack.checkpoint_state(super().checkpoint_state())
 
     def participants(self) -> np.ndarray | None:
         """This round's clients in increasing order, drawn from the server stream; None: all."""

@@ -134,6 +134,10 @@ class _SSCA(Algorithm):
         )
         self.slack: float | None = None  # s of the last server problem (Algorithm 2)
 
+    def restore_state(self, state: dict[str, Any]) -> None:
+        super().restore_state(state)
+        self.w = self.W.reshape(-1)  # the view again (a pickle copies it)
+
     def client_round(self, combine: bool = True) -> float:
         """Every client's minibatch mean gradient and loss at w (into ``self.G``); with
         ``combine``, also ``self.g = sum_i p_i G[i]``. Returns the combined loss
