@@ -393,7 +393,10 @@ def _run_cohort(
             waiting = [m for m in active if m.pending]
             if waiting and max(len(m.pending) for m in waiting) >= cadence:
                 _score(problem, waiting)
-        if checkpoint is not None and checkpoint.due() and t < rounds:
+        # (a computation with nothing left to compute is never checkpointed: an on_round stop
+        # is the caller's, e.g. an Optuna pruner's, which a resumed run must not inherit)
+        left = any(not m.done for m in members)
+        if checkpoint is not None and left and t < rounds and checkpoint.due():
             state = [member.checkpoint_state() for member in members]
             checkpoint.write(t, state, {"problem": problem, "data": problem.data})
     _score(problem, [m for m in members if m.pending and not m.done])  # the last rounds

@@ -161,6 +161,11 @@ class Layout:
         """Each finished trial's traces, written by its worker, read by the export."""
         return self.study(study) / "trials"
 
+    def study_checkpoint(self, study: str, run_id: str) -> Path:
+        """The checkpoint of a trial's run in progress, by its config's run id (a trial killed
+        is retried under another number, with the same configuration)."""
+        return self.study(study) / "checkpoints" / f"{run_id}.ckpt"
+
     def worker_done(self, study: str, worker: str | int) -> Path:
         return self.study(study) / f"worker-{worker}.done"
 
