@@ -92,6 +92,8 @@ def test_the_default_config_is_the_papers_simulation_study():
         ),
         (lambda c: c.update(seeds=[]), "seeds"),
         (lambda c: c.update(sweep="has space"), "sweep"),
+        (lambda c: c.update(checkpoint_minutes=-1), "checkpoint_minutes: must be >= 0"),
+        (lambda c: c.update(checkpoint_minutes="5m"), "checkpoint_minutes: must be a finite"),
     ],
 )
 def test_bad_sweeps_name_the_offending_key(edit, key):

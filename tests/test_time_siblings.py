@@ -118,9 +118,9 @@ def test_a_shard_computes_time_siblings_once(tmp_path, monkeypatch, caplog):
     calls = []
     real = experiment._run_cohort
 
-    def counting(computations, data, on_round):
+    def counting(computations, data, on_round, checkpoint=None):
         calls.extend(len(cfgs) for cfgs in computations)  # each computation's runs
-        return real(computations, data, on_round)
+        return real(computations, data, on_round, checkpoint)
 
     monkeypatch.setattr(experiment, "_run_cohort", counting)
     caplog.set_level(logging.INFO, logger="fedsparse.shard")

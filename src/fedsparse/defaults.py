@@ -36,6 +36,8 @@ SWEEP_DEFAULTS: dict[str, Any] = {
     "embedding_sample": 1000,  # rows in each partitioned data set's t-SNE figure
     "method": "grid",
     "progress_every": 30.0,  # seconds between the sweep's progress lines
+    # minutes of a run's computation between its checkpoints (fedsparse.checkpoint); 0: none
+    "checkpoint_minutes": 5.0,
     # runs differing only in hyperparameters their algorithm fuses compute as one cohort,
     # sharing their passes over the data (fedsparse.cohorts); false: each alone, same traces
     "fuse": True,

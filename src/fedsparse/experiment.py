@@ -37,6 +37,7 @@ from .results import to_frame, trace_table
 if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job needs neither
     import pandas as pd
 
+    from .checkpoint import Checkpoint
     from .data.prepare import Prepared
 
 # data sets read from files by fedsparse.data.prepare (the others are built here)
@@ -152,6 +153,7 @@ def run_result(
     cfg: dict[str, Any],
     data: FederatedData | None = None,
     on_round: Callable[[int, float], bool | None] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> RunResult:
     """Run a normalised config: its trace as an Arrow table, and its per-client totals.
 
@@ -159,9 +161,10 @@ def run_result(
     ends the run: its row, the last, has ``status = 'diverged'`` (see :func:`is_diverged`).
     ``on_round(round, objective)`` is called after each evaluated round after
     round 0 (e.g. to report intermediate values to an Optuna pruner); a true
-    return value ends the run there, returning the trace so far.
+    return value ends the run there, returning the trace so far. ``checkpoint``: where the run
+    keeps its state every few minutes, and resumes from (fedsparse.checkpoint).
     """
-    return _run([cfg], data, on_round)[0]
+    return _run_cohort([[cfg]], data, on_round, checkpoint)[0][0]
 
 
 def time_siblings_key(cfg: dict[str, Any]) -> str | None:
@@ -184,20 +187,23 @@ def run_results(cfgs: list[dict[str, Any]], data: FederatedData | None = None) -
 
 
 def run_cohort(
-    computations: list[list[dict[str, Any]]], data: FederatedData | None = None
+    computations: list[list[dict[str, Any]]],
+    data: FederatedData | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> list[list[RunResult]]:
     """The results of a cohort: runs equal but for fusable hyperparameters (equal
     :func:`cohort_key`), each computation a run with its time siblings (equal
     :func:`time_siblings_key`). Every round is one ``cohort_round`` of their algorithm for all
     members, and their evaluations share passes over the data; each trace is the one
     :func:`run_result` gives alone, bit for bit, but for ``elapsed_s`` (the cohort's time,
-    shared equally among the members computing)."""
+    shared equally among the members computing). ``checkpoint``: the cohort's, as one
+    (fedsparse.checkpoint)."""
     if len({cohort_key(group[0]) for group in computations}) != 1 and len(computations) > 1:
         raise ValueError("run_cohort: the runs must differ in fusable hyperparameters only")
     for group in computations:
         if len(group) > 1 and len({time_siblings_key(c) for c in group} - {None}) != 1:
             raise ValueError("run_cohort: a computation's runs must be time siblings")
-    return _run_cohort(computations, data, None)
+    return _run_cohort(computations, data, None, checkpoint)
 
 
 class _UnreadTimeModel(dict):
@@ -247,6 +253,18 @@ class _Member:
         self.clients = None  # per-client totals as of the last kept row
         self.on_round = on_round
         self.done = False
+
+    # what a checkpoint keeps of the runner's state, beside the algorithm's own
+    _CHECKPOINTED = ("rows", "totals", "times", "pending", "f0", "clients", "done")
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in self._CHECKPOINTED}
+        return {**state, "algorithm": self.algorithm.checkpoint_state()}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.algorithm.restore_state(state["algorithm"])
+        for name in self._CHECKPOINTED:
+            setattr(self, name, state[name])
 
     def charge(self, cost, elapsed: float) -> None:
         """Add a round's cost (and its share of the measured time) to the totals."""
@@ -329,9 +347,13 @@ def _score(problem: Problem, members: list[_Member]) -> None:
 
 
 def _run_cohort(
-    computations: list[list[dict[str, Any]]], data: FederatedData | None, on_round
+    computations: list[list[dict[str, Any]]],
+    data: FederatedData | None,
+    on_round,
+    checkpoint: Checkpoint | None = None,
 ) -> list[list[RunResult]]:
-    """Run a cohort's computations (see :func:`run_cohort`; ``on_round``: a lone run's)."""
+    """Run a cohort's computations (see :func:`run_cohort`; ``on_round``: a lone run's),
+    from ``checkpoint`` where it holds their state, writing it as it falls due."""
     cfg = computations[0][0]
     model = cfg["model"]
     if data is None:
@@ -342,13 +364,17 @@ def _run_cohort(
     for member in members:
         member.algorithm.check_problem()
     _warm_up(cls, problem, cls.resolved_params(cfg["params"]), cfg["seed"])
-    for member in members:
-        member.algorithm.setup()
-        member.snapshot(0)
+    reached = _resume(members, problem, checkpoint) if checkpoint is not None else 0
+    if not reached:
+        for member in members:
+            member.algorithm.setup()
+            member.snapshot(0)
+    if checkpoint is not None:
+        checkpoint.start_clock()
 
     rounds, every = cfg["rounds"], cfg["eval_every"]
     cadence = problem.eval_batch  # rounds a member's models wait, at most, to be scored
-    for t in range(1, rounds + 1):
+    for t in range(reached + 1, rounds + 1):
         active = [m for m in members if not m.done]
         if not active:
             break
@@ -367,8 +393,26 @@ def _run_cohort(
             waiting = [m for m in active if m.pending]
             if waiting and max(len(m.pending) for m in waiting) >= cadence:
                 _score(problem, waiting)
+        # (a computation with nothing left to compute is never checkpointed: an on_round stop
+        # is the caller's, e.g. an Optuna pruner's, which a resumed run must not inherit)
+        left = any(not m.done for m in members)
+        if checkpoint is not None and left and t < rounds and checkpoint.due():
+            state = [member.checkpoint_state() for member in members]
+            checkpoint.write(t, state, {"problem": problem, "data": problem.data})
     _score(problem, [m for m in members if m.pending and not m.done])  # the last rounds
     return [member.results() for member in members]
+
+
+def _resume(members: list[_Member], problem: Problem, checkpoint: Checkpoint) -> int:
+    """Put the members' state back from ``checkpoint``; the round it reached (0: none)."""
+    found = checkpoint.read({"problem": problem, "data": problem.data})
+    if found is None:
+        return 0
+    reached, states = found
+    for member, state in zip(members, states, strict=True):
+        member.restore_state(state)
+    checkpoint.resumed(reached)
+    return reached
 
 
 def client_records(columns: dict[str, np.ndarray] | None) -> str | None:

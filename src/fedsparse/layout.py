@@ -26,6 +26,7 @@ from typing import Any
 from .defaults import RESULTS_ROOT, sweep_default
 
 PLAN_FILE = "plan.parquet"  # the sweep's plan, beside the shard outputs
+CHECKPOINTS = "checkpoints"  # in the run store: the checkpoints of runs in progress
 RUNS_FILE = "runs.parquet"  # one row per run
 TRACES = "traces"  # the per-round traces, a hive-partitioned Parquet dataset
 SHARD_DIGEST_CHARS = 12  # hex digits of a shard's run-list digest in its files' names
@@ -99,6 +100,10 @@ class Layout:
         """The run store: each finished run's trace, kept whatever happens to the shards."""
         return self.root / "store"
 
+    def checkpoint(self, run_id: str) -> Path:
+        """The checkpoint of a run in progress (of a cohort: its first run's id)."""
+        return checkpoint_in(self.store, run_id)
+
     @property
     def shards(self) -> Path:
         return self.root / "shards"
@@ -156,6 +161,11 @@ class Layout:
         """Each finished trial's traces, written by its worker, read by the export."""
         return self.study(study) / "trials"
 
+    def study_checkpoint(self, study: str, run_id: str) -> Path:
+        """The checkpoint of a trial's run in progress, by its config's run id (a trial killed
+        is retried under another number, with the same configuration)."""
+        return self.study(study) / "checkpoints" / f"{run_id}.ckpt"
+
     def worker_done(self, study: str, worker: str | int) -> Path:
         return self.study(study) / f"worker-{worker}.done"
 
@@ -198,3 +208,9 @@ class Layout:
 
     def benchmark(self, job: str) -> Path:
         return self.benchmarks / f"{job}.tsv"
+
+
+def checkpoint_in(store: str | Path, run_id: str) -> Path:
+    """:meth:`Layout.checkpoint` in the run store ``store`` (a shard may be given its store):
+    a folder of its own, which no reader of the store's ``<2 chars>/*.parquet`` enters."""
+    return Path(store) / CHECKPOINTS / f"{run_id}.ckpt"

@@ -17,6 +17,12 @@ it for its outputs. Any other file (torn, not Parquet, another run's, or corrupt
 moved aside as ``<run_id>.parquet.bad-<UTC time>`` with one log line saying why, and the
 run is computed again; see :func:`check_footer` for what the checks catch and what not.
 
+A run in progress is not lost either: every ``checkpoint_minutes`` of its computation (a sweep
+key, default 5) its whole state is written to ``store/checkpoints/<run_id>.ckpt`` (a cohort's,
+as one, under its first run's id; :mod:`fedsparse.checkpoint`). A killed run's next attempt
+resumes from there, one log line saying from which round, with the trace it would have had
+uninterrupted; the checkpoint is deleted once the run is in the store.
+
 One process at a time computes a run (a lock file beside its store entry, taken
 without waiting: a run another process holds is left for last, then waited for) and
 one process at a time works on a shard (a lock beside its outputs): after the Snakemake
@@ -49,9 +55,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .checkpoint import Checkpoint
 from .data import load_dataset_dir
-from .experiment import run_cohort, run_identity, run_result, time_siblings_key
-from .layout import Layout
+from .defaults import SWEEP_DEFAULTS, sweep_default
+from .experiment import run_cohort, run_identity, time_siblings_key
+from .layout import Layout, checkpoint_in
 from .numerics import UNRECORDED, numerics_version
 from .plan_file import PlanFileError, read_plan_shard
 from .progress import duration
@@ -250,7 +258,8 @@ def run_shard(
         # (an older fedsparse's shard files were named without a digest)
         for parts in (Path(f"{traces_out}.parts"), around.shards / f"{shard}.parquet.parts"):
             _adopt_parts(parts, store)
-        _run_shard(runs, shard, data_root, store)
+        minutes = float(sweep_default(sweep, "checkpoint_minutes"))
+        _run_shard(runs, shard, data_root, store, minutes)
         _write_outputs(runs, shard, store, data_root, traces_out, runs_out)
         _remove_superseded(around, shard, keep=(traces_out, runs_out))
 
@@ -319,10 +328,17 @@ def _adopt_parts(parts: Path, store: Path) -> None:
     shutil.rmtree(parts, ignore_errors=True)
 
 
-def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) -> None:
+def _run_shard(
+    runs: list[Run],
+    shard: str,
+    data_root: str | Path,
+    store: Path,
+    checkpoint_minutes: float = SWEEP_DEFAULTS["checkpoint_minutes"],
+) -> None:
     """Compute the runs the store does not hold; those another process is computing last,
     once it has finished or died. Runs that differ only in a time model their algorithm does
-    not read are computed together, once (fedsparse.experiment.run_results)."""
+    not read are computed together, once (fedsparse.experiment.run_results). Each computation
+    checkpoints every ``checkpoint_minutes`` (0: never) and resumes from its checkpoint."""
     todo = [r for r in runs if not _is_stored(store, r.run_id)]
     reused = len(runs) - len(todo)
     log.info("shard %s: %s (%d already done)", shard, counted(len(runs), "run"), reused)
@@ -369,7 +385,7 @@ def _run_shard(runs: list[Run], shard: str, data_root: str | Path, store: Path) 
                 mine = [r for r in mine if r not in stored]
                 if not mine:
                     continue
-                summaries = _compute(mine, data, store, shard)
+                summaries = _compute(mine, data, store, shard, checkpoint_minutes)
                 computed += len(mine)
             for run, summary in zip(mine, summaries, strict=True):
                 done += 1
@@ -392,25 +408,34 @@ def _cohorts(runs: list[Run], todo: list[Run]) -> list[list[Run]]:
     return [group for group in groups if group]
 
 
-def _compute(runs: list[Run], data, store: Path, shard: str) -> list[dict[str, Any]]:
+def _compute(
+    runs: list[Run], data, store: Path, shard: str, checkpoint_minutes: float
+) -> list[dict[str, Any]]:
     """Run ``runs`` (one, or a cohort of computations, each a run with its time siblings)
     and put each trace, with its summary in the file metadata, in the store; return the
-    summaries."""
+    summaries. The computation checkpoints as one, under its first run's id."""
     t0 = time.perf_counter()
-    if len(runs) == 1:
-        results = [run_result(runs[0].config, data)]
-    else:
-        computations: dict[Any, list[Run]] = {}  # time siblings compute once
-        for i, run in enumerate(runs):
-            computations.setdefault(time_siblings_key(run.config) or i, []).append(run)
-        groups = list(computations.values())
-        found = run_cohort([[r.config for r in group] for group in groups], data)
-        by_id = {
-            r.run_id: result
-            for group, results in zip(groups, found, strict=True)
-            for r, result in zip(group, results, strict=True)
-        }
-        results = [by_id[r.run_id] for r in runs]
+    computations: dict[Any, list[Run]] = {}  # time siblings compute once
+    for i, run in enumerate(runs):
+        computations.setdefault(time_siblings_key(run.config) or i, []).append(run)
+    groups = list(computations.values())
+    first = runs[0].run_id
+    label = f"shard {shard}: run {first}"
+    if len(groups) > 1:
+        label = f"shard {shard}: cohort of {len(groups)} runs from {first}"
+    checkpoint = Checkpoint(
+        checkpoint_in(store, first),
+        [[r.run_id for r in group] for group in groups],
+        60.0 * checkpoint_minutes,
+        label,
+    )
+    found = run_cohort([[r.config for r in group] for group in groups], data, checkpoint)
+    by_id = {
+        r.run_id: result
+        for group, results in zip(groups, found, strict=True)
+        for r, result in zip(group, results, strict=True)
+    }
+    results = [by_id[r.run_id] for r in runs]
     # each run's share of the computation's wall time: the runs table's wall_time_s sums to
     # the time the shard computed (time siblings and a cohort's members share one computation)
     wall = (time.perf_counter() - t0) / len(runs)
@@ -423,6 +448,7 @@ def _compute(runs: list[Run], data, store: Path, shard: str) -> list[dict[str, A
         # each page's CRC-32, checked when the shard reads the file (read_stored)
         write_parquet_atomic(table, store_path(store, run.run_id), write_page_checksum=True)
         summaries.append(summary)
+    checkpoint.remove()  # every run of it is in the store
     return summaries
 
 

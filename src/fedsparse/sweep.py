@@ -91,6 +91,7 @@ SWEEP_KEYS = (
     "space",
     "progress_every",  # seconds between the sweep's progress lines (fedsparse.progress)
     "fuse",  # false: every run computes alone, no cohorts (fedsparse.cohorts)
+    "checkpoint_minutes",  # minutes of a run's computation between checkpoints (0: none)
 )  # results: the workflow's output folder, not part of any run
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -214,6 +215,7 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
     as_integer(sweep_default(sweep, "embedding_sample"), "embedding_sample", low=0)
     divergence_factor(sweep)  # checked once, before any run is planned
     as_number(sweep_default(sweep, "progress_every"), "progress_every", low=0.0)
+    as_number(sweep_default(sweep, "checkpoint_minutes"), "checkpoint_minutes", low=0.0)
     if not isinstance(sweep.get("data_cache", ""), str):
         raise ConfigError("data_cache: must be a folder path")
     datasets = _datasets(sweep["datasets"])

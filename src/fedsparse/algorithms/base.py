@@ -326,6 +326,34 @@ class Algorithm(ABC):
         a term of the algorithm's own (divergence is judged on the problem's objective)."""
         return {}
 
+    def checkpoint_state(self) -> dict[str, Any]:
+        """The state a checkpoint keeps (fedsparse.checkpoint), as of the end of a round: every
+        attribute but the problem, the time model (the run's, set again when it resumes) and
+        work spaces (``ThreadWork``: scratch that :meth:`setup` makes again). Objects the
+        members of a cohort share stay shared (one pickle holds them all). A family overrides
+        this, and :meth:`restore_state`, for state an attribute copy loses (e.g. a view of
+        another attribute: a pickle makes it an array of its own)."""
+        from ..problem import ThreadWork
+
+        state = {
+            name: value
+            for name, value in vars(self).items()
+            if name not in ("problem", "time_model") and not isinstance(value, ThreadWork)
+        }
+        # A cohort's stack (the attribute ``stack`` by convention, e.g. LocalSGDStack), whose
+        # views its members' arrays are: a pickle would part them, so it is saved as None and
+        # the next fused round stacks the restored arrays again (members restored from one
+        # pickle share their random streams as before).
+        if "stack" in state:
+            state["stack"] = None
+        return state
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`checkpoint_state`'s ``state``, instead of :meth:`setup`, in a
+        fresh instance built as the checkpointed one was: set up, then the state put back."""
+        self.setup()
+        vars(self).update(state)
+
     @property
     def personal_models(self) -> np.ndarray | None:
         """Per-client (personalised) models, shape (n_clients, *problem.shape), scored on

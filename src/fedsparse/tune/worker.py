@@ -12,20 +12,25 @@ import signal
 import threading
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..algorithms import ALGORITHMS
 from ..config import run_id
+from ..defaults import sweep_default
 from ..errors import ConfigError
 from ..layout import Layout
 from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
 from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
 from .storage import load_study, make_sampler, open_storage, study_lock
 from .studies import METRICS, StudySpec
+
+if TYPE_CHECKING:
+    from ..checkpoint import Checkpoint
 
 log = logging.getLogger("fedsparse.tune")
 
@@ -166,6 +171,28 @@ class _Heartbeat:
         self.thread.join()
 
 
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where a study's trial runs checkpoint, and how often (``every_s``; 0: never)."""
+
+    layout: Layout
+    study: str
+    every_s: float
+
+    def of(self, cfg: dict[str, Any], label: str) -> Checkpoint:
+        """The checkpoint of a trial's run of ``cfg`` (``label``: the trial, for its log)."""
+        from ..checkpoint import Checkpoint
+
+        config_id = run_id(cfg)
+        path = self.layout.study_checkpoint(self.study, config_id)
+        return Checkpoint(path, [[config_id]], self.every_s, f"{label} run {config_id}")
+
+
+def _reported(objective: float | None) -> float:
+    """What a trial reports of a round's objective (a blow-up: +inf)."""
+    return objective if objective is not None and math.isfinite(objective) else math.inf
+
+
 def trial_run_id(cfg: dict[str, Any], study: str, number: int) -> str:
     """A trial run's id: its config's run id, qualified by study and trial (a configuration
     may be tried twice, and a pruned trial is a partial run)."""
@@ -218,8 +245,12 @@ def objective_value(trace: pa.Table, objective: dict[str, Any], rounds: int) -> 
     return float(sum(values))
 
 
-def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str:
-    """Run one trial's runs, save them, then tell the study; returns the final state name."""
+def _run_trial(
+    study, trial, spec: StudySpec, data, storage, parts: Path, checkpoints: Checkpoints
+) -> str:
+    """Run one trial's runs, save them, then tell the study; returns the final state name.
+    Each run checkpoints as a shard's does and resumes from its checkpoint (a killed trial
+    is retried with the same configuration, under another number)."""
     from optuna.trial import TrialState
 
     from ..experiment import run_result
@@ -229,21 +260,29 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
     params = trial.params
     prune = spec.settings.pruner["name"] != "none"  # (never with objectives: tune/studies.py)
     objectives = spec.settings.objectives
-    tables, summaries, values, pruned = [], [], [], False
+    tables, summaries, values, pruned, used = [], [], [], False, []
     for k, seed in enumerate(spec.seeds):
         cfg = spec.run_config(params, seed)
-        stopped = []
+        stopped, reported = [], set()
 
-        def on_round(t: int, objective: float, k=k, stopped=stopped) -> bool:
-            value = objective if math.isfinite(objective) else math.inf
-            trial.report(value, k * (spec.rounds + 1) + t)
+        def on_round(t: int, objective: float, k=k, stopped=stopped, reported=reported) -> bool:
+            trial.report(_reported(objective), k * (spec.rounds + 1) + t)
+            reported.add(t)
             if trial.should_prune():
                 stopped.append(t)
                 return True
             return False
 
         t0 = time.perf_counter()
-        result = run_result(cfg, data, on_round=on_round if prune else None)
+        checkpoint = checkpoints.of(cfg, f"study {spec.name}: trial {trial.number}")
+        used.append(checkpoint)
+        result = run_result(cfg, data, on_round if prune else None, checkpoint)
+        if prune:  # a resumed run's rounds before its checkpoint: reported as uninterrupted
+            rounds = result.trace.column("round").to_pylist()
+            objective = result.trace.column("objective").to_pylist()
+            for t, value in zip(rounds, objective, strict=True):
+                if t > 0 and t not in reported:
+                    trial.report(_reported(value), k * (spec.rounds + 1) + t)
         rid = trial_run_id(cfg, spec.name, trial.number)
         trace = with_study_columns(result.trace, rid, spec, trial.number, "RUNNING")
         wall = time.perf_counter() - t0
@@ -273,6 +312,8 @@ def _run_trial(study, trial, spec: StudySpec, data, storage, parts: Path) -> str
         table.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta}),
         parts / f"{trial.number:06d}.parquet",
     )
+    for checkpoint in used:  # saved: the runs are not computed again
+        checkpoint.remove()
     if pruned:
         study.tell(trial, state=TrialState.PRUNED)
     else:
@@ -333,6 +374,8 @@ def run_worker(
     s = load_study(spec, storage)
     parts = Layout(results_dir).study_trial_parts(spec.name)
     parts.mkdir(parents=True, exist_ok=True)
+    minutes = float(sweep_default(sweep, "checkpoint_minutes"))
+    checkpoints = Checkpoints(Layout(results_dir), spec.name, 60.0 * minutes)
     previous = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
@@ -350,7 +393,7 @@ def run_worker(
             log.info("study %s: trial %d %s", spec.name, trial.number, trial.params)
             try:
                 with _Heartbeat(storage, trial._trial_id, spec.settings.heartbeat_interval):
-                    state = _run_trial(s, trial, spec, data, storage, parts)
+                    state = _run_trial(s, trial, spec, data, storage, parts, checkpoints)
             except BaseException as exc:
                 if isinstance(exc, Exception):
                     log.exception("study %s: trial %d failed", spec.name, trial.number)

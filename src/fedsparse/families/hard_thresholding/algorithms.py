@@ -96,6 +96,11 @@ class _LocalSGDHardThreshold(Algorithm):
         # per round, Distributed-IHT 9 -> 2 ms; FedIter-HT 10 ms, 125 with dense steps).
         self.use_active_set(problem.has_active_set_steps)
 
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.setup()
+        self.use_active_set(state["active_set"])  # its work space, as the checkpointed run's
+        vars(self).update(state)
+
     def use_active_set(self, on: bool) -> None:
         """Choose the local-step kernel (both give the same bits); call after ``setup``."""
         problem = self.problem

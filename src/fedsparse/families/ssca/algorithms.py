@@ -138,6 +138,10 @@ class _SSCA(Algorithm):
         self.slack: float | None = None  # s of the last server problem (Algorithm 2)
         self.stack: _ClientStack | None = None  # a cohort's stacked states, on its first round
 
+    def restore_state(self, state: dict[str, Any]) -> None:
+        super().restore_state(state)
+        self.w = self.W.reshape(-1)  # the view again (a pickle copies it)
+
     @classmethod
     def fusable(cls, params: dict[str, Any]) -> tuple[str, ...]:
         """The server's constants: every member's clients draw the same rows (same seed and
