@@ -17,6 +17,10 @@ from pathlib import Path
 
 import numba
 
+from ..threads import configure_waiting
+
+configure_waiting()  # before numba loads OpenMP (at the first parallel kernel call)
+
 
 def _configure_cache() -> None:
     here = Path(__file__).parent
