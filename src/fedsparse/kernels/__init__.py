@@ -70,7 +70,13 @@ from .mlp import (  # noqa: E402
     n_params,
 )
 from .rng import client_states, randbelow, sample_without_replacement  # noqa: E402
-from .rounds import aggregate, local_sgd_round, nnz_per_client, thread_buffers  # noqa: E402
+from .rounds import (  # noqa: E402
+    aggregate,
+    local_sgd_round,
+    nnz_above,
+    nnz_per_client,
+    thread_buffers,
+)
 from .rows import as_kernel_matrix, row_axpy, row_axpy3, row_dot, row_dot3  # noqa: E402
 from .sparse_rounds import (  # noqa: E402
     aggregate_active,
@@ -117,6 +123,7 @@ __all__ = [
     "mlp_work",
     "n_params",
     "nnz_active",
+    "nnz_above",
     "nnz_per_client",
     "randbelow",
     "row_axpy",
