@@ -378,18 +378,16 @@ def main() -> None:
                     )
             rows.append((case, got))
     print()
-    head = "| case | contender | process s | s/round | rounds ÷ fedsparse | test accuracy |"
+    # the ratio of each interleaved pair (repeat i of a peer against repeat i of fedsparse)
+    head = "| case | contender | process s | s/round | round ÷ fedsparse's | test accuracy |"
     print(head)
     print("|---|---|---:|---:|---:|---:|")
     for case, got in rows:
         ours = [r["round"] for r in got["fedsparse"]]
         for kind, res in got.items():
             rounds = [r["round"] for r in res]
-            ratio = (
-                ""
-                if kind == "fedsparse"
-                else fmt([r / max(ours) for r in rounds] + [r / min(ours) for r in rounds], 1) + "×"
-            )
+            pairs = [r / o for r, o in zip(rounds, ours, strict=True)]
+            ratio = "" if kind == "fedsparse" else fmt(pairs, 1) + "×"
             print(
                 f"| {case} | {kind} | {fmt([r['wall'] for r in res], 2)} | {fmt(rounds)} "
                 f"| {ratio} | {fmt([r['accuracy'] for r in res])} |"
