@@ -335,3 +335,13 @@ def test_nnz_per_client_counts_every_output_row():
     W_local[1, 0, 5] = -0.0  # signed zero is no upload
     expect = np.count_nonzero(W_local.reshape(4, -1), axis=1)
     assert np.array_equal(K.nnz_per_client(W_local), expect)
+
+
+def test_nnz_above_counts_like_numpy_without_temporaries():
+    rng = np.random.default_rng(3)
+    models = rng.normal(size=(7, 501)) * (rng.random((7, 501)) < 0.3)
+    models[2, :5] = [np.nan, 1e-9, -1e-9, np.inf, -0.0]
+    for tol in (0.0, 1e-9, 0.5):
+        expect = np.count_nonzero(np.abs(models) > tol, axis=1)
+        assert np.array_equal(K.nnz_above(models, tol), expect)
+    assert K.nnz_above(models, 0.0)[2] == np.count_nonzero(models[2] != 0) - 1  # NaN: not > 0

@@ -13,7 +13,6 @@ from . import __version__
 from .defaults import RESULTS_ROOT
 from .errors import FedsparseError, FedsparseWarning, MissingResultsError
 from .layout import Layout
-from .query import DEFAULT_LIMIT, FORMATS, METRICS, PARETO_COLUMNS
 from .wording import counted
 
 
@@ -132,6 +131,8 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:
+    from .query import DEFAULT_LIMIT, FORMATS
+
     p.add_argument(
         "--format",
         default=None,
@@ -215,7 +216,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
+    """The command's parser; ``only_run``: just ``run`` and ``check``, whose start-up then
+    imports nothing of the results side (the query commands' help needs DuckDB's, pandas's
+    and pyarrow.dataset's modules: half a second of a small run's 2)."""
     parser = argparse.ArgumentParser(
         prog="fedsparse", description="Federated sparse learning: runs, sweeps, results."
     )
@@ -237,6 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("configs", type=Path, nargs="+", help="YAML or JSON config files")
     p.set_defaults(func=_cmd_check)
+    if only_run:
+        return parser
+    from .query import METRICS, PARETO_COLUMNS
+
     p = sub.add_parser("report", help="(re)build the comparison report of results folders")
     _results_folders(p)
     p.add_argument(
@@ -322,7 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(only_run=argv[:1] in (["run"], ["check"])).parse_args(argv)
     default_showwarning = warnings.showwarning
 
     def one_line(message, category, *rest) -> None:  # our warnings, like our errors

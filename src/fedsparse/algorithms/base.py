@@ -49,8 +49,9 @@ def vector_bits(nnz: int, d: int) -> int:
 
 def count_nonzero(models: np.ndarray, tol: float) -> np.ndarray:
     """Non-zeros (|x| > tol) of each model of a stack (n, ...)."""
-    flat = models.reshape(models.shape[0], -1)
-    return np.count_nonzero(np.abs(flat) > tol, axis=1)
+    from ..kernels import nnz_above  # lazily: planning a sweep loads no kernels
+
+    return nnz_above(np.ascontiguousarray(models).reshape(models.shape[0], -1), float(tol))
 
 
 _REQUIRED = object()

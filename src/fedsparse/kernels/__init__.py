@@ -17,6 +17,10 @@ from pathlib import Path
 
 import numba
 
+from ..threads import configure_waiting
+
+configure_waiting()  # before numba loads OpenMP (at the first parallel kernel call)
+
 
 def _configure_cache() -> None:
     here = Path(__file__).parent
@@ -71,6 +75,7 @@ from .rounds import (  # noqa: E402
     aggregate,
     local_sgd_cohort_round,
     local_sgd_round,
+    nnz_above,
     nnz_per_client,
     thread_buffers,
 )
@@ -121,6 +126,7 @@ __all__ = [
     "mlp_work",
     "n_params",
     "nnz_active",
+    "nnz_above",
     "nnz_per_client",
     "randbelow",
     "ridge_term",

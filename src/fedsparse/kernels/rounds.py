@@ -155,3 +155,21 @@ def nnz_per_client(W_local):
                 k += w[j] != 0.0
         out[i] = k
     return out
+
+
+@njit(cache=True)
+def nnz_above(models, tol):
+    """Entries with ``|x| > tol`` in each row of a 2-D stack ``(n, size)`` of models.
+
+    The same counts as ``np.count_nonzero(np.abs(models) > tol, axis=1)`` without its two
+    temporaries: a round of 100 clients of a 784-500-200-10 MLP made 395 MB of fresh pages
+    there, which the kernel zeroes (a third of the run's CPU time was system time).
+    """
+    out = np.zeros(models.shape[0], dtype=np.int64)
+    for i in range(models.shape[0]):
+        w = models[i]
+        k = 0
+        for j in range(w.shape[0]):
+            k += abs(w[j]) > tol
+        out[i] = k
+    return out
