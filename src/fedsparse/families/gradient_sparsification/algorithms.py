@@ -49,6 +49,19 @@ FILL = Hyperparameter(
     choices=("client", "aggregate"),
 )
 
+# What a periodic-k round is charged. paper_text: k values each way (the indices are the
+# shared seed's), beta k / D a round; authors_code: the authors' code's 2 beta k / D
+# (simulation.py charges k values and k indices each way, as for a top-k message).
+CHARGE = Hyperparameter(
+    "charge",
+    str,
+    "periodic-k's time per round: paper_text (k values up and down, beta k / D) or "
+    "authors_code (the authors' code's 2 beta k / D)",
+    default="paper_text",
+    choices=("paper_text", "authors_code"),
+    omit_default=True,
+)
+
 
 # k_control: how k_m is chosen each round. SEARCH: the controllers over K = [k_min, k_max];
 # SIGNED: those that estimate the derivative from k'_m = k_m - delta_m / 2 and w'(m) (spec 2.6).
@@ -345,6 +358,7 @@ class _GradientSparsification(Algorithm):
         self.samples: np.ndarray | None = None  # the rows h of the sign estimate
         if self.selection == "periodic":
             self.periodic = PeriodicIndices(self.seed, D)
+            self.periodic_charge = 2 if self.param("charge") == "authors_code" else 1
         self.work = problem.step_work()
 
     def _batch(self) -> int:
@@ -384,7 +398,7 @@ class _GradientSparsification(Algorithm):
         if self.selection == "all":
             return self.n_params, self.n_params
         if self.selection == "periodic":
-            return k, k
+            return self.periodic_charge * k, self.periodic_charge * k
         return 2 * k, 2 * (k if down is None else down)
 
     def _theta(self, up: float, down: float) -> float:
@@ -558,6 +572,7 @@ class PeriodicK(_GradientSparsification):
     name = "periodick"
     summary = "periodic-k: k shared random indices per round, cycling through all coordinates"
     selection = "periodic"
+    hyperparameters = (STEPSIZE, BATCH_SIZE, K_ELEMENTS, CHARGE, *CONTROL)
 
 
 class SendAll(_GradientSparsification):
