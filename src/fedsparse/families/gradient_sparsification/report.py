@@ -109,20 +109,24 @@ def _papers_setting_cnn(config: dict) -> bool:
 
 
 def _authors_code(config: dict) -> bool:
-    """The authors' code's reading: its deal of the writers (partition writer_mix) and its
-    charge of periodic-k (charge authors_code), in the paper's setting otherwise."""
+    """The authors' code's reading: its deal of the writers (partition writer_mix), its
+    charge of periodic-k (charge authors_code) and its k controllers (k_rules authors_code),
+    in the paper's setting otherwise."""
     part, params = config.get("partition"), config.get("params") or {}
     if not (isinstance(part, dict) and part.get("kind") == "writer_mix"):
         return False
     if config.get("algorithm") == "periodick" and params.get("charge") != "authors_code":
+        return False
+    if params.get("k_control") in CONTROLLERS and params.get("k_rules") != "authors_code":
         return False
     return _papers_setting(config, ("writer_mix",))
 
 
 def _papers_setting(config: dict, kinds: tuple[str, ...] = ("dirichlet", "one_class")) -> bool:
     model, params = config.get("model") or {}, config.get("params") or {}
-    if params.get("charge") == "authors_code" and "writer_mix" not in kinds:
-        return False  # periodic-k charged as the code charges it: not the text's reading
+    code = params.get("charge") == "authors_code" or params.get("k_rules") == "authors_code"
+    if code and "writer_mix" not in kinds:
+        return False  # periodic-k charged, or k chosen, as the code does: not the text's
     part = config.get("partition")
     part = part if isinstance(part, dict) else {"kind": part}
     # FEMNIST's writers, Dirichlet clients standing in for them, or CIFAR-10's one-class clients
@@ -157,7 +161,8 @@ READINGS = (
         "differs from the text: its deal of the writers (partition writer_mix: half the clients "
         "a round-robin mix of half the writers, the rest one writer each; Dirichlet writers on "
         "Fashion-MNIST standing in for FEMNIST's) and periodic-k charged 2 beta k / D a round "
-        "(charge: authors_code); the code's U_top_K is our fubtopk (a top-k downlink of the "
+        "(charge: authors_code), k chosen online by its rules (k_rules: authors_code); the "
+        "code's U_top_K is our fubtopk (a top-k downlink of the "
         "union); an MLP for its CNN.",
         _authors_code,
     ),
