@@ -403,9 +403,8 @@ class _GradientSparsification(Algorithm):
             self.periodic = PeriodicIndices(self.seed, D)
             self.periodic_charge = 2 if self.param("charge") == "authors_code" else 1
         self.work = problem.step_work()
-        self.last_down: tuple[int, int] | None = (
-            None  # k_rules authors_code: |J|, |J'| of the last round
-        )
+        # k_rules authors_code: |J| and |J'| of the round before (the code's times lag one)
+        self.last_down: tuple[int, int] | None = None
 
     def _batch(self) -> int:
         b = self.params["batch_size"]
@@ -520,11 +519,14 @@ class _GradientSparsification(Algorithm):
                 self.w_aux = w_prev.copy()
                 self.w_aux[J_aux] -= eta * agg_aux[J_aux]
             feedback = None
+            code_times = (
+                self._code_times(k, k_aux, J.size, aux_down) if self.authors_rules else None
+            )
             if not isinstance(ctrl, SequenceK) and (k_aux is not None or not ctrl.signed):
                 theta_aux = None if k_aux is None else self._theta(*self._values(k_aux, aux_down))
                 theta = self._theta(up, down)
-                if self.authors_rules:
-                    theta, theta_aux = self._code_times(k, k_aux, J.size, aux_down)
+                if code_times is not None:
+                    theta, theta_aux = code_times
                 feedback = self._feedback(w_prev, w, self.w_aux, theta, theta_aux)
                 feedback = Feedback(**feedback, k=k, k_aux=k_aux)
                 self.sign = feedback.sign()
