@@ -152,6 +152,9 @@ PARTITION_DOCS = {
     "(the Fed-HT papers'); the default for svmlight and idx",
     "iid": "a random permutation cut into equal pieces",
     "dirichlet": "label skew with Dirichlet(alpha) proportions (regression: quantile bins)",
+    "writer_mix": "the gradient-sparsification authors' code's deal of FEMNIST's writers: "
+    "`writers` Dirichlet(alpha) label-skew writers; with clients = writers = 2h, clients "
+    "0..h-1 each a round-robin mix of writers 0..h-1, client w >= h writer w alone",
     "quantity": "client sizes min_size + Dirichlet(alpha) shares of the rest",
     "labels": "`k` labels (bins) per client",
     "one_class": "every client one label",

@@ -293,6 +293,7 @@ def partition_label(partition: str | dict[str, Any]) -> str:
     kind = partition["kind"]
     label = {
         "dirichlet": f"dirichlet-a{partition.get('alpha', 0):g}",
+        "writer_mix": f"writer_mix-w{partition.get('writers')}-a{partition.get('alpha', 0):g}",
         "quantity": f"quantity-a{partition.get('alpha', 0):g}",
         "labels": f"labels-k{partition.get('k', 0)}",
         "label_cycle": (
@@ -509,6 +510,7 @@ def normalize_partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, 
     _test_pool(out, dataset)
     for key in (
         "clients",
+        "writers",
         "clusters",
         "parts",
         "parts_per_client",

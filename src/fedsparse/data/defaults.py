@@ -94,6 +94,8 @@ PARTITION_DEFAULTS: dict[str, dict[str, Any]] = {
     "papers": {"clusters": 10, "parts": 20, "parts_per_client": 2, "cluster_by": "auto"},
     "iid": {"clients": 100},
     "dirichlet": {"clients": 100, "alpha": 0.5, "bins": 10, "max_tries": 100},
+    # the gradient-sparsification authors' code's deal of FEMNIST's 156 writers (partition.py)
+    "writer_mix": {"clients": 156, "writers": 156, "alpha": 0.3, "bins": 10, "max_tries": 100},
     "quantity": {"clients": 100, "alpha": 0.5},
     "labels": {"clients": 100, "k": 2, "bins": 10},
     "one_class": {"clients": 10},

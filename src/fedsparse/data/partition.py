@@ -15,6 +15,18 @@ a statistics table (rows, labels and clusters per client). Partitioners:
     Label skew: each label's rows spread over the clients in Dirichlet(``alpha``)
     proportions (regression: quantile bins of y serve as labels); redrawn at most
     ``max_tries`` times until every client has ``min_size`` rows, then a clear error.
+``writer_mix``
+    The authors' code of the gradient-sparsification paper (Han et al.; its
+    ``get_indices_each_node_case``, case index 3, the one its loop leaves set): rows
+    first split into ``writers`` "writers" by Dirichlet(``alpha``) label skew (as
+    ``dirichlet`` does, standing in for FEMNIST's writers), then laid out writer after
+    writer and dealt as the code deals them. With ``clients`` = ``writers`` = 2h: the
+    rows of writers 0..h-1 go round-robin to clients 0..h-1 (each a mix of those
+    writers, close to IID), writer w >= h is client w alone. In general (the code's
+    rule): h = ceil(min(N, W) / 2); the row at position i of a writer w < (W - 1) / 2
+    goes to client i mod h, of any other writer to h + w mod (min(N, W) - h); with
+    more clients than writers, to the smallest client so far whose index is that
+    target mod W.
 ``quantity``
     Quantity skew: client sizes ``min_size + Multinomial(n - clients*min_size,
     Dirichlet(alpha))``, rows drawn at random.
@@ -42,6 +54,7 @@ before partitioning) or ``per_client`` (drawn from each client's rows); with
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +63,16 @@ import scipy.sparse as sp
 
 from ..errors import DataError
 
-KINDS = ("papers", "iid", "dirichlet", "quantity", "labels", "one_class", "label_cycle")
+KINDS = (
+    "papers",
+    "iid",
+    "dirichlet",
+    "writer_mix",
+    "quantity",
+    "labels",
+    "one_class",
+    "label_cycle",
+)
 
 
 @dataclass
@@ -132,6 +154,8 @@ def partition(
         clients = _iid(rows, spec, rng)
     elif kind == "dirichlet":
         clients = _dirichlet(rows, groups[rows], spec, rng)
+    elif kind == "writer_mix":
+        clients = _writer_mix(rows, groups[rows], spec, rng)
     elif kind == "quantity":
         clients = _quantity(rows, spec, rng)
     elif kind == "one_class":
@@ -298,6 +322,34 @@ def _dirichlet(rows, g, spec, rng) -> list[np.ndarray]:
         f"min_size={min_size} rows in all {tries} tries (best smallest client: {smallest} "
         f"rows); raise alpha, lower min_size or use fewer clients"
     )
+
+
+def _writer_mix(rows, g, spec, rng) -> list[np.ndarray]:
+    """Dirichlet writers dealt as the authors' code deals FEMNIST's writers (module doc)."""
+    W = spec["writers"]
+    writers = _dirichlet(rows, g, {**spec, "clients": W, "min_size": 1}, rng)
+    return deal_as_authors(writers, spec["clients"])
+
+
+def deal_as_authors(writers: list[np.ndarray], N: int) -> list[np.ndarray]:
+    """The code's case 4: the rows of ``writers`` (each non-empty), laid out writer after
+    writer in row order, dealt to ``N`` clients; the rows each client gets."""
+    W = len(writers)
+    order = np.concatenate([np.sort(w) for w in writers])
+    writer = np.concatenate([np.full(len(w), u, np.int64) for u, w in enumerate(writers)])
+    half = math.ceil(min(N, W) / 2)
+    i = np.arange(writer.size)
+    if N > 1:
+        target = np.where(writer < (W - 1) / 2, i % half, half + writer % (min(N, W) - half))
+    else:
+        target = np.zeros(writer.size, np.int64)
+    if N > W:  # the code's balancing: the smallest client so far among those = target mod W
+        sizes = np.zeros(N, np.int64)
+        for pos, t in enumerate(target):
+            holders = np.arange(t, N, W)
+            target[pos] = holders[int(np.argmin(sizes[holders]))]
+            sizes[target[pos]] += 1
+    return [order[target == u] for u in range(N)]
 
 
 def _quantity(rows, spec, rng) -> list[np.ndarray]:

@@ -32,7 +32,18 @@ from ...algorithms.base import (
 )
 from ...algorithms.common import LazyModule, batch_size, stepsize
 from ...errors import ConfigError
-from .controllers import BanditK, Exp3K, Feedback, OnlineK, SequenceK, ValueOGD
+from .controllers import (
+    AuthorsBandit,
+    AuthorsExp3,
+    AuthorsSignOGD,
+    AuthorsValueOGD,
+    BanditK,
+    Exp3K,
+    Feedback,
+    OnlineK,
+    SequenceK,
+    ValueOGD,
+)
 
 kernels = LazyModule("fedsparse.kernels")
 sparsification = LazyModule("fedsparse.families.gradient_sparsification.kernels")
@@ -47,6 +58,19 @@ FILL = Hyperparameter(
     "FAB fill rule: client = the clients' own |a_ij| (spec reading (a)), aggregate = |b_j|",
     default="client",
     choices=("client", "aggregate"),
+)
+
+# What a periodic-k round is charged. paper_text: k values each way (the indices are the
+# shared seed's), beta k / D a round; authors_code: the authors' code's 2 beta k / D
+# (simulation.py charges k values and k indices each way, as for a top-k message).
+CHARGE = Hyperparameter(
+    "charge",
+    str,
+    "periodic-k's time per round: paper_text (k values up and down, beta k / D) or "
+    "authors_code (the authors' code's 2 beta k / D)",
+    default="paper_text",
+    choices=("paper_text", "authors_code"),
+    omit_default=True,
 )
 
 
@@ -91,6 +115,17 @@ CONTROL = (
         "online_extended: alpha, the window range's widening",
         default=1.5,
         low=1.0,
+        omit_default=True,
+    ),
+    Hyperparameter(
+        "k_rules",
+        str,
+        "online k: paper_text (the spec's rules) or authors_code (the authors' code's: no "
+        "update before round 3, the times of the round before, its k' and forced steps, "
+        "EXP3's and the bandit's forms and ranges; docs/gradient-sparsification.md); left "
+        "out of a fixed-k run's config",
+        default="paper_text",
+        choices=("paper_text", "authors_code"),
         omit_default=True,
     ),
     Hyperparameter(
@@ -195,6 +230,8 @@ class _GradientSparsification(Algorithm):
         if "k_control" not in full:
             return out
         control = full["k_control"]
+        if control not in SEARCH:  # k_rules is online k's: dropped otherwise, so that a data
+            out.pop("k_rules", None)  # set's grid can set it for all (fixed-k ids unchanged)
         for key, controls in _ONLY_WITH.items():
             if key in out and control not in controls:
                 raise ConfigError(f"{where}.{key}: only with k_control {' or '.join(controls)}")
@@ -254,11 +291,21 @@ class _GradientSparsification(Algorithm):
     def k_range(self) -> tuple[int, int]:
         """[k_min, k_max] of the online controller; 0 means max(2, ceil(0.002 D)) (the paper's
         0.002 D, at least 2 so that some k' < k exists: at k = 1 no sign, so k would stay)
-        and D."""
+        and D. With k_rules authors_code, 0 means the code's: round(0.002 D) and D for OGD,
+        10 and D - 1 for EXP3's arms, 10 and D for the bandit."""
         D = self.n_params
+        if self.authors_rules:
+            low, high = {"exp3": (10, D - 1), "bandit": (10, D)}.get(
+                self.control, (max(1, int(np.round(0.002 * D))), D)
+            )
+            return self.param("k_min") or min(low, self.params["k"]), self.param("k_max") or high
         k_max = self.param("k_max") or D
         k_min = self.param("k_min") or min(max(2, math.ceil(0.002 * D)), self.params["k"])
         return k_min, k_max
+
+    @property
+    def authors_rules(self) -> bool:
+        return self.control in SEARCH and self.param("k_rules") == "authors_code"
 
     def check_problem(self, where: str = "params") -> None:
         k, D = self.params.get("k"), self.n_params
@@ -301,6 +348,15 @@ class _GradientSparsification(Algorithm):
             ks = self.replayed()
             return SequenceK(ks), int(ks.max())
         k_min, k_max = self.k_range()
+        if self.authors_rules:
+            if control == "value_ogd":
+                return AuthorsValueOGD(k, k_min, k_max), k_max
+            if control == "exp3":
+                return AuthorsExp3(k_min, k_max, self.n_params), k_max
+            if control == "bandit":
+                return AuthorsBandit(k_min, k_max), k_max
+            extended, window = control == "online_extended", self.param("window")
+            return AuthorsSignOGD(k, k_min, k_max, extended, window, self.param("expand")), k_max
         if control == "value_ogd":
             return ValueOGD(k, k_min, k_max), k_max
         if control == "exp3":
@@ -345,7 +401,10 @@ class _GradientSparsification(Algorithm):
         self.samples: np.ndarray | None = None  # the rows h of the sign estimate
         if self.selection == "periodic":
             self.periodic = PeriodicIndices(self.seed, D)
+            self.periodic_charge = 2 if self.param("charge") == "authors_code" else 1
         self.work = problem.step_work()
+        # k_rules authors_code: |J| and |J'| of the round before (the code's times lag one)
+        self.last_down: tuple[int, int] | None = None
 
     def _batch(self) -> int:
         b = self.params["batch_size"]
@@ -384,7 +443,7 @@ class _GradientSparsification(Algorithm):
         if self.selection == "all":
             return self.n_params, self.n_params
         if self.selection == "periodic":
-            return k, k
+            return self.periodic_charge * k, self.periodic_charge * k
         return 2 * k, 2 * (k if down is None else down)
 
     def _theta(self, up: float, down: float) -> float:
@@ -460,13 +519,38 @@ class _GradientSparsification(Algorithm):
                 self.w_aux = w_prev.copy()
                 self.w_aux[J_aux] -= eta * agg_aux[J_aux]
             feedback = None
+            code_times = (
+                self._code_times(k, k_aux, J.size, aux_down) if self.authors_rules else None
+            )
             if not isinstance(ctrl, SequenceK) and (k_aux is not None or not ctrl.signed):
                 theta_aux = None if k_aux is None else self._theta(*self._values(k_aux, aux_down))
-                feedback = self._feedback(w_prev, w, self.w_aux, self._theta(up, down), theta_aux)
+                theta = self._theta(up, down)
+                if code_times is not None:
+                    theta, theta_aux = code_times
+                feedback = self._feedback(w_prev, w, self.w_aux, theta, theta_aux)
                 feedback = Feedback(**feedback, k=k, k_aux=k_aux)
                 self.sign = feedback.sign()
             ctrl.learn(m, feedback)
         return cost
+
+    def _code_times(self, k, k_aux, down, aux_down) -> tuple[float, float | None]:
+        """The times the authors' code learns from in round m (k_rules authors_code), with
+        ``down`` = |J| and ``aux_down`` = |J'| (None: k') of this round: computed at the end
+        of round m - 1, so the downlink is that round's while the uplink is already this
+        round's k and k' (beta / D / 2 (2 k + 2 |J|)); the computation times (1 + 1/b) for OGD
+        and the bandit (a typo, 'EP3', leaves EXP3 out). Round 1 takes its own downlink."""
+        tm, D = self.time_model, self.n_params
+        b = self._batch()
+        comp = tm["step_time"] * (1.0 + 1.0 / b if b > 0 and self.control != "exp3" else 1.0)
+        comp += tm["round_latency"]
+        down_aux = k_aux if aux_down is None else aux_down
+        last = self.last_down or (down, down_aux)
+        self.last_down = (down, down_aux)
+        theta = comp + tm["exchange_time"] * (2 * k + 2 * last[0]) / (2.0 * D)
+        if k_aux is None:
+            return theta, None
+        last_aux = last[1] if last[1] is not None else down_aux
+        return theta, comp + tm["exchange_time"] * (2 * k_aux + 2 * last_aux) / (2.0 * D)
 
     def _tally(self) -> None:
         """The per-client contribution table's running sums: elements of each client's offer
@@ -558,6 +642,7 @@ class PeriodicK(_GradientSparsification):
     name = "periodick"
     summary = "periodic-k: k shared random indices per round, cycling through all coordinates"
     selection = "periodic"
+    hyperparameters = (STEPSIZE, BATCH_SIZE, K_ELEMENTS, CHARGE, *CONTROL)
 
 
 class SendAll(_GradientSparsification):
