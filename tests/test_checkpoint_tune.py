@@ -30,7 +30,7 @@ TUNE = {
     "seeds": [0],
     "datasets": {"lin": {"data": dict(SMALL_LINEAR)}},
     "algorithms": {"fedht": {"batch_size": 5, "local_steps": 2, "sparsity": 5}},
-    "checkpoint_minutes": 0.002,
+    "checkpoint_minutes": 1e-6,  # every round or so: the kill lands at round ~40, any machine
     "optuna": {
         "n_trials": 2,
         "n_workers": 1,
@@ -71,7 +71,7 @@ def test_a_killed_trial_resumes_its_run_from_its_checkpoint(tmp_path):
     sweep.write_text(yaml.safe_dump(cfg))
     create_study(cfg, STUDY, tmp_path)
 
-    code, log = worker(sweep, tmp_path, {KILL_IN_WRITE: "8"})
+    code, log = worker(sweep, tmp_path, {KILL_IN_WRITE: "40"})
     assert code == -signal.SIGKILL, log
     code, log = worker(sweep, tmp_path)
     assert code == 0, log

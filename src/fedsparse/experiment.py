@@ -379,7 +379,10 @@ def _run_cohort(
         if not active:
             break
         start = time.perf_counter()
-        costs = cls.cohort_round([m.algorithm for m in active], t - 1)
+        if len(active) == 1:  # a run alone calls its own round (which a subclass may extend)
+            costs = [active[0].algorithm.round(t - 1)]
+        else:
+            costs = cls.cohort_round([m.algorithm for m in active], t - 1)
         share = (time.perf_counter() - start) / len(active)
         for member, cost in zip(active, costs, strict=True):
             member.charge(cost, share)

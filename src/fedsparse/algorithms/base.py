@@ -288,7 +288,9 @@ class Algorithm(ABC):
         :meth:`round` gives, so a run's trace does not depend on its cohort: a fused
         implementation shares the data passes (a minibatch's rows read once for every
         member) and keeps each member's operations in the same order as a cohort of one.
-        The default: the members' rounds one after another."""
+        The default: the members' rounds one after another. A run alone is stepped by its
+        own :meth:`round`; a subclass that changes ``round`` of a family that fuses must
+        change ``cohort_round`` too, or declare nothing fusable."""
         return [member.round(t) for member in members]
 
     @classmethod
