@@ -129,7 +129,8 @@ def test_dry_run_of_the_default_config(tmp_path):
     proc = snakemake(tmp_path, "-n", "--configfile", str(ROOT / "config/config.yaml"))
     counts = job_counts(proc.stdout)
     assert counts["make_data"] == 6
-    assert counts["run_shard"] == 6 * 8  # 210 runs per data set, 27 per shard
+    # 210 runs per data set, 27 per shard grown to whole cohorts (15 step sizes each): 30
+    assert counts["run_shard"] == 6 * 7
 
 
 def test_list_values_on_the_command_line_and_exponent_notation_are_numbers(tmp_path):
@@ -482,7 +483,8 @@ def test_a_sweep_edit_that_moves_runs_between_shards_recomputes_none(finished, t
     logs = "".join(
         p.read_text() for p in set((tmp_path / "results/tiny/logs/shards").glob("*.log")) - copied
     )
-    assert "computed" not in logs and "(5 already done)" in logs
+    # 5 a shard, grown to 6 by whole cohorts (the 2 step sizes of a configuration and seed)
+    assert "computed" not in logs and "(6 already done)" in logs
     a_traces, a_runs = results_of(finished)
     b_traces, b_runs = results_of(tmp_path)
     pd.testing.assert_frame_equal(a_traces, b_traces)

@@ -17,8 +17,10 @@ CORE = 1  # the shared kernels' numerics
 UNRECORDED = "1.1"
 
 
-def numerics_version(algorithm: str) -> str:
-    """``<core>.<algorithm's>``: the numerics a run of ``algorithm`` computes with today."""
+def numerics_version(algorithm: str | None) -> str | None:
+    """``<core>.<algorithm's>``: the numerics a run of ``algorithm`` computes with today (None
+    for an algorithm this installation does not have)."""
     from .algorithms import ALGORITHMS
 
-    return f"{CORE}.{ALGORITHMS[algorithm].numerics}"
+    cls = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else None
+    return None if cls is None else f"{CORE}.{cls.numerics}"

@@ -190,8 +190,11 @@ def _checked_summary(metadata: dict[bytes, bytes], run_id: str) -> dict[str, Any
     stored = summary.get("run_id") if isinstance(summary, dict) else None
     if stored != run_id:
         raise BadStoreFile(f"holds run {stored}, not {run_id}")
-    found, wanted = summary.get("numerics") or UNRECORDED, numerics_version(summary["algorithm"])
-    if found != wanted:
+    found, wanted = (
+        summary.get("numerics") or UNRECORDED,
+        numerics_version(summary.get("algorithm")),
+    )
+    if wanted is not None and found != wanted:
         raise BadStoreFile(f"was computed with numerics {found}, not this version's {wanted}")
     return summary
 
