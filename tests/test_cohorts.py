@@ -181,6 +181,9 @@ def test_a_cohort_holds_at_most_max_members(monkeypatch):
 def test_fuse_must_be_a_boolean():
     with pytest.raises(ConfigError, match="^fuse: must be true or false"):
         plan_sweep({**SWEEP, "fuse": "yes"})
+    # --config fuse=false on Snakemake's command line arrives as a string
+    assert not any(r.cohort for r in plan_sweep({**SWEEP, "fuse": "false"}).runs)
+    assert any(r.cohort for r in plan_sweep({**SWEEP, "fuse": "True"}).runs)
 
 
 def stored_traces(sweep: dict, root) -> dict[str, pa.Table]:

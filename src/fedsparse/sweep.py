@@ -245,6 +245,8 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
         raise ConfigError("grid: must be a mapping of hyperparameter -> list of values")
 
     fuse = sweep_default(sweep, "fuse")
+    # Snakemake's --config reads True/False as booleans but leaves true/false strings
+    fuse = {"true": True, "false": False}.get(fuse.lower(), fuse) if isinstance(fuse, str) else fuse
     if not isinstance(fuse, bool):
         raise ConfigError(f"fuse: must be true or false, got {fuse!r}")
     plan = Plan(name=name, datasets=datasets)
