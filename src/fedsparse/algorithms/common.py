@@ -65,29 +65,58 @@ class LazyModule:
         return f"LazyModule({self.module_name!r})"
 
 
-class LocalSGDStack:
-    """A cohort's models in one stack, for the fused local-SGD kernel
-    (:meth:`fedsparse.problem.Problem.local_sgd_cohort_round`): its members' ``W`` (global
-    model) and ``W_local`` (clients' models) become views of ``Ws`` and ``W_locals``, and they
-    share the first's ``perm`` and ``rng`` (equal seeds draw equal minibatches), so the kernel
-    reads every member's state where the member reads its own. Made on the members' first
-    fused round, and again for a cohort seen for the first time (a member that diverged has
-    left the list since: the others stay where they are in the stack)."""
+class MemberStack:
+    """A cohort's per-member arrays in one stack, for a family's cohort kernels: each member
+    attribute named in ``arrays`` is stacked (the stack's attribute of the same name, shape
+    (stack size, *the member's)) and the member's becomes a view of its row; the members share
+    the first's ``perm`` and ``rng`` (equal seeds draw equal minibatches), so a kernel reads every
+    member's state where the member reads its own. Made on the members' first fused round, and
+    again for a cohort seen for the first time (a member that diverged has left the list since:
+    the others stay where they are in the stack). A member holds it as ``stack``, the name
+    checkpoints leave out (Algorithm.checkpoint_state)."""
+
+    arrays: tuple[str, ...] = ()
 
     def __init__(self, members: list[Any]):
-        self.Ws = np.stack([m.W for m in members])
-        self.W_locals = np.stack([m.W_local for m in members])
+        self.size = len(members)
         self.position = {id(m): k for k, m in enumerate(members)}
+        for name in self.arrays:
+            stacked = np.stack([getattr(m, name) for m in members])
+            setattr(self, name, stacked)
+            for k, m in enumerate(members):
+                setattr(m, name, stacked[k])
         perm, rng = members[0].perm, members[0].rng
-        for k, m in enumerate(members):
-            m.W, m.W_local, m.perm, m.rng, m.stack = self.Ws[k], self.W_locals[k], perm, rng, self
+        for m in members:
+            m.perm, m.rng, m.stack = perm, rng, self
+            self.bind(m)
+
+    def bind(self, member: Any) -> None:
+        """Views a member keeps of its stacked arrays (none by default)."""
 
     @classmethod
-    def of(cls, members: list[Any]) -> LocalSGDStack:
+    def of(cls, members: list[Any]) -> Any:
         stack = getattr(members[0], "stack", None)
         if stack is None or any(getattr(m, "stack", None) is not stack for m in members):
             stack = cls(members)
         return stack
+
+    def which(self, members: list[Any]) -> np.ndarray:
+        """The members' places in the stack (the kernels' ``members``)."""
+        return np.array([self.position[id(m)] for m in members], dtype=np.int64)
+
+    def values(self, members: list[Any], values: list[float]) -> np.ndarray:
+        """A constant of each member (in ``members``' order) at its place in the stack."""
+        out = np.zeros(self.size)
+        out[self.which(members)] = values
+        return out
+
+
+class LocalSGDStack(MemberStack):
+    """The stack of the fused local-SGD kernel
+    (:meth:`fedsparse.problem.Problem.local_sgd_cohort_round`): the members' global models
+    ``W`` and clients' models ``W_local``."""
+
+    arrays = ("W", "W_local")
 
     def steps(
         self,
@@ -100,18 +129,15 @@ class LocalSGDStack:
     ) -> None:
         """The members' local steps (their own step sizes, in order) from their ``W``."""
         first = members[0]
-        which = np.array([self.position[id(m)] for m in members], dtype=np.int64)
-        rates = np.zeros(self.Ws.shape[0])
-        rates[which] = stepsizes
         first.problem.local_sgd_cohort_round(
-            self.Ws,
-            self.W_locals,
-            which,
+            self.W,
+            self.W_local,
+            self.which(members),
             first.perm,
             first.rng,
             steps,
             batch,
-            rates,
+            self.values(members, stepsizes),
             first.work,
             tau_local,
             clients,

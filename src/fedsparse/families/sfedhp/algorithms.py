@@ -36,7 +36,15 @@ from ...algorithms.base import (
     vector_bits,
     vector_bytes,
 )
-from ...algorithms.common import BITS, DENSITY, LazyModule, batch_size, server_stream, stepsize
+from ...algorithms.common import (
+    BITS,
+    DENSITY,
+    LazyModule,
+    MemberStack,
+    batch_size,
+    server_stream,
+    stepsize,
+)
 from ...errors import ConfigError
 
 kernels = LazyModule("fedsparse.kernels")
@@ -65,41 +73,10 @@ PM_DENSITY = Column("pm_density", float, "mean density of the clients' models")
 BATCH_SIZE = batch_size("minibatch size, or 'full' (deterministic)", 20)
 
 
-class ClientStack:
-    """A cohort's clients' models in one stack, for the family's cohort kernels: its members'
-    ``thetas`` become views of ``thetas`` (stack size, n_clients, *shape), and they share the
-    first's ``perm`` and ``rng`` (equal seeds draw equal minibatches), so a kernel reads every
-    member's state where the member reads its own. Made on the members' first round, and
-    again for a cohort seen for the first time (a member that diverged has left the list
-    since: the others stay where they are in the stack)."""
+class ClientStack(MemberStack):
+    """The stack of the family's cohort kernels: the members' clients' models ``thetas``."""
 
-    def __init__(self, members: list[Any]):
-        self.thetas = np.stack([m.thetas for m in members])
-        self.position = {id(m): k for k, m in enumerate(members)}
-        perm, rng = members[0].perm, members[0].rng
-        for k, m in enumerate(members):
-            m.thetas, m.perm, m.rng, m.stack = self.thetas[k], perm, rng, self
-
-    @classmethod
-    def of(cls, members: list[Any]) -> ClientStack:
-        stack = members[0].stack
-        if stack is None or any(m.stack is not stack for m in members):
-            stack = cls(members)
-        return stack
-
-    @property
-    def size(self) -> int:
-        return self.thetas.shape[0]
-
-    def which(self, members: list[Any]) -> np.ndarray:
-        """The members' places in the stack (the kernels' ``members``)."""
-        return np.array([self.position[id(m)] for m in members], dtype=np.int64)
-
-    def values(self, members: list[Any], values: list[float]) -> np.ndarray:
-        """A constant of each member (in ``members``' order) at its place in the stack."""
-        out = np.zeros(self.size)
-        out[self.which(members)] = values
-        return out
+    arrays = ("thetas",)
 
     def models(self, members: list[Any], models: list[np.ndarray]) -> np.ndarray:
         """Each member's model of ``models`` at its place in the stack (zeros elsewhere)."""

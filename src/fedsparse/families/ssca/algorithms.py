@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...algorithms.base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes
-from ...algorithms.common import LazyModule, batch_size
+from ...algorithms.common import LazyModule, MemberStack, batch_size
 
 kernels = LazyModule("fedsparse.kernels")
 ssca_kernels = LazyModule("fedsparse.families.ssca.kernels")
@@ -252,43 +252,25 @@ class SSCAConstrained(_SSCA):
         }
 
 
-class _ClientStack:
-    """A cohort's client-side state in one stack, for :func:`client_batch_grads_cohort`: its
-    members' parameters ``w`` (and ``W``, its shaped view), ``G`` and ``losses`` become views
-    of ``thetas``, ``G`` and ``losses``, and they share the first's ``perm`` and ``rng``
-    (equal seeds draw equal minibatches). Made on the members' first round, and again for a
-    cohort seen for the first time (a member that diverged has left the list since: the
-    others stay where they are in the stack)."""
+class _ClientStack(MemberStack):
+    """The stack of :func:`client_batch_grads_cohort`: the members' parameters ``w`` (and
+    ``W``, its shaped view), gradients ``G`` and ``losses``."""
 
-    def __init__(self, members: list[Any]):
-        self.thetas = np.stack([m.w for m in members])
-        self.G = np.stack([m.G for m in members])
-        self.losses = np.stack([m.losses for m in members])
-        self.position = {id(m): k for k, m in enumerate(members)}
-        perm, rng = members[0].perm, members[0].rng
-        for k, m in enumerate(members):
-            m.w, m.G, m.losses = self.thetas[k], self.G[k], self.losses[k]
-            m.W = m.w.reshape(m.W.shape)
-            m.perm, m.rng, m.stack = perm, rng, self
+    arrays = ("w", "G", "losses")
 
-    @classmethod
-    def of(cls, members: list[Any]) -> _ClientStack:
-        stack = members[0].stack
-        if stack is None or any(m.stack is not stack for m in members):
-            stack = cls(members)
-        return stack
+    def bind(self, member: Any) -> None:
+        member.W = member.w.reshape(member.W.shape)
 
     def gradients(self, members: list[Any]) -> None:
         """Every client's minibatch mean gradient and loss at each member's ``w``."""
         first = members[0]
         problem, data = first.problem, first.problem.data
-        which = np.array([self.position[id(m)] for m in members], dtype=np.int64)
         ssca_kernels.client_batch_grads_cohort(
             data.kernel_X,
             data.y,
             data.client_ptr,
-            self.thetas,
-            which,
+            self.w,
+            self.which(members),
             first.perm,
             first.rng,
             first.batch,
