@@ -389,7 +389,15 @@ def test_kill_and_resume_keeps_finished_trials_and_reruns_abandoned_ones(tmp_pat
         while time.monotonic() < deadline:
             s = states(trials_of(cfg, tmp_path))
             if s.get("COMPLETE", 0) >= 3 and s.get("RUNNING", 0) >= 1:
-                break
+                # a running trial may finish between the look and the kill: freeze the
+                # workers, look again, and kill only when a trial is still caught running
+                for p in procs:
+                    os.killpg(p.pid, signal.SIGSTOP)
+                s = states(trials_of(cfg, tmp_path))
+                if s.get("RUNNING", 0) >= 1:
+                    break
+                for p in procs:
+                    os.killpg(p.pid, signal.SIGCONT)
             time.sleep(0.05)
         else:
             pytest.fail(f"no progress within 180 s: {s}")
