@@ -13,74 +13,137 @@ from numba import njit, prange
 
 from .losses import LEAST_SQUARES, LOGISTIC
 
-_BLOCK = 4096  # samples per parallel task
+_BLOCK = 512  # samples per parallel task: a tile's columns of the block stay in L1/L2
+_TILE = 4  # models per tile: each column's block is read once for four running sums
 
 
 @njit(cache=True)
-def _supports(Ws):
-    """Each (model, output)'s non-zero indices in increasing order, and how many."""
-    n_models, c, d = Ws.shape
-    index = np.empty((n_models, c, d), np.int64)
-    count = np.zeros((n_models, c), np.int64)
-    for q in range(n_models):
-        for r in range(c):
-            for j in range(d):
-                if Ws[q, r, j] != 0.0:  # NaN counts as a non-zero, as in flatnonzero
-                    index[q, r, count[q, r]] = j
-                    count[q, r] += 1
-    return index, count
+def _tiles(W):
+    """Each tile of ``_TILE`` consecutive rows of ``W`` (n_rows, d): its union support in
+    increasing order, how many, and the tile's weights there (a row's zeros included);
+    and the columns any row reads."""
+    n_rows, d = W.shape
+    n_tiles = (n_rows + _TILE - 1) // _TILE
+    union = np.empty((n_tiles, d), np.int64)
+    count = np.zeros(n_tiles, np.int64)
+    weights = np.zeros((n_tiles, d, _TILE))
+    read = np.zeros(d, np.bool_)
+    for t in range(n_tiles):
+        rows = min(_TILE, n_rows - t * _TILE)
+        for j in range(d):
+            hit = False
+            for a in range(rows):
+                hit |= W[t * _TILE + a, j] != 0.0  # NaN counts as a non-zero
+            if hit:
+                for a in range(rows):
+                    weights[t, count[t], a] = W[t * _TILE + a, j]
+                union[t, count[t]] = j
+                count[t] += 1
+                read[j] = True
+    return union, count, weights, np.flatnonzero(read)
+
+
+@njit(cache=True)
+def _finite_block(Xt, columns, lo, hi):
+    """Whether the values of ``columns`` in samples ``lo:hi`` are all finite."""
+    bad = 0
+    for j in columns:
+        x = Xt[j, lo:hi]
+        for i in range(hi - lo):
+            bad |= (x[i] - x[i]) != 0.0  # NaN for inf and NaN alone; branch-free
+    return bad == 0
+
+
+@njit(cache=True)
+def _tile_block(Xt, union, nu, w, m0, m1, m2, m3, lo, hi):
+    """Four running sums over the tile's union support, four columns a pass (a column's
+    block read once for all four sums). A row's zero weight adds ``0 * x = ±0``, which
+    leaves a sum unchanged bit for bit (a sum starting at +0.0 is never -0.0) when x is
+    finite: each row gets the bits of its own support's sums in increasing j."""
+    m0[:] = 0.0
+    m1[:] = 0.0
+    m2[:] = 0.0
+    m3[:] = 0.0
+    k = 0
+    while k + 4 <= nu:
+        xa, xb = Xt[union[k], lo:hi], Xt[union[k + 1], lo:hi]
+        xc, xd = Xt[union[k + 2], lo:hi], Xt[union[k + 3], lo:hi]
+        a0, a1, a2, a3 = w[k, 0], w[k, 1], w[k, 2], w[k, 3]
+        b0, b1, b2, b3 = w[k + 1, 0], w[k + 1, 1], w[k + 1, 2], w[k + 1, 3]
+        c0, c1, c2, c3 = w[k + 2, 0], w[k + 2, 1], w[k + 2, 2], w[k + 2, 3]
+        d0, d1, d2, d3 = w[k + 3, 0], w[k + 3, 1], w[k + 3, 2], w[k + 3, 3]
+        for i in range(hi - lo):
+            ua, ub, uc, ud = xa[i], xb[i], xc[i], xd[i]
+            m0[i] = (((m0[i] + a0 * ua) + b0 * ub) + c0 * uc) + d0 * ud
+            m1[i] = (((m1[i] + a1 * ua) + b1 * ub) + c1 * uc) + d1 * ud
+            m2[i] = (((m2[i] + a2 * ua) + b2 * ub) + c2 * uc) + d2 * ud
+            m3[i] = (((m3[i] + a3 * ua) + b3 * ub) + c3 * uc) + d3 * ud
+        k += 4
+    while k < nu:
+        xa = Xt[union[k], lo:hi]
+        a0, a1, a2, a3 = w[k, 0], w[k, 1], w[k, 2], w[k, 3]
+        for i in range(hi - lo):
+            ua = xa[i]
+            m0[i] += a0 * ua
+            m1[i] += a1 * ua
+            m2[i] += a2 * ua
+            m3[i] += a3 * ua
+        k += 1
+
+
+@njit(cache=True)
+def _row_block(Xt, w, m, lo, hi):
+    """One row's sum over its own support only (any data, NaN and inf included)."""
+    m[:] = 0.0
+    for j in range(w.shape[0]):
+        wj = w[j]
+        if wj != 0.0:
+            x = Xt[j, lo:hi]
+            for i in range(hi - lo):
+                m[i] += wj * x[i]
 
 
 @njit(parallel=True, cache=True)
 def margins_columns(Xt, Ws, M):
-    """``M[q, r, i] = sum_j Ws[q, r, j] * Xt[j, i]`` over the non-zeros of each model only.
+    """``M[q, r, i] = sum_j Ws[q, r, j] * Xt[j, i]`` over the non-zeros of each model only,
+    each sample's terms added in increasing j.
 
-    Several models (e.g. the iterates of consecutive rounds of one run, which share
-    nearly all their support) are scored in one pass: each task takes a block of
-    samples and runs every model over it, so the block's support columns come from
-    memory once and from cache for the other models.
+    Several models (e.g. a cohort's members over consecutive rounds, which share nearly
+    all their support) are scored in one pass: each task takes a block of samples, and
+    the models' rows go four at a time over their tile's union support, so a column's
+    block is read once for four sums and stays in cache for the next tiles. The bits do
+    not depend on how the models are stacked or tiled; a block holding a non-finite value
+    in a tile's columns is summed row by row over each row's own support.
 
     Parameters
     ----------
     Xt : array, shape (n_features, n_samples)
         The data transposed, C-contiguous (each feature's column contiguous).
-    Ws : array, shape (n_models, n_outputs, n_features)
-    M : array, shape (n_models, n_outputs, n_samples)
+    Ws : array, shape (n_models, n_outputs, n_features), C-contiguous
+    M : array, shape (n_models, n_outputs, n_samples), C-contiguous
         Output, overwritten.
     """
-    n_models, c = Ws.shape[0], Ws.shape[1]
+    n_rows = Ws.shape[0] * Ws.shape[1]
     n = Xt.shape[1]
-    index, count = _supports(Ws)
+    W = Ws.reshape((n_rows, Ws.shape[2]))
+    R = M.reshape((n_rows, n))
+    union, count, weights, columns = _tiles(W)
     for b in prange((n + _BLOCK - 1) // _BLOCK):
         lo = b * _BLOCK
         hi = min(n, lo + _BLOCK)
-        for q in range(n_models):
-            for r in range(c):
-                support, ns, w = index[q, r], count[q, r], Ws[q, r]
-                m = M[q, r, lo:hi]  # 1-D views: the inner loops vectorise
-                m[:] = 0.0
-                k = 0
-                # Eight columns per pass: one load and store of m for eight column
-                # streams, the same sums in the same order as one column at a time.
-                while k + 8 <= ns:
-                    j0, j1, j2, j3 = support[k], support[k + 1], support[k + 2], support[k + 3]
-                    j4, j5, j6, j7 = support[k + 4], support[k + 5], support[k + 6], support[k + 7]
-                    w0, w1, w2, w3 = w[j0], w[j1], w[j2], w[j3]
-                    w4, w5, w6, w7 = w[j4], w[j5], w[j6], w[j7]
-                    x0, x1, x2, x3 = Xt[j0, lo:hi], Xt[j1, lo:hi], Xt[j2, lo:hi], Xt[j3, lo:hi]
-                    x4, x5, x6, x7 = Xt[j4, lo:hi], Xt[j5, lo:hi], Xt[j6, lo:hi], Xt[j7, lo:hi]
-                    for i in range(hi - lo):
-                        s = ((m[i] + w0 * x0[i]) + w1 * x1[i]) + w2 * x2[i]
-                        s = (((s + w3 * x3[i]) + w4 * x4[i]) + w5 * x5[i]) + w6 * x6[i]
-                        m[i] = s + w7 * x7[i]
-                    k += 8
-                while k < ns:
-                    j = support[k]
-                    wj = w[j]
-                    x = Xt[j, lo:hi]
-                    for i in range(hi - lo):
-                        m[i] += wj * x[i]
-                    k += 1
+        if not _finite_block(Xt, columns, lo, hi):
+            for q in range(n_rows):
+                _row_block(Xt, W[q], R[q, lo:hi], lo, hi)
+            continue
+        spare = np.empty((_TILE, hi - lo))  # sums of a last tile's missing rows
+        for t in range(union.shape[0]):
+            q = t * _TILE
+            rows = min(_TILE, n_rows - q)
+            m0 = R[q, lo:hi]
+            m1 = R[q + 1, lo:hi] if rows > 1 else spare[1]
+            m2 = R[q + 2, lo:hi] if rows > 2 else spare[2]
+            m3 = R[q + 3, lo:hi] if rows > 3 else spare[3]
+            _tile_block(Xt, union[t], count[t], weights[t], m0, m1, m2, m3, lo, hi)
 
 
 @njit(cache=True)
