@@ -136,9 +136,9 @@ def test_margins_match_numpy(loss, sparse):
 
 @pytest.mark.parametrize("support_size", [0, 1, 3, 4, 7, 8, 9, 12, 15, 30])
 def test_margins_sum_the_support_in_index_order(support_size, sparse):
-    # Dense columns go eight at a time, CSC columns one at a time; the sums must be
+    # Dense columns go four at a time, CSC columns one at a time; the sums must be
     # exactly those of one column at a time in index order (for dense data, for every
-    # remainder of the support size modulo 8).
+    # remainder of the support size modulo 4).
     data, W, _ = setup_case("least_squares", sparse=sparse)
     rng = np.random.default_rng(support_size)
     W = np.zeros_like(W)
@@ -172,6 +172,37 @@ def test_margins_of_a_stack_of_models_equal_one_at_a_time(loss, sparse):
     for q in range(Ws.shape[0]):
         np.testing.assert_array_equal(M[q], margins(data, Ws[q]))
     assert np.isnan(M[-1]).any() and not np.isnan(M[:-1]).any()
+
+
+def plain_margins(Xt: np.ndarray, Ws: np.ndarray) -> np.ndarray:
+    """Each (model, output)'s sum over its own non-zeros in increasing feature index."""
+    M = np.zeros((Ws.shape[0], Ws.shape[1], Xt.shape[1]))
+    for q, r in np.ndindex(Ws.shape[:2]):
+        for j in np.flatnonzero(Ws[q, r]):
+            M[q, r] += Ws[q, r, j] * Xt[j]
+    return M
+
+
+@pytest.mark.parametrize("n_models", [1, 2, 3, 4, 5, 9])
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_margins_in_tiles_of_models_are_each_models_own_sums(n_models, outputs):
+    # The dense kernel sums four models at a time over their union support (a model's
+    # zero weights add +-0): the bits must be each model's own sum in index order, over
+    # blocks of samples that end mid-block, for any stacking and any data, non-finite too.
+    rng = np.random.default_rng(n_models * 10 + outputs)
+    d, n = 37, 1200
+    Xt = rng.standard_normal((d, n)) * rng.choice([1e-3, 1.0, 1e3], size=(d, 1))
+    Ws = np.zeros((n_models, outputs, d))
+    for q, r in np.ndindex(Ws.shape[:2]):
+        size = rng.integers(0, d + 1)
+        Ws[q, r, rng.choice(d, size, replace=False)] = rng.standard_normal(size)
+    Ws[0, 0, :6] = -0.0  # negative zeros count as zeros
+    bad = Xt.copy()
+    bad[3, 700], bad[11, 5] = np.inf, np.nan
+    for data in (Xt, bad):
+        M = np.full((n_models, outputs, n), np.nan)
+        K.margins_columns(data, Ws, M)
+        np.testing.assert_array_equal(M, plain_margins(data, Ws))
 
 
 @pytest.mark.parametrize("loss", LOSSES)
