@@ -174,6 +174,16 @@ def test_margins_of_a_stack_of_models_equal_one_at_a_time(loss, sparse):
     assert np.isnan(M[-1]).any() and not np.isnan(M[:-1]).any()
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (65, 130), (200, 7), (64, 64)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transpose_is_numpys(shape, dtype):
+    X = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    for source in (X, X[:, ::-1], np.asfortranarray(X)):  # any layout
+        out = np.empty(source.shape[::-1], dtype)
+        K.transpose(source, out)
+        np.testing.assert_array_equal(out, source.T)
+
+
 def plain_margins(Xt: np.ndarray, Ws: np.ndarray) -> np.ndarray:
     """Each (model, output)'s sum over its own non-zeros in increasing feature index."""
     M = np.zeros((Ws.shape[0], Ws.shape[1], Xt.shape[1]))

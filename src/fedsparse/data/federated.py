@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import as_kernel_matrix
+from ..kernels import as_kernel_matrix, transpose
 
 
 @dataclass(eq=False)
@@ -101,7 +101,8 @@ class FederatedData:
         if self.is_sparse:
             raise ValueError("columns() is for dense data")
         if self.Xt is None:
-            self.Xt = np.ascontiguousarray(self.X.T)
+            self.Xt = np.empty((self.X.shape[1], self.X.shape[0]), self.X.dtype)
+            transpose(self.X, self.Xt)
         return self.Xt
 
     @property

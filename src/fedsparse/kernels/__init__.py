@@ -47,6 +47,7 @@ from .evaluate import (  # noqa: E402
     margins_columns,
     margins_csc,
     ridge_term,
+    transpose,
 )
 from .losses import (  # noqa: E402
     LEAST_SQUARES,
@@ -140,5 +141,6 @@ __all__ = [
     "sparse_buffers",
     "thread_buffers",
     "threshold_scratch",
+    "transpose",
     "weighted_sum",
 ]

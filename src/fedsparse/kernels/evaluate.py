@@ -17,6 +17,19 @@ _BLOCK = 512  # samples per parallel task: a tile's columns of the block stay in
 _TILE = 4  # models per tile: each column's block is read once for four running sums
 
 
+@njit(parallel=True, cache=True)
+def transpose(X, out):
+    """``out[j, i] = X[i, j]``: the column-major copy of dense data, in 64 × 64 tiles (NumPy's
+    strided copy of Simulation II's 100,000 × 1,000 took 2.0 s here, this 0.25 s)."""
+    n, d = X.shape
+    for b in prange((n + 63) // 64):
+        lo, hi = b * 64, min(n, b * 64 + 64)
+        for j0 in range(0, d, 64):
+            for j in range(j0, min(d, j0 + 64)):
+                for i in range(lo, hi):
+                    out[j, i] = X[i, j]
+
+
 @njit(cache=True)
 def _tiles(W):
     """Each tile of ``_TILE`` consecutive rows of ``W`` (n_rows, d): its union support in
