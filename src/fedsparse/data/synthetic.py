@@ -113,11 +113,13 @@ def simulation(
         else:
             models[i, :support] = rng.normal(u, 1.0, size=support)
         v = rng.normal(B, 1.0, size=dim)
-        Z = v + rng.standard_normal((n, dim)) * sd_z
+        rows = slice(i * n, (i + 1) * n)
+        Z = X[rows]  # drawn in place: v + N(0, 1) * sd_z without the temporaries' page faults
+        rng.standard_normal(out=Z)
+        Z *= sd_z
+        Z += v
         noise = rng.normal(u, noise_std, size=n) if noise_std > 0 else np.zeros(n)
         margin = Z[:, :support] @ models[i, :support] + noise
-        rows = slice(i * n, (i + 1) * n)
-        X[rows] = Z
         if task == "linear":
             y[rows] = margin
         else:
