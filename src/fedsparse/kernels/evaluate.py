@@ -32,28 +32,41 @@ def transpose(X, out):
 
 @njit(cache=True)
 def _tiles(W):
-    """Each tile of ``_TILE`` consecutive rows of ``W`` (n_rows, d): its union support in
-    increasing order, how many, and the tile's weights there (a row's zeros included);
-    and the columns any row reads."""
-    n_rows, d = W.shape
-    n_tiles = (n_rows + _TILE - 1) // _TILE
+    """Each full tile of ``_TILE`` consecutive rows of ``W`` (n_rows, d): its union support
+    in increasing order, how many, and the tile's weights there (a row's zeros included);
+    and the columns any tile reads."""
+    d = W.shape[1]
+    n_tiles = W.shape[0] // _TILE
     union = np.empty((n_tiles, d), np.int64)
     count = np.zeros(n_tiles, np.int64)
     weights = np.zeros((n_tiles, d, _TILE))
     read = np.zeros(d, np.bool_)
     for t in range(n_tiles):
-        rows = min(_TILE, n_rows - t * _TILE)
         for j in range(d):
             hit = False
-            for a in range(rows):
+            for a in range(_TILE):
                 hit |= W[t * _TILE + a, j] != 0.0  # NaN counts as a non-zero
             if hit:
-                for a in range(rows):
+                for a in range(_TILE):
                     weights[t, count[t], a] = W[t * _TILE + a, j]
                 union[t, count[t]] = j
                 count[t] += 1
                 read[j] = True
     return union, count, weights, np.flatnonzero(read)
+
+
+@njit(cache=True)
+def _supports(W):
+    """Each row's non-zero indices in increasing order, and how many."""
+    n_rows, d = W.shape
+    index = np.empty((n_rows, d), np.int64)
+    count = np.zeros(n_rows, np.int64)
+    for q in range(n_rows):
+        for j in range(d):
+            if W[q, j] != 0.0:  # NaN counts as a non-zero, as in flatnonzero
+                index[q, count[q]] = j
+                count[q] += 1
+    return index, count
 
 
 @njit(cache=True)
@@ -105,15 +118,30 @@ def _tile_block(Xt, union, nu, w, m0, m1, m2, m3, lo, hi):
 
 
 @njit(cache=True)
-def _row_block(Xt, w, m, lo, hi):
-    """One row's sum over its own support only (any data, NaN and inf included)."""
+def _row_block(Xt, support, ns, w, m, lo, hi):
+    """One row's sum over its own support only (any data, NaN and inf included), eight
+    columns a pass: one load and store of ``m`` for eight column streams, the same sums in
+    the same order as one column at a time."""
     m[:] = 0.0
-    for j in range(w.shape[0]):
-        wj = w[j]
-        if wj != 0.0:
-            x = Xt[j, lo:hi]
-            for i in range(hi - lo):
-                m[i] += wj * x[i]
+    k = 0
+    while k + 8 <= ns:
+        j0, j1, j2, j3 = support[k], support[k + 1], support[k + 2], support[k + 3]
+        j4, j5, j6, j7 = support[k + 4], support[k + 5], support[k + 6], support[k + 7]
+        w0, w1, w2, w3 = w[j0], w[j1], w[j2], w[j3]
+        w4, w5, w6, w7 = w[j4], w[j5], w[j6], w[j7]
+        x0, x1, x2, x3 = Xt[j0, lo:hi], Xt[j1, lo:hi], Xt[j2, lo:hi], Xt[j3, lo:hi]
+        x4, x5, x6, x7 = Xt[j4, lo:hi], Xt[j5, lo:hi], Xt[j6, lo:hi], Xt[j7, lo:hi]
+        for i in range(hi - lo):
+            s = ((m[i] + w0 * x0[i]) + w1 * x1[i]) + w2 * x2[i]
+            s = (((s + w3 * x3[i]) + w4 * x4[i]) + w5 * x5[i]) + w6 * x6[i]
+            m[i] = s + w7 * x7[i]
+        k += 8
+    while k < ns:
+        wj = w[support[k]]
+        x = Xt[support[k], lo:hi]
+        for i in range(hi - lo):
+            m[i] += wj * x[i]
+        k += 1
 
 
 @njit(parallel=True, cache=True)
@@ -124,9 +152,10 @@ def margins_columns(Xt, Ws, M):
     Several models (e.g. a cohort's members over consecutive rounds, which share nearly
     all their support) are scored in one pass: each task takes a block of samples, and
     the models' rows go four at a time over their tile's union support, so a column's
-    block is read once for four sums and stays in cache for the next tiles. The bits do
-    not depend on how the models are stacked or tiled; a block holding a non-finite value
-    in a tile's columns is summed row by row over each row's own support.
+    block is read once for four sums and stays in cache for the next tiles; the last rows
+    (fewer than four, e.g. one model alone) go one at a time over their own support. The
+    bits do not depend on how the models are stacked or tiled; a block holding a non-finite
+    value in a tile's columns is summed row by row over each row's own support.
 
     Parameters
     ----------
@@ -141,22 +170,21 @@ def margins_columns(Xt, Ws, M):
     W = Ws.reshape((n_rows, Ws.shape[2]))
     R = M.reshape((n_rows, n))
     union, count, weights, columns = _tiles(W)
+    index, ns = _supports(W)
+    tiled = union.shape[0] * _TILE  # the rows after these (fewer than four) go one by one
     for b in prange((n + _BLOCK - 1) // _BLOCK):
         lo = b * _BLOCK
         hi = min(n, lo + _BLOCK)
-        if not _finite_block(Xt, columns, lo, hi):
-            for q in range(n_rows):
-                _row_block(Xt, W[q], R[q, lo:hi], lo, hi)
-            continue
-        spare = np.empty((_TILE, hi - lo))  # sums of a last tile's missing rows
-        for t in range(union.shape[0]):
-            q = t * _TILE
-            rows = min(_TILE, n_rows - q)
-            m0 = R[q, lo:hi]
-            m1 = R[q + 1, lo:hi] if rows > 1 else spare[1]
-            m2 = R[q + 2, lo:hi] if rows > 2 else spare[2]
-            m3 = R[q + 3, lo:hi] if rows > 3 else spare[3]
-            _tile_block(Xt, union[t], count[t], weights[t], m0, m1, m2, m3, lo, hi)
+        if _finite_block(Xt, columns, lo, hi):
+            for t in range(union.shape[0]):
+                q = t * _TILE
+                m0, m1, m2, m3 = R[q, lo:hi], R[q + 1, lo:hi], R[q + 2, lo:hi], R[q + 3, lo:hi]
+                _tile_block(Xt, union[t], count[t], weights[t], m0, m1, m2, m3, lo, hi)
+        else:
+            for q in range(tiled):
+                _row_block(Xt, index[q], ns[q], W[q], R[q, lo:hi], lo, hi)
+        for q in range(tiled, n_rows):
+            _row_block(Xt, index[q], ns[q], W[q], R[q, lo:hi], lo, hi)
 
 
 @njit(cache=True)
