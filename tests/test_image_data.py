@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -181,13 +183,77 @@ def test_idx_folder_prepared_with_label_cycle_has_per_client_test_rows(tmp_path)
 def test_idx_with_other_partitions_keeps_the_test_file_as_one_global_test_set(tmp_path):
     folder = write_idx_dir(tmp_path / "d", image_set(300, 80))
     cfg = norm({"kind": "idx", "path": str(folder)}, {"kind": "dirichlet", "clients": 5})
-    d = prepare(cfg["dataset"], cfg["partition"]).data
+    d = prepare(cfg["dataset"], cfg["partition"], cache=tmp_path / "cache").data
     assert d.n_samples == 300 and d.test_ptr.tolist() == [0, 80]
     cfg = norm(
         {"kind": "idx", "path": str(folder)}, {"kind": "iid", "clients": 5, "test_fraction": 0.2}
     )
-    d = prepare(cfg["dataset"], cfg["partition"]).data  # its own split: the test file unused
+    d = prepare(cfg["dataset"], cfg["partition"], cache=tmp_path / "cache").data  # own split
     assert d.n_samples == 240 and d.y_test.shape == (60,) and len(d.test_ptr) == 6
+
+
+def test_a_compressed_local_idx_file_is_decompressed_once_and_again_when_it_changes(
+    tmp_path, monkeypatch
+):
+    arrays = image_set(50, 20, side=2)
+    folder = write_idx_dir(tmp_path / "d", arrays)
+    ds = norm({"kind": "idx", "path": str(folder)}, "iid")["dataset"]
+    cache = tmp_path / "cache"
+    first, source = obtain(ds, cache)
+    kept = sorted((cache / "idx-local").rglob("*.npy"))
+    assert sorted(p.name for p in kept) == sorted(
+        f"{f['sha256']}.npy" for f in source["files"].values()
+    )
+
+    def no_gunzip(*_args):
+        raise AssertionError("decompressed again")
+
+    monkeypatch.setattr(gzip, "decompress", no_gunzip)
+    again, source_again = obtain(ds, cache)  # from the kept copies
+    assert source_again == source
+    for name in ("X", "y", "X_test", "y_test"):
+        assert np.array_equal(getattr(again, name), getattr(first, name))
+    assert np.array_equal(again.X, arrays["train_images"].reshape(50, 4))
+    monkeypatch.undo()
+    # an edited file has another SHA-256: it is parsed again, never its stale copy
+    changed = dict(arrays, train_images=255 - arrays["train_images"])
+    write_idx_dir(folder, changed)
+    edited, source = obtain(ds, cache)
+    assert np.array_equal(edited.X, changed["train_images"].reshape(50, 4))
+    assert len(list((cache / "idx-local").rglob("*.npy"))) == 5
+    # an unreadable copy is parsed and written again
+    copy = (
+        cache / "idx-local" / "images" / f"{source['files'][STEMS['train_images']]['sha256']}.npy"
+    )
+    copy.write_bytes(b"not a .npy file")
+    repaired, _ = obtain(ds, cache)
+    assert np.array_equal(repaired.X, edited.X)
+    assert np.array_equal(np.load(copy), edited.X)
+
+
+def test_an_unwritable_cache_only_costs_the_parse(tmp_path):
+    folder = write_idx_dir(tmp_path / "d", image_set(30, 10, side=2))
+    ds = norm({"kind": "idx", "path": str(folder)}, "iid")["dataset"]
+    (tmp_path / "cache").write_text("a file where the cache folder would be")
+    images, _ = obtain(ds, tmp_path / "cache")
+    assert images.X.shape == (30, 4)
+
+
+def test_loading_image_data_for_a_run_imports_no_pandas(tmp_path):
+    """pandas (0.2 s to import) is for the partition's statistics, which a run never reads."""
+    folder = write_idx_dir(tmp_path / "d", image_set(40, 10, side=2))
+    cfg = run_cfg({"kind": "idx", "path": str(folder)}, {"kind": "iid", "clients": 4})
+    code = (
+        "import sys\n"
+        "from fedsparse.config import normalize_run_config\n"
+        "from fedsparse.experiment import load_dataset\n"
+        f"cfg = normalize_run_config({cfg!r})\n"
+        f"data = load_dataset(cfg['dataset'], 'softmax', cfg['partition'], {str(tmp_path)!r})\n"
+        "assert data.n_samples == 40, data.n_samples\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 # ---------------------------------------------------------------------------- downloads
@@ -261,7 +327,11 @@ def test_fashion_mnist_uses_the_system_folder_when_there_is_one(srv, tmp_path, m
     ds = norm({"kind": "idx", "source": "fashion-mnist"}, "iid")["dataset"]
     images, source = obtain(ds, tmp_path / "cache")  # no server needed
     assert source["origin"] == str(local) and images.X.shape == (60_000, 1)
-    assert not (tmp_path / "cache").exists()
+    # nothing downloaded: the cache holds only the four files decompressed
+    kept = sorted(
+        p.relative_to(tmp_path / "cache").parent for p in (tmp_path / "cache").rglob("*.*")
+    )
+    assert kept == [Path("idx-local/images")] * 2 + [Path("idx-local/labels")] * 2
     # an explicit mirror wins over the system folder
     serve_idx(srv, "/f/", image_set(60_000, 10_000, side=1, seed=2))
     ds = norm({"kind": "idx", "source": "fashion-mnist", "mirror": srv.url("/f/")}, "iid")

@@ -387,9 +387,14 @@ def read_local(
     recorded: Path | None = None,
     expected_size: int | None = None,
     expected_sha256: str | None = None,
+    converted_dir: Path | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Parse the local copy ``path`` (offline), checked against the pins and, if ``recorded``
-    (the cache place of the same file) holds a download record, against its SHA-256."""
+    (the cache place of the same file) holds a download record, against its SHA-256.
+
+    ``converted_dir``: keep the converted form there, named by the file's SHA-256 (so an
+    edited file is parsed again), and read it instead of parsing on later calls; a folder
+    that cannot be written only costs the parse."""
     if not path.is_file():
         raise DataError(f"{path}: no such file (dataset.path)")
     size, sha = path.stat().st_size, sha256_of(path)
@@ -406,8 +411,26 @@ def read_local(
             rec.get("url"),
             str(rec.get("sha256"))[:16],
         )
+    origin = {"origin": str(path), "size": size, "sha256": sha}
+    converted = None if converted_dir is None else converted_dir / f"{sha}{codec.suffix}"
+    if converted is not None and converted.is_file():
+        try:
+            parsed = codec.load(converted)
+        except DataError as exc:  # unreadable: parsed and written again below
+            log.info("%s", exc)
+        else:
+            if codec.fits(parsed):
+                log.info("using %s, the converted local file %s", converted, path)
+                return parsed, origin
     log.info("reading local file %s (%d bytes, sha256 %s)", path, size, sha)
-    return codec.parse(path, str(path)), {"origin": str(path), "size": size, "sha256": sha}
+    parsed = codec.parse(path, str(path))
+    if converted is not None:
+        try:
+            converted.parent.mkdir(parents=True, exist_ok=True)
+            codec.save(parsed, converted)
+        except OSError as exc:
+            log.info("%s: not kept (%s)", converted, exc.strerror or exc)
+    return parsed, origin
 
 
 def _origin(url: str, dest: Path) -> dict[str, Any]:

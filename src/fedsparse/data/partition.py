@@ -56,12 +56,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 
 from ..errors import DataError
+
+if TYPE_CHECKING:  # pandas is imported for the statistics only: a run never asks for them
+    import pandas as pd
+    import scipy.sparse as sp
 
 KINDS = (
     "papers",
@@ -83,7 +86,14 @@ class PartitionResult:
     test: list[np.ndarray]  # per_client: test rows of client i; global: one array
     clusters: np.ndarray | None  # cluster of every row (papers), else None
     groups: np.ndarray  # label (classification) or quantile bin (regression) of every row
-    stats: pd.DataFrame
+    stat_rows: list[dict[str, Any]]  # one per client: the rows of :attr:`stats`
+
+    @property
+    def stats(self) -> pd.DataFrame:
+        """Per-client statistics (rows, test rows, labels or y bins, clusters) as a table."""
+        import pandas as pd
+
+        return pd.DataFrame(self.stat_rows)
 
     @property
     def order(self) -> np.ndarray:
@@ -493,7 +503,7 @@ def _counts(values: np.ndarray) -> str:
     return " ".join(f"{a}:{b}" for a, b in zip(ids.tolist(), cnt.tolist(), strict=True))
 
 
-def _stats(clients, test, y, task, groups, clusters) -> pd.DataFrame:
+def _stats(clients, test, y, task, groups, clusters) -> list[dict[str, Any]]:
     rows = []
     for i, c in enumerate(clients):
         r = {"client": i, "rows": len(c), "test_rows": len(test[i]) if test else 0}
@@ -507,7 +517,7 @@ def _stats(clients, test, y, task, groups, clusters) -> pd.DataFrame:
             r["clusters"] = int(np.unique(clusters[c]).size)
             r["cluster_counts"] = _counts(clusters[c])
         rows.append(r)
-    return pd.DataFrame(rows)
+    return rows
 
 
 def embedding(
@@ -517,6 +527,8 @@ def embedding(
 
     Returns columns ``x, y, cluster, client`` for ``min(sample, n)`` rows.
     """
+    import pandas as pd
+    import scipy.sparse as sp
     from sklearn.decomposition import TruncatedSVD
     from sklearn.manifold import TSNE
 

@@ -27,10 +27,9 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from ..errors import DataError
@@ -41,6 +40,9 @@ from .federated import FederatedData
 from .libsvm import labels_for_task
 from .partition import PartitionResult, embedding, partition
 from .preprocess import preprocess
+
+if TYPE_CHECKING:  # pandas only for the partition's statistics, which a run never reads
+    import pandas as pd
 
 log = logging.getLogger("fedsparse.data")
 
