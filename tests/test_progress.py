@@ -6,7 +6,16 @@ import re
 
 from conftest import SMALL_LINEAR
 
-from fedsparse.progress import SmoothedRate, SweepProgress, duration, stored_ids, sweep_progress
+from fedsparse.checkpoint import Checkpoint, read_header
+from fedsparse.layout import checkpoint_in
+from fedsparse.progress import (
+    SmoothedRate,
+    SweepProgress,
+    checkpointed_rounds,
+    duration,
+    stored_ids,
+    sweep_progress,
+)
 from fedsparse.shard import store_path
 from fedsparse.sweep import plan_sweep
 
@@ -100,3 +109,54 @@ def test_no_time_left_before_a_pace():
     assert pace.update(10.0, 0.0) == 0.0 and pace.time_left(100) is None  # nothing done yet
     assert pace.update(10.0, 5.0) == 0.0  # no time passed: the same rate
     assert pace.update(20.0, 10.0) > 0 and pace.time_left(100) > 0
+
+
+def checkpoint(store, run_groups, round_) -> None:
+    """A checkpoint as a shard writes it (a cohort's: one file, every member's run id)."""
+    first = run_groups[0][0]
+    Checkpoint(checkpoint_in(store, first), run_groups, 60.0, "test").write(round_, {}, {})
+
+
+def test_runs_in_progress_count_by_their_checkpoints_rounds(tmp_path):
+    plan = plan_sweep(SWEEP)  # 10 rounds a run
+    ids = [r.run_id for r in plan.runs]
+    store = tmp_path / "store"
+    lines = []
+    progress = SweepProgress(plan, store, tmp_path / "data", lines.append, every=3600)
+    progress.start_thread()
+    checkpoint(store, [[ids[0]], [ids[1]]], 5)  # a cohort of two, half-way
+    progress.tick()
+    # progress before any run ends; no forecast from the first sight of it
+    assert (
+        lines[-1] == "sweep p: 0/6 runs done (0 %), 2 part-done (50 % of their rounds), 0 diverged"
+    )
+    progress.tick()
+    assert len(lines) == 2  # no new line while the rounds stand
+    checkpoint(store, [[ids[0]], [ids[1]]], 8)
+    checkpoint(store, [[ids[2]]], 2)
+    (checkpoint_in(store, ids[3]).parent / f".{ids[3]}.ckpt.123.tmp").write_bytes(b"torn")
+    progress.tick()
+    # (8 + 8 + 2) of 30 rounds; the pace since the first sight gives the time left
+    assert re.fullmatch(
+        r"sweep p: 0/6 runs done \(0 %\), 3 part-done \(60 % of their rounds\), about \w+ left, "
+        r"0 diverged",
+        lines[-1],
+    ), lines
+    finish(store, ids[:2])  # stored; a shard then removes the checkpoint, but a run done
+    progress.tick()  # counts as done whatever checkpoint is left
+    assert re.fullmatch(
+        r"sweep p: 2/6 runs done \(33 %\), 1 part-done \(20 % of their rounds\), "
+        r"[\d.]+ runs/min, about \w+ left, 0 diverged",
+        lines[-1],
+    ), lines
+    assert checkpointed_rounds(store) == {ids[0]: 8, ids[1]: 8, ids[2]: 2}
+    progress.stop()
+
+
+def test_a_checkpoint_without_a_readable_header_is_no_progress(tmp_path):
+    folder = checkpoint_in(tmp_path, "ab" * 8).parent
+    folder.mkdir(parents=True)
+    (folder / f"{'ab' * 8}.ckpt").write_bytes(b"fedsparse checkpoint 1\n{not json\n")
+    (folder / f"{'cd' * 8}.ckpt").write_bytes(b"something else")
+    assert checkpointed_rounds(tmp_path) == {}
+    assert read_header(folder / f"{'ab' * 8}.ckpt") is None

@@ -42,6 +42,7 @@ MAGIC = b"fedsparse checkpoint 1\n"
 # test hook: "N" kills the process (SIGKILL) inside its Nth checkpoint write, half the payload
 # written (tests/test_checkpoint.py proves a torn write costs nothing but the rounds since the last)
 KILL_IN_WRITE = "FEDSPARSE_TEST_KILL_IN_CHECKPOINT_WRITE"
+HEADER_LIMIT = 1 << 24  # bytes of a header line read_header reads at most (a cohort's run ids)
 
 
 @lru_cache(maxsize=1)
@@ -56,6 +57,20 @@ def code_key() -> str:
         digest.update(str(source.relative_to(package)).encode() + b"\0" + source.read_bytes())
     versions = " ".join(f"{name} {importlib.metadata.version(name)}" for name in ("numpy", "numba"))
     return f"fedsparse {__version__} source {digest.hexdigest()[:16]} {versions}"
+
+
+def read_header(path: str | Path) -> dict[str, Any] | None:
+    """A checkpoint file's header (its ``runs`` and ``round``, see :meth:`Checkpoint.write`)
+    without reading its payload, or None for a file that has none readable (e.g. one being
+    replaced). For who asks how far a run in progress is: the sweep's progress line."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(MAGIC)) != MAGIC:
+                return None
+            header = json.loads(fh.readline(HEADER_LIMIT))
+        return header if isinstance(header, dict) else None
+    except (OSError, ValueError):
+        return None
 
 
 class _Pickler(pickle.Pickler):

@@ -7,15 +7,22 @@ that failed since the sweep started::
 
     sweep quick: 96/120 runs done (80 %), 41.3 runs/min, about 35s left, 2 diverged
 
-The time left is the plan's cost model (:mod:`fedsparse.cost`) over the runs not done,
-divided by the pace of work (estimated seconds done per wall second), smoothed
-exponentially over about ten progress intervals (:class:`SmoothedRate`): runs finish in
-bursts and the cost model misjudges some runs, so the last interval's pace alone swings the
-forecast by a factor of two.
+Long runs are counted as they go: a run whose checkpoint (:mod:`fedsparse.checkpoint`, every
+``checkpoint_minutes`` of its computation) is in the store counts as part-done by the rounds
+it holds, so a sweep of a few hour-long runs says where it stands before any run ends::
+
+    sweep gsa: 0/4 runs done (0 %), 2 part-done (57 % of their rounds), about 31m left, 0 diverged
+
+The time left is the plan's cost model (:mod:`fedsparse.cost`) over the work not done (the
+runs not done, less the part-done runs' rounds), divided by the pace of work (estimated
+seconds done per wall second), smoothed exponentially over about ten progress intervals
+(:class:`SmoothedRate`): runs finish in bursts and the cost model misjudges some runs, so the
+last interval's pace alone swings the forecast by a factor of two.
 
 A daemon thread of the Snakemake process scans the store every ``every`` seconds (a
 directory listing: 256 folders, cheap next to the runs; each new run's status comes from
-its file's footer) and logs a line when the count changed: one line per interval at most.
+its file's footer; each checkpoint's round from its header line) and logs a line when the
+count changed: one line per interval at most.
 """
 
 from __future__ import annotations
@@ -33,15 +40,17 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from .checkpoint import read_header
 from .cost import RUN_OVERHEAD_S, known_shape, member_seconds, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
-from .layout import Layout
+from .layout import CHECKPOINTS, Layout
 from .wording import counted
 
 __all__ = [
     "DEFAULT_EVERY",
     "SmoothedRate",
     "SweepProgress",
+    "checkpointed_rounds",
     "duration",
     "stored_ids",
     "sweep_progress",
@@ -100,6 +109,29 @@ def stored_ids(store: str | Path) -> np.ndarray:
     return np.array(ids, dtype=str)
 
 
+def checkpointed_rounds(store: str | Path) -> dict[str, int]:
+    """Each run id held by a checkpoint in the run store, with the round it holds (a cohort's
+    checkpoint holds every member's, at one round). A run's checkpoint goes once the run is
+    stored; one of a killed run stays until its rerun, its rounds kept."""
+    rounds: dict[str, int] = {}
+    try:
+        entries = list(os.scandir(Path(store) / CHECKPOINTS))
+    except FileNotFoundError:
+        return rounds
+    for entry in entries:
+        if not entry.name.endswith(".ckpt"):  # e.g. a write's temporary file
+            continue
+        header = read_header(entry.path)
+        try:
+            round_ = int(header["round"])
+            for group in header["runs"]:
+                for run_id in group:
+                    rounds[str(run_id)] = round_
+        except (TypeError, KeyError, ValueError):  # no header (being replaced): next time
+            continue
+    return rounds
+
+
 class SweepProgress:
     """Runs done of the plan's, from the run store; see the module docstring.
 
@@ -130,9 +162,12 @@ class SweepProgress:
         order = np.argsort([r.run_id for r in runs])
         self.ids = np.array([runs[i].run_id for i in order], dtype=str)
         self.cost = self._costs(self.plan, self.data_root)[order]
+        self.rounds = np.array([max(int(runs[i].config.get("rounds", 0)), 1) for i in order])
         self.start = time.monotonic()
         self.done_at_start = self._done()
-        self.first: tuple[float, np.ndarray] | None = None  # (when, done) at the first finish
+        # (when, done, work) when work was first seen done after the start
+        self.first: tuple[float, np.ndarray, float] | None = None
+        self.work_at_start = self._work(self.done_at_start, self._part_done(self.done_at_start))
         self.pace = SmoothedRate(SMOOTHING_INTERVALS * self.every)
         self.seen = self.done_at_start.copy()  # runs whose status was read (or done before)
         self.diverged = 0  # of the runs finished since the start
@@ -170,27 +205,47 @@ class SweepProgress:
     def _done(self) -> np.ndarray:
         return np.isin(self.ids, stored_ids(self.store), assume_unique=False)
 
+    def _part_done(self, done: np.ndarray) -> np.ndarray:
+        """Each run's fraction of its rounds held by a checkpoint (0: none, or done)."""
+        fraction = np.zeros(self.ids.size)
+        found = checkpointed_rounds(self.store)
+        if found:
+            held = np.array([found.get(i, 0) for i in self.ids], dtype=np.float64)
+            fraction = np.minimum(held / self.rounds, 1.0)
+            fraction[done] = 0.0
+        return fraction
+
+    def _work(self, done: np.ndarray, part: np.ndarray) -> float:
+        """Work done, in the cost model's estimated seconds (its scale errors cancel out)."""
+        return float(self.cost[done].sum() + (self.cost * part).sum())
+
     def line(self) -> str:
         """The progress line as of now."""
         done = self._done()
         now = time.monotonic()
         n, total = int(done.sum()), self.ids.size
+        part = self._part_done(done)
+        work = self._work(done, part)
         self._read_statuses(done)
         text = f"sweep {self.name}: {n}/{total} runs done ({100 * n / max(total, 1):.0f} %)"
+        if part.any():
+            share = (part * self.rounds).sum() / self.rounds[part > 0].sum()
+            text += f", {(part > 0).sum()} part-done ({100 * share:.0f} % of their rounds)"
         new, elapsed = done & ~self.done_at_start, now - self.start
-        if self.first is None and new.any():
+        if self.first is None and work > self.work_at_start:
             # the sweep's start-up (data sets built, kernels compiled) is over once runs
-            # finish: the pace is measured from here on, when runs have finished since
-            self.first = (now, done)
+            # finish or checkpoint: the pace is measured from here on
+            self.first = (now, done, work)
             self.pace.update(now, 0.0)
+        elif self.first is not None and work > self.first[2]:
+            self.pace.update(now, work - self.first[2])
         if self.first is not None and (done & ~self.first[1]).any():
             new, elapsed = done & ~self.first[1], now - self.first[0]
-            # work in the cost model's estimated seconds: its scale errors cancel out
-            self.pace.update(now, float(self.cost[new].sum()))
         if new.any() and elapsed > 0:
             text += f", {new.sum() / elapsed * 60:.1f} runs/min"
-            left = self.pace.time_left(float(self.cost[~done].sum()))
-            text += f", about {duration(left)} left" if n < total and left is not None else ""
+        if n < total and (new.any() or part.any()):
+            left = self.pace.time_left(float(self.cost[~done].sum()) - float(self.cost @ part))
+            text += f", about {duration(left)} left" if left is not None else ""
         # no time left before a pace is measured: the cost model alone is sized for cluster
         # time limits (generous by design, fedsparse.cost), not for a forecast
         text += f", {self.diverged} diverged"
@@ -211,8 +266,13 @@ class SweepProgress:
         self.seen |= done
 
     def tick(self) -> None:
-        """Log the line if the count of runs (or of failed jobs) changed since the last one."""
-        n = (int(self._done().sum()), self.failed_jobs)
+        """Log the line if the count of runs, their checkpoints' rounds or the failed jobs
+        changed since the last line."""
+        n = (
+            int(self._done().sum()),
+            sum(checkpointed_rounds(self.store).values()),
+            self.failed_jobs,
+        )
         if n != self.last:
             self.last = n
             self.emit(self.line())
@@ -227,7 +287,11 @@ class SweepProgress:
 
         self.begin()
         self.emit(self.start_line())  # says the count: the next line is the first change
-        self.last = (int(self.done_at_start.sum()), self.failed_jobs)
+        self.last = (
+            int(self.done_at_start.sum()),
+            sum(checkpointed_rounds(self.store).values()),
+            self.failed_jobs,
+        )
         self._thread = threading.Thread(target=loop, name="fedsparse-progress", daemon=True)
         self._thread.start()
 
