@@ -21,7 +21,9 @@ Each contender runs in a fresh process, so "process" is the whole wall time a us
 (imports, data, JIT or Ray start, training, the final test evaluation); "round" is the training
 time of a round: fedsparse's own timer (``elapsed_s`` / rounds), PyTorch's loop timed per round
 (the median of rounds 2..R), and for Flower the time between consecutive calls of the strategy's
-central ``evaluate_fn`` (called after every round; the median of rounds 2..R). Test accuracy is
+central ``evaluate_fn`` (called after every round; the median of rounds 2..R). "system" is the
+kernel's share of the process's CPU time (of its whole tree for fedsparse and the PyTorch loop;
+Ray's workers are not the driver's children, so Flower's is its driver's). Test accuracy is
 of the final model on the 10,000 test images. Repeats are interleaved (fedsparse, PyTorch,
 Flower, then again) so the machine's spells of load fall on all of them alike.
 
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -266,29 +269,52 @@ def work_flower(npz_path: str, rounds: int, out_path: str) -> dict:
 # The driver: each contender in a fresh process, timed whole
 
 
+def children_cpu() -> tuple[float, float]:
+    """User and system CPU seconds of the waited-for child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime, usage.ru_stime
+
+
+def system_share(before: tuple[float, float]) -> float:
+    """The system time's share of a child's CPU time since ``before`` (its whole process tree
+    where it waits for its own children; Ray's workers are not among them)."""
+    user, system = (now - then for now, then in zip(children_cpu(), before, strict=True))
+    return system / max(user + system, 1e-9)
+
+
 def run_fedsparse(cfg_path: Path, out: Path, rounds: int) -> dict:
     import pyarrow.parquet as pq
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     cmd = [sys.executable, "-m", "fedsparse", "run", str(cfg_path), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True)
     wall = time.perf_counter() - start
     last = pq.read_table(out).to_pylist()[-1]
     per_round = last["elapsed_s"] / rounds
-    return {"wall": wall, "round": per_round, "accuracy": last["test_accuracy"]}
+    return {
+        "wall": wall,
+        "round": per_round,
+        "accuracy": last["test_accuracy"],
+        "system": system_share(cpu),
+    }
 
 
 def run_peer(kind: str, npz: Path, rounds: int, tmp: Path) -> dict:
     out = tmp / f"{kind}.json"
     cmd = [sys.executable, __file__, "--worker", kind, str(npz), str(rounds), str(out)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{kind} worker failed:\n{proc.stderr[-3000:]}")
     res = json.loads(out.read_text())
     steady = res["round_times"][1:] or res["round_times"]
-    return {"wall": wall, "round": statistics.median(steady), "accuracy": res["accuracy"]}
+    return {
+        "wall": wall,
+        "round": statistics.median(steady),
+        "accuracy": res["accuracy"],
+        "system": system_share(cpu),
+    }
 
 
 def available(module: str) -> str | None:
@@ -373,15 +399,16 @@ def main() -> None:
                     got[kind].append(res)
                     print(
                         f"  {case} #{rep + 1} {kind:9s} process {res['wall']:6.2f} s, "
-                        f"round {res['round']:.4f} s, test accuracy {res['accuracy']:.4f}",
+                        f"round {res['round']:.4f} s, test accuracy {res['accuracy']:.4f}, "
+                        f"system {100 * res['system']:.1f} % of CPU",
                         flush=True,
                     )
             rows.append((case, got))
     print()
     # the ratio of each interleaved pair (repeat i of a peer against repeat i of fedsparse)
-    head = "| case | contender | process s | s/round | round ÷ fedsparse's | test accuracy |"
-    print(head)
-    print("|---|---|---:|---:|---:|---:|")
+    head = "| case | contender | process s | s/round | round ÷ fedsparse's | test accuracy "
+    print(head + "| system % of CPU |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for case, got in rows:
         ours = [r["round"] for r in got["fedsparse"]]
         for kind, res in got.items():
@@ -390,7 +417,8 @@ def main() -> None:
             ratio = "" if kind == "fedsparse" else fmt(pairs, 1) + "×"
             print(
                 f"| {case} | {kind} | {fmt([r['wall'] for r in res], 2)} | {fmt(rounds)} "
-                f"| {ratio} | {fmt([r['accuracy'] for r in res])} |"
+                f"| {ratio} | {fmt([r['accuracy'] for r in res])} "
+                f"| {fmt([100 * r['system'] for r in res], 1)} |"
             )
 
 
