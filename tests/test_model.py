@@ -10,7 +10,7 @@ import pytest
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
-from fedsparse.model import Network, load_init_file
+from fedsparse.model import Network, load_init_file, normalize
 from fedsparse.results import (
     HYPERPARAMETER_COLUMNS,
     RUNS_SCHEMA,
@@ -146,6 +146,15 @@ def test_mlp_config_is_explicit():
         ({"kind": "mlp", "init": {"kind": "glorot", "seed": -1}}, "model.init.seed"),
         ({"kind": "mlp", "init": {"kind": "glorot", "scale": 2}}, "model.init.scale"),
         ({"kind": "mlp", "init": {"kind": "file"}}, "model.init.path"),
+        (
+            {"kind": "mlp", "init": {"kind": "truncated_normal", "biases": "0.1"}},
+            "model.init.biases",
+        ),
+        (
+            {"kind": "mlp", "init": {"kind": "truncated_normal", "biases": float("nan")}},
+            "model.init.biases",
+        ),
+        ({"kind": "mlp", "init": {"kind": "glorot", "biases": 0.1}}, "model.init.biases"),
         ({"kind": "mlp", "init": {"kind": "file", "path": "/nonexistent.npy"}}, "model.init.path"),
     ],
 )
@@ -185,6 +194,30 @@ def test_initial_points():
     assert not Network.from_config({}, 40, 3).initial().any()
     normal = Network.from_config({"init": {"kind": "normal", "std": 0.5, "seed": 0}}, 2000, 1)
     assert abs(normal.initial().std() - 0.5) < 0.03
+
+
+def test_truncated_normal_init_is_tensorflows():
+    # the gradient-sparsification authors' code: tf.truncated_normal(stddev=0.1) weights, 0.1 biases
+    model = cfg({"kind": "mlp", "hidden": [300], "init": "truncated_normal"})["model"]
+    assert model["init"] == {"kind": "truncated_normal", "std": 0.1, "biases": 0.1, "seed": 0}
+    net = Network.from_config(model, 784, 10)
+    theta = net.initial()
+    assert np.array_equal(theta, net.initial())
+    weights = np.concatenate([W.ravel() for W, _ in net.split(theta)])
+    assert np.abs(weights).max() <= 0.2 and np.abs(weights).max() > 0.199  # redrawn beyond 2 std
+    # a normal truncated at 2 std: std 0.8796 sigma, 4.55 % of plain draws would lie beyond
+    assert abs(weights.std() - 0.08796) < 0.0005 and abs(weights.mean()) < 0.0005
+    assert all(np.all(b == 0.1) for _, b in net.split(theta))
+    cnn = normalize(
+        {"kind": "cnn", "layers": "leaf_femnist", "init": {"kind": "truncated_normal", "biases": 0}}
+    )
+    cnn_net = Network.from_config(cnn, 784, 62)
+    parts = cnn_net.split(cnn_net.initial())
+    assert all(np.abs(W).max() <= 0.2 and W.std() > 0.08 for W, _ in parts)
+    assert not any(b.any() for _, b in parts)
+    other = {**model, "init": {**model["init"], "seed": 1}}
+    assert not np.array_equal(Network.from_config(other, 784, 10).initial(), theta)
+    assert run_id(cfg({"kind": "mlp"})) != run_id(cfg({"kind": "mlp", "init": "truncated_normal"}))
 
 
 def test_init_file(tmp_path):

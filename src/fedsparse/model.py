@@ -82,7 +82,7 @@ PRESETS: dict[str, list[dict[str, Any]]] = {
     ],
 }
 ACTIVATIONS = ("relu", "swish", "tanh", "sigmoid")
-INIT_KINDS = ("zeros", "normal", "glorot", "file")
+INIT_KINDS = ("zeros", "normal", "glorot", "truncated_normal", "file")
 # Defaults of the keys a model config may leave out. Keys equal to their default stay
 # out of the canonical form (and so out of the run id): linear configs written before
 # the model layer keep their run ids.
@@ -104,6 +104,9 @@ INIT_DEFAULTS: dict[str, dict[str, Any]] = {
     "zeros": {},
     "normal": {"std": 0.01, "seed": 0},
     "glorot": {"seed": 0},
+    # TensorFlow 1's tf.truncated_normal weights and constant biases, as the gradient-
+    # sparsification authors' code initialises its networks (std 0.1, biases 0.1)
+    "truncated_normal": {"std": 0.1, "biases": 0.1, "seed": 0},
     "file": {"path": None},
 }
 
@@ -414,6 +417,15 @@ def _init(value: Any, where: str) -> dict[str, Any]:
         if isinstance(std, bool) or not isinstance(std, int | float) or not std > 0:
             raise ConfigError(f"{where}.std: must be a number > 0, got {std!r}")
         out["std"] = float(std)
+    if "biases" in out:
+        biases = out["biases"]
+        if (
+            isinstance(biases, bool)
+            or not isinstance(biases, int | float)
+            or not np.isfinite(biases)
+        ):
+            raise ConfigError(f"{where}.biases: must be a finite number, got {biases!r}")
+        out["biases"] = float(biases)
     if kind == "file":
         path = out["path"]
         if not isinstance(path, str) or not path:
@@ -591,9 +603,26 @@ class Network:
             for (W, _), (fan_in, fan_out) in zip(self.split(theta), self.fans, strict=True):
                 limit = np.sqrt(6.0 / (fan_in + fan_out))
                 W[:, :] = rng.uniform(-limit, limit, W.shape)
+        elif init["kind"] == "truncated_normal":
+            rng = np.random.default_rng(init["seed"])
+            for W, b in self.split(theta):
+                W[:, :] = truncated_normal(rng, init["std"], W.size).reshape(W.shape)
+                if b is not None:
+                    b[:] = init["biases"]
         elif init["kind"] == "file":
             theta[:] = load_init_file(init["path"], self.n_params, init.get("sha256"))
         return theta.reshape(self.shape)
+
+
+def truncated_normal(rng: np.random.Generator, std: float, n: int) -> np.ndarray:
+    """``n`` draws of N(0, std^2) with every draw beyond 2 std drawn again, as TensorFlow's
+    ``truncated_normal`` defines it (the result's std is 0.880 std)."""
+    values = rng.normal(0.0, std, n)
+    out = np.abs(values) > 2.0 * std
+    while out.any():
+        values[out] = rng.normal(0.0, std, int(out.sum()))
+        out = np.abs(values) > 2.0 * std
+    return values
 
 
 def _layer_label(layer: dict[str, Any]) -> str:
