@@ -125,6 +125,7 @@ def test_runs_in_progress_count_by_their_checkpoints_rounds(tmp_path):
     progress = SweepProgress(plan, store, tmp_path / "data", lines.append, every=3600)
     progress.start_thread()
     checkpoint(store, [[ids[0]], [ids[1]]], 5)  # a cohort of two, half-way
+    checkpoint(store, [["0123456789abcdef"], ["ffffffffffffffff"]], 9)  # another sweep's
     progress.tick()
     # progress before any run ends; no forecast from the first sight of it
     assert (
@@ -149,7 +150,13 @@ def test_runs_in_progress_count_by_their_checkpoints_rounds(tmp_path):
         r"[\d.]+ runs/min, about \w+ left, 0 diverged",
         lines[-1],
     ), lines
-    assert checkpointed_rounds(store) == {ids[0]: 8, ids[1]: 8, ids[2]: 2}
+    assert checkpointed_rounds(store) == {
+        ids[0]: 8,
+        ids[1]: 8,
+        ids[2]: 2,
+        "0123456789abcdef": 9,
+        "ffffffffffffffff": 9,
+    }
     progress.stop()
 
 

@@ -207,12 +207,15 @@ class SweepProgress:
 
     def _part_done(self, done: np.ndarray) -> np.ndarray:
         """Each run's fraction of its rounds held by a checkpoint (0: none, or done)."""
-        fraction = np.zeros(self.ids.size)
+        held = np.zeros(self.ids.size)
         found = checkpointed_rounds(self.store)
-        if found:
-            held = np.array([found.get(i, 0) for i in self.ids], dtype=np.float64)
-            fraction = np.minimum(held / self.rounds, 1.0)
-            fraction[done] = 0.0
+        if found:  # self.ids is sorted: find the few checkpointed ids, never loop over the plan
+            keys = np.array(list(found), dtype=str)
+            at = np.minimum(np.searchsorted(self.ids, keys), self.ids.size - 1)
+            mine = self.ids[at] == keys  # a checkpoint of another sweep's runs does not count
+            held[at[mine]] = np.array(list(found.values()), dtype=np.float64)[mine]
+        fraction = np.minimum(held / self.rounds, 1.0)
+        fraction[done] = 0.0
         return fraction
 
     def _work(self, done: np.ndarray, part: np.ndarray) -> float:
