@@ -116,9 +116,30 @@ def finish(procs: list[subprocess.Popen]) -> list[int]:
     return ran
 
 
+# One storage per results folder, study and database: a test that polls its trials 20 times a
+# second opened a new RDBStorage (an SQLAlchemy engine and its pool) for every look, and the
+# connections of the discarded ones outlived them until PostgreSQL refused more clients.
+_STORAGES: dict[tuple[str, str, str], object] = {}
+
+
+@pytest.fixture(autouse=True)
+def _close_storages():
+    yield
+    for storage in _STORAGES.values():
+        engine = getattr(storage, "engine", None)  # an RDBStorage's; journals have none
+        if engine is not None:
+            engine.dispose()
+    _STORAGES.clear()
+
+
 def trials_of(cfg: dict, results: Path, study: str = STUDY):
     spec = study_spec(cfg, study)
-    return load_study(spec, open_storage(spec, results)).get_trials(deepcopy=False)
+    storage = spec.settings.storage
+    key = (str(results), spec.name, os.environ.get(storage.get("url_env") or "", ""))
+    if key not in _STORAGES:
+        _STORAGES[key] = open_storage(spec, results)
+    # a fresh study object each look: Optuna's cache of finished trials lives in it
+    return load_study(spec, _STORAGES[key]).get_trials(deepcopy=False)
 
 
 def states(trials) -> dict[str, int]:
