@@ -11,7 +11,7 @@ Long runs are counted as they go: a run whose checkpoint (:mod:`fedsparse.checkp
 ``checkpoint_minutes`` of its computation) is in the store counts as part-done by the rounds
 it holds, so a sweep of a few hour-long runs says where it stands before any run ends::
 
-    sweep gsa: 0/4 runs done (0 %), 2 part-done (57 % of their rounds), about 31m left, 0 diverged
+    sweep gs-authors-fig4: 0/4 runs done (0 %), 2 part-done (84 % of their rounds), 0 diverged
 
 The time left is the plan's cost model (:mod:`fedsparse.cost`) over the work not done (the
 runs not done, less the part-done runs' rounds), divided by the pace of work (estimated
@@ -268,14 +268,14 @@ class SweepProgress:
             self.diverged += summary.get("status") == "diverged"
         self.seen |= done
 
+    def _counts(self, done: np.ndarray) -> tuple[int, int, int]:
+        """What a new line must differ in: runs done, checkpointed rounds, failed jobs."""
+        return int(done.sum()), sum(checkpointed_rounds(self.store).values()), self.failed_jobs
+
     def tick(self) -> None:
         """Log the line if the count of runs, their checkpoints' rounds or the failed jobs
         changed since the last line."""
-        n = (
-            int(self._done().sum()),
-            sum(checkpointed_rounds(self.store).values()),
-            self.failed_jobs,
-        )
+        n = self._counts(self._done())
         if n != self.last:
             self.last = n
             self.emit(self.line())
@@ -290,11 +290,7 @@ class SweepProgress:
 
         self.begin()
         self.emit(self.start_line())  # says the count: the next line is the first change
-        self.last = (
-            int(self.done_at_start.sum()),
-            sum(checkpointed_rounds(self.store).values()),
-            self.failed_jobs,
-        )
+        self.last = self._counts(self.done_at_start)
         self._thread = threading.Thread(target=loop, name="fedsparse-progress", daemon=True)
         self._thread.start()
 
