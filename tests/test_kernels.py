@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import scipy.sparse as sp
 from conftest import LOSSES, N_CLASSES, dense, make_data, np_grad, np_loss
 
 from fedsparse import kernels as K
+from fedsparse.kernels.losses import log1p_exp_neg
 from fedsparse.kernels.rows import prefetch_csr_row
 
 RTOL = 1e-12
@@ -386,3 +389,53 @@ def test_nnz_above_counts_like_numpy_without_temporaries():
         expect = np.count_nonzero(np.abs(models) > tol, axis=1)
         assert np.array_equal(K.nnz_above(models, tol), expect)
     assert K.nnz_above(models, 0.0)[2] == np.count_nonzero(models[2] != 0) - 1  # NaN: not > 0
+
+
+@numba.njit
+def _log1p_exp_neg_each(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = log1p_exp_neg(a[i])
+    return out
+
+
+def test_log1p_exp_neg_is_within_an_ulp_of_libm():
+    # our own log(1 + e^-a), arithmetic only so that it vectorises: against libm's (within
+    # about half an ulp) over the whole range, its edges, subnormal results, inf and NaN
+    rng = np.random.default_rng(11)
+    a = np.concatenate(
+        [
+            rng.exponential(3.0, 200_000),
+            np.linspace(0.0, 760.0, 20_001),
+            10.0 ** rng.uniform(-320, -1, 2_000),
+            [0.0, 5e-324, 1e-300, 1e-17, 0.34657359, 0.34657360, 36.7, 37.0, 708.4, 709.8],
+            [744.4, 745.1, 745.2, 746.0, 1e10, np.inf, np.nan],
+        ]
+    )
+    out = _log1p_exp_neg_each(a)
+    with np.errstate(over="ignore", under="ignore"):
+        expected = np.array([math.log1p(math.exp(-x)) if x == x else np.nan for x in a])
+    finite = np.isfinite(a)
+    assert np.isnan(out[-1]) and out[-2] == 0.0
+    gap = np.abs(out[finite] - expected[finite]) / np.spacing(expected[finite])
+    assert gap.max() <= 2.0, a[finite][np.argmax(gap)]
+    assert np.mean(out[finite] == expected[finite]) > 0.8  # mostly the same bits as libm
+
+
+def test_client_losses_are_summed_in_four_lanes():
+    # the documented order: a client's i-th sample loss into lane i % 4, in order, then
+    # (lane 0 + lane 1) + (lane 2 + lane 3); least squares, whose sample losses NumPy gives
+    # bit for bit, across chunks and client sizes that leave remainders
+    rng = np.random.default_rng(12)
+    sizes = [1, 2, 3, 4, 5, 255, 256, 257, 1027]
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(ptr[-1])
+    M = rng.standard_normal((1, n)) * rng.choice([1e-3, 1.0, 1e3], size=n)
+    y = rng.standard_normal(n)
+    out = K.client_losses_from_margins(M, y, ptr, K.LEAST_SQUARES, np.zeros((1, 3)), 0.0)
+    for k, size in enumerate(sizes):
+        losses = (M[0, ptr[k] : ptr[k + 1]] - y[ptr[k] : ptr[k + 1]]) ** 2
+        lanes = [0.0, 0.0, 0.0, 0.0]
+        for i, v in enumerate(losses):
+            lanes[i % 4] += v
+        assert out[k] == ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) / size

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SMALL_LINEAR
 
+from fedsparse.numerics import CORE
 from fedsparse.pipeline import make_data
 from fedsparse.shard import (
     SUMMARY_KEY,
@@ -193,7 +194,7 @@ def other_numerics(path: Path, other: Path) -> None:
 @pytest.mark.parametrize(
     ("damage", "reason"),
     [
-        (other_numerics, "was computed with numerics 0.9, not this version's 1.1"),
+        (other_numerics, f"was computed with numerics 0.9, not this version's {CORE}.1"),
         (truncate, "is not a whole Parquet file (Parquet magic bytes not found"),
         (copy_other_run, "holds run {other}, not {run}"),
         (random_bytes, "is not a whole Parquet file (Parquet magic bytes not found"),

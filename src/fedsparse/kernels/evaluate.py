@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .losses import LEAST_SQUARES, LOGISTIC
+from .losses import LEAST_SQUARES, LOGISTIC, log1p_exp_neg
 
 _BLOCK = 512  # samples per parallel task: a tile's columns of the block stay in L1/L2
 _TILE = 4  # models per tile: each column's block is read once for four running sums
@@ -228,36 +228,73 @@ def ridge_term(W, l2):
     return 0.5 * l2 * sq
 
 
+_CHUNK = 256  # samples whose losses are computed in one vectorised loop, then summed
+
+
+@njit(cache=True, error_model="numpy")
+def _sample_losses(M, y, lo, hi, loss, out):
+    """``out[:hi - lo]``: the losses of samples ``lo:hi`` from their margins. Least squares and
+    logistic are branch-free loops that vectorise (the logistic loss by
+    :func:`log1p_exp_neg`, not libm)."""
+    if loss == LEAST_SQUARES:
+        m = M[0]
+        for i in range(hi - lo):
+            e = m[lo + i] - y[lo + i]
+            out[i] = e * e
+    elif loss == LOGISTIC:
+        m = M[0]
+        for i in range(hi - lo):
+            # log(1 + e^-v), v = y m: log(1 + e^-|v|) + max(-v, 0), NaN for NaN
+            v = y[lo + i] * m[lo + i]
+            out[i] = log1p_exp_neg(abs(v)) + (-v if v < 0.0 else 0.0)
+    else:
+        c = M.shape[0]
+        for i in range(lo, hi):
+            top = -np.inf
+            for r in range(c):
+                if M[r, i] > top:
+                    top = M[r, i]
+            s = 0.0
+            for r in range(c):
+                s += np.exp(M[r, i] - top)
+            out[i - lo] = np.log(s) + top - M[int(y[i]), i]
+
+
 @njit(parallel=True, cache=True)
 def client_losses_from_margins(M, y, ptr, loss, W, l2):
     """Each client's mean loss f_i (plus ridge :func:`ridge_term`), given the margins ``M``
     of every sample: with ``l2 = 0`` the data losses, to which adding the ridge term gives
-    the same bits as passing ``l2``."""
+    the same bits as passing ``l2``.
+
+    A client's sample losses are summed in four interleaved lanes (its ``i``-th sample into
+    lane ``i % 4``, in order), then ``(lane 0 + lane 1) + (lane 2 + lane 3)``: a fixed order
+    on every machine, four times the throughput of one running sum."""
     n_clients = ptr.shape[0] - 1
-    c = M.shape[0]
     reg = ridge_term(W, l2)
     out = np.empty(n_clients)
     for k in prange(n_clients):
-        total = 0.0
-        for i in range(ptr[k], ptr[k + 1]):
-            if loss == LEAST_SQUARES:
-                e = M[0, i] - y[i]
-                total += e * e
-            elif loss == LOGISTIC:
-                # log(1 + e^-m), stable, without a branch on the sign of m (the
-                # same bits as -m + log1p(e^m) for m <= 0: addition commutes)
-                m = y[i] * M[0, i]
-                total += np.log1p(np.exp(-abs(m))) + max(-m, 0.0)
-            else:
-                top = -np.inf
-                for r in range(c):
-                    if M[r, i] > top:
-                        top = M[r, i]
-                s = 0.0
-                for r in range(c):
-                    s += np.exp(M[r, i] - top)
-                total += np.log(s) + top - M[int(y[i]), i]
-        out[k] = total / (ptr[k + 1] - ptr[k]) + reg
+        values = np.empty(_CHUNK)
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for lo in range(ptr[k], ptr[k + 1], _CHUNK):  # _CHUNK is a multiple of 4
+            n = min(_CHUNK, ptr[k + 1] - lo)
+            _sample_losses(M, y, lo, lo + n, loss, values)
+            i = 0
+            while i + 4 <= n:
+                s0 += values[i]
+                s1 += values[i + 1]
+                s2 += values[i + 2]
+                s3 += values[i + 3]
+                i += 4
+            if i < n:
+                s0 += values[i]
+            if i + 1 < n:
+                s1 += values[i + 1]
+            if i + 2 < n:
+                s2 += values[i + 2]
+        out[k] = ((s0 + s1) + (s2 + s3)) / (ptr[k + 1] - ptr[k]) + reg
     return out
 
 
