@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from conftest import LOSSES, N_CLASSES, dense, make_data, np_grad, np_loss
 
 from fedsparse import kernels as K
-from fedsparse.kernels.losses import log1p_exp_neg
+from fedsparse.kernels.elementary import log1p_exp_neg
 from fedsparse.kernels.rows import prefetch_csr_row
 
 RTOL = 1e-12

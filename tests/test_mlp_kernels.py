@@ -10,7 +10,7 @@ from conftest import np_hard_threshold
 from scipy.special import expit, logsumexp, softmax
 
 from fedsparse import kernels as K
-from fedsparse.kernels.mlp import exp_neg
+from fedsparse.kernels.elementary import exp_neg
 
 ACTS = ("relu", "swish", "tanh", "sigmoid")
 LOSSES = ("least_squares", "logistic", "softmax")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .losses import LEAST_SQUARES, LOGISTIC, log1p_exp_neg
+from .elementary import log1p_exp_neg
+from .losses import LEAST_SQUARES, LOGISTIC
 
 _BLOCK = 512  # samples per parallel task: a tile's columns of the block stay in L1/L2
 _TILE = 4  # models per tile: each column's block is read once for four running sums

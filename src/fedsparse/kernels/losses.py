@@ -15,9 +15,7 @@ CSR triple (see :mod:`fedsparse.kernels.rows`).
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from .rows import row_axpy, row_axpy3, row_dot, row_dot3
 
@@ -76,65 +74,6 @@ def _value_coef(loss, z, yi, scale):
         value = -m + np.log1p(e)
         sig = 1.0 / (1.0 + e)
     return value, -scale * yi * sig
-
-
-@intrinsic
-def _double_from_bits(typingctx, bits):
-    """The float64 whose IEEE bits are the int64 ``bits``."""
-    sig = types.float64(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return sig, codegen
-
-
-# log1p_exp_neg's constants: fdlibm's e_exp.c (ln 2 split in two, the polynomial of exp's
-# remainder) and s_log1p.c (the polynomial of log(1 + f))
-_LN2_HI = 6.93147180369123816490e-01  # trailing zeros: k * _LN2_HI is exact for k < 2^20
-_LN2_LO = 1.90821492927058770002e-10
-_INV_LN2 = 1.44269504088896338700e00
-_P1, _P2, _P3 = 1.66666666666666019037e-01, -2.77777777770155933842e-03, 6.61375632143793436117e-05
-_P4, _P5 = -1.65339022054652515390e-06, 4.13813679705723846039e-08
-_LP1, _LP2, _LP3 = 6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01
-_LP4, _LP5, _LP6 = 2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01
-_LP7 = 1.479819860511658591e-01
-_SQRT2 = 1.4142135623730951
-
-
-@njit(inline="always", error_model="numpy")
-def log1p_exp_neg(a):
-    """``log(1 + exp(-a))`` for ``a >= 0`` (a logistic loss ``log(1 + e^-|m|)``), within
-    about one ulp, NaN for NaN.
-
-    Arithmetic only (``+ - * /``, floor, selects and exponent bits; no calls), so a loop of
-    it vectorises (glibc's ``exp`` and ``log1p`` cost 16-28 ns a sample here, a loop of
-    this 6) and its bits are the same on every machine and libm. fdlibm's exp and log1p:
-    ``exp(-a) = 2^-k exp(r)``, ``r = k ln2 - a`` in [-ln2/2, ln2/2]; then ``log(1 + e)``
-    from ``u = 1 + e = 2^j (1 + f)`` and the rounding error of ``1 + e``.
-    """
-    x = min(a, 746.0) if a == a else 0.0  # exp(-746) is below the smallest subnormal
-    k = np.floor(x * _INV_LN2 + 0.5)
-    hi = k * _LN2_HI - x
-    lo = k * _LN2_LO
-    r = hi + lo
-    t = r * r
-    c = r - t * (_P1 + t * (_P2 + t * (_P3 + t * (_P4 + t * _P5))))
-    er = 1.0 - ((-lo - (r * c) / (2.0 - c)) - hi)  # exp(r)
-    ki = np.int64(k)  # 0 <= k <= 1077: 2^-k as two normal powers of two
-    ka = ki >> 1
-    e = (er * _double_from_bits((1023 - ka) << 52)) * _double_from_bits((1023 - ki + ka) << 52)
-    u = 1.0 + e
-    upper = u >= _SQRT2
-    f = (0.5 * u - 1.0) if upper else (u - 1.0)  # exact
-    j = 1.0 if upper else 0.0
-    correction = (e - (u - 1.0)) / u  # what 1 + e lost to rounding, relative to u
-    hfsq = 0.5 * f * f
-    s = f / (2.0 + f)
-    z = s * s
-    R = z * (_LP1 + z * (_LP2 + z * (_LP3 + z * (_LP4 + z * (_LP5 + z * (_LP6 + z * _LP7))))))
-    value = j * _LN2_HI - ((hfsq - (s * (hfsq + R) + (j * _LN2_LO + correction))) - f)
-    return value if a == a else a
 
 
 @njit(cache=True)

@@ -41,15 +41,13 @@ thread count changes the last bits of its products.
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
-from llvmlite import ir
 from numba import njit, prange, types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
 from numba.np.linalg import ensure_blas
 
+from .elementary import exp_nonpositive
 from .losses import LEAST_SQUARES, SOFTMAX
 from .rng import sample_without_replacement
 from .threshold import SCRATCH_EXTRA, hard_threshold, hard_threshold_rows
@@ -311,66 +309,6 @@ def _mlp_offsets(sizes, bias):
     return off
 
 
-# exp(x) for x <= 0 without libm: libm's exp is a call per element that LLVM cannot
-# vectorise (numba has no SVML here), and swish through it took 10 ns an element, a fifth
-# of a 784-128-10 evaluation (77 of ~400 ms for 60,000 rows on one thread), the largest
-# cost after the first layer's GEMM; vectorised, 1.4 ns. Cody-Waite reduction x = k ln2 + r,
-# |r| <= ln2/2, the Taylor polynomial of degree 13 (truncation < 1e-17) and 2**k from its
-# bits: plain IEEE arithmetic (no FMA contraction in numba), so the same bits on every
-# machine; within 1 ulp of libm (tests check).
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01  # fdlibm's split of ln 2: k * _LN2_HI is exact
-_LN2_LO = 1.90821492927058770002e-10
-_ROUND = 6755399441055744.0  # 1.5 * 2**52: x + _ROUND - _ROUND rounds x to an integer
-_EXP_FLOOR = -708.0  # exp(-708) is still a normal number; below it exp is clamped there
-_INV_FACT = tuple(1.0 / math.factorial(n) for n in range(14))
-
-
-@intrinsic
-def _f64_from_bits(typingctx, i):
-    """The float64 whose bit pattern is the int64 ``i``."""
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
-
-
-_C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13 = _INV_FACT[2:]
-
-
-@njit(inline="always")
-def _exp_neg(x):
-    """``exp(x)`` for ``x <= 0`` (NaN stays NaN; below -708 it returns exp(-708) ~ 3e-308,
-    where libm's result would be subnormal or 0): branch-free, so loops over it vectorise."""
-    xc = x if x >= _EXP_FLOOR else _EXP_FLOOR  # NaN too: k must stay a valid integer
-    k = (xc * _LOG2E + _ROUND) - _ROUND
-    r = (xc - k * _LN2_HI) - k * _LN2_LO
-    p = _C13
-    p = p * r + _C12
-    p = p * r + _C11
-    p = p * r + _C10
-    p = p * r + _C9
-    p = p * r + _C8
-    p = p * r + _C7
-    p = p * r + _C6
-    p = p * r + _C5
-    p = p * r + _C4
-    p = p * r + _C3
-    p = p * r + _C2
-    p = p * r + 1.0
-    p = p * r + 1.0
-    e = p * _f64_from_bits((np.int64(k) + 1023) << 52)
-    return e if x == x else x
-
-
-@njit(cache=True, error_model="numpy")
-def exp_neg(x, out):
-    """``out = exp(x)`` elementwise for ``x <= 0`` with the activations' exp (for tests)."""
-    for j in range(x.shape[0]):
-        out[j] = _exp_neg(x[j])
-
-
 @njit(inline="always")
 def _sigmoid(z, e):
     """sigma(z) from ``e = exp(-|z|)``: never overflows."""
@@ -399,13 +337,13 @@ def _activate(act, A, D):
         elif act == 3:  # SIGMOID
             for j in range(n):
                 z = A[j]
-                s = _sigmoid(z, _exp_neg(-abs(z)))
+                s = _sigmoid(z, exp_nonpositive(-abs(z)))
                 A[j] = s
                 D[j] = s * (1.0 - s)
         else:  # SWISH
             for j in range(n):
                 z = A[j]
-                s = _sigmoid(z, _exp_neg(-abs(z)))
+                s = _sigmoid(z, exp_nonpositive(-abs(z)))
                 A[j] = z * s
                 D[j] = s * (1.0 + z * (1.0 - s))
     elif act == 0:
@@ -418,11 +356,11 @@ def _activate(act, A, D):
     elif act == 3:
         for j in range(n):
             z = A[j]
-            A[j] = _sigmoid(z, _exp_neg(-abs(z)))
+            A[j] = _sigmoid(z, exp_nonpositive(-abs(z)))
     else:
         for j in range(n):
             z = A[j]
-            A[j] = z * _sigmoid(z, _exp_neg(-abs(z)))
+            A[j] = z * _sigmoid(z, exp_nonpositive(-abs(z)))
 
 
 @njit(cache=True)
