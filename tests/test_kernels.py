@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
+import llvmlite.binding as llvm
 import numba
 import numpy as np
 import pytest
@@ -141,16 +143,19 @@ def test_margins_match_numpy(loss, sparse):
 def test_margins_sum_the_support_in_index_order(support_size, sparse):
     # Dense columns go four at a time, CSC columns one at a time; the sums must be
     # exactly those of one column at a time in index order (for dense data, for every
-    # remainder of the support size modulo 4).
+    # remainder of the support size modulo 4, each term fused where the CPU has FMA).
     data, W, _ = setup_case("least_squares", sparse=sparse)
     rng = np.random.default_rng(support_size)
     W = np.zeros_like(W)
     support = np.sort(rng.choice(data.n_features, support_size, replace=False))
     W[0, support] = rng.standard_normal(support_size)
     X = dense(data.X)
-    expected = np.zeros((1, data.n_samples))
-    for j in support:
-        expected[0] += W[0, j] * X[:, j]
+    if sparse:
+        expected = np.zeros((1, data.n_samples))
+        for j in support:
+            expected[0] += W[0, j] * X[:, j]
+    else:
+        expected = fused_margins(X.T, W[None], np.arange(data.n_samples))[0]
     np.testing.assert_array_equal(margins(data, W), expected)
 
 
@@ -187,12 +192,26 @@ def test_transpose_is_numpys(shape, dtype):
         np.testing.assert_array_equal(out, source.T)
 
 
-def plain_margins(Xt: np.ndarray, Ws: np.ndarray) -> np.ndarray:
-    """Each (model, output)'s sum over its own non-zeros in increasing feature index."""
-    M = np.zeros((Ws.shape[0], Ws.shape[1], Xt.shape[1]))
+# numba compiles for this CPU: where it has FMA, the dense margins fuse each term into its sum
+HOST_FMA = bool(llvm.get_host_cpu_features().get("fma", False))
+
+
+def fused_margins(Xt: np.ndarray, Ws: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """Each (model, output)'s margin at ``samples``: its sum over its own non-zeros in
+    increasing feature index, each term fused into the sum with one rounding (an exact
+    rational multiply-add, i.e. an FMA), or multiplied and added on a CPU without FMA."""
+    M = np.zeros((Ws.shape[0], Ws.shape[1], samples.size))
     for q, r in np.ndindex(Ws.shape[:2]):
-        for j in np.flatnonzero(Ws[q, r]):
-            M[q, r] += Ws[q, r, j] * Xt[j]
+        support = np.flatnonzero(Ws[q, r])
+        for c, i in enumerate(samples):
+            s = 0.0
+            for j in support:
+                w, x = float(Ws[q, r, j]), float(Xt[j, i])
+                if HOST_FMA and math.isfinite(x) and math.isfinite(s):
+                    s = float(Fraction(w) * Fraction(x) + Fraction(s))
+                else:  # inf and NaN propagate alike either way
+                    s = s + w * x
+            M[q, r, c] = s
     return M
 
 
@@ -212,10 +231,16 @@ def test_margins_in_tiles_of_models_are_each_models_own_sums(n_models, outputs):
     Ws[0, 0, :6] = -0.0  # negative zeros count as zeros
     bad = Xt.copy()
     bad[3, 700], bad[11, 5] = np.inf, np.nan
+    # block edges (512 samples), the bad values' samples, and others
+    samples = np.unique(np.r_[0, 1, 5, 511, 512, 700, 1023, 1024, n - 1, rng.integers(0, n, 12)])
     for data in (Xt, bad):
         M = np.full((n_models, outputs, n), np.nan)
         K.margins_columns(data, Ws, M)
-        np.testing.assert_array_equal(M, plain_margins(data, Ws))
+        np.testing.assert_array_equal(M[:, :, samples], fused_margins(data, Ws, samples))
+        for q in range(n_models):  # whatever a model is stacked with: its bits alone
+            alone = np.full((1, outputs, n), np.nan)
+            K.margins_columns(data, Ws[q : q + 1], alone)
+            np.testing.assert_array_equal(M[q], alone[0])
 
 
 @pytest.mark.parametrize("loss", LOSSES)

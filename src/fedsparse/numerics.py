@@ -10,7 +10,7 @@ another version for unfinished, moves it aside and computes it again.
 
 from __future__ import annotations
 
-CORE = 2  # the shared kernels' numerics (2: logistic losses by log1p_exp_neg, lane sums)
+CORE = 2  # the shared kernels' numerics (2: exact evaluation's fused margins, own log1p)
 
 # what a stored run without a recorded version was computed with (every release before the
 # version was recorded computed these bits)
