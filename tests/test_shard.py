@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SMALL_LINEAR
 
-from fedsparse.numerics import CORE
+from fedsparse.numerics import SHARED, model_path, numerics_version
 from fedsparse.pipeline import make_data
 from fedsparse.shard import (
     SUMMARY_KEY,
@@ -27,6 +27,8 @@ from fedsparse.shard import (
     store_path,
 )
 from fedsparse.sweep import plan_sweep
+
+LINEAR = SHARED["linear"]  # the toy sweeps' models are linear
 
 SWEEP = {
     "sweep": "store",
@@ -194,7 +196,7 @@ def other_numerics(path: Path, other: Path) -> None:
 @pytest.mark.parametrize(
     ("damage", "reason"),
     [
-        (other_numerics, f"was computed with numerics 0.9, not this version's {CORE}.1"),
+        (other_numerics, f"was computed with numerics 0.9, not this version's {LINEAR}.1"),
         (truncate, "is not a whole Parquet file (Parquet magic bytes not found"),
         (copy_other_run, "holds run {other}, not {run}"),
         (random_bytes, "is not a whole Parquet file (Parquet magic bytes not found"),
@@ -223,6 +225,35 @@ def test_a_store_file_that_is_no_finished_run_is_moved_aside_and_the_run_compute
     assert read_stored(path, run)[1]["run_id"] == run
     for a, b in zip(shard_outputs(reference), shard_outputs(folder), strict=True):
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_new_arithmetic_of_one_model_path_leaves_the_others_runs_finished(
+    reference, folder, caplog, monkeypatch
+):
+    # the toy sweep's models are linear: raising the network kernels' number keeps its stored
+    # runs finished; raising the linear kernels' number computes them again, to the same traces
+    shutil.copytree(reference / "store", folder / "store")
+    caplog.set_level(logging.INFO, logger="fedsparse.shard")
+    monkeypatch.setitem(SHARED, "network", SHARED["network"] + 1)
+    run_shard(SWEEP, SHARD, folder / "data", *outputs(folder))
+    assert "3 runs (3 already done)" in caplog.text and "moved aside" not in caplog.text
+    caplog.clear()
+    monkeypatch.setitem(SHARED, "linear", LINEAR + 1)
+    run_shard(SWEEP, SHARD, folder / "data", *outputs(folder))
+    assert caplog.text.count(f"not this version's {LINEAR + 1}.1") == 3
+    assert "computed 3 runs in" in caplog.text
+    for run in runs():
+        summary = read_stored(store_path(folder / "store", run), run)[1]
+        assert summary["numerics"] == f"{LINEAR + 1}.1"
+
+
+def test_numerics_versions_follow_the_model_path():
+    fedht = {"algorithm": "fedht", "model": {"loss": "least_squares"}}
+    assert numerics_version(fedht) == f"{SHARED['linear']}.1"
+    for model in ({"kind": "mlp", "hidden": [8]}, {"kind": "linear", "bias": True}):
+        assert numerics_version({**fedht, "model": model}) == f"{SHARED['network']}.1"
+    assert numerics_version({"algorithm": "no-such-algorithm"}) is None
+    assert model_path(None) == "linear"
 
 
 def test_a_whole_store_file_of_the_previous_version_counts_as_finished(reference, folder, caplog):

@@ -117,8 +117,17 @@ def run_summary(
         "shard": shard,
         **provenance(),
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "numerics": numerics_version(cfg["algorithm"]),
+        "numerics": numerics_version(cfg),
     }
+
+
+def _stored_config(summary: dict[str, Any]) -> dict[str, Any]:
+    """The run config a stored run's summary records (its algorithm alone if that is lost)."""
+    try:
+        cfg = json.loads(summary.get("config_json") or "")
+    except (TypeError, ValueError):
+        cfg = None
+    return cfg if isinstance(cfg, dict) else {"algorithm": summary.get("algorithm")}
 
 
 def store_path(store: str | Path, run_id: str) -> Path:
@@ -192,7 +201,7 @@ def _checked_summary(metadata: dict[bytes, bytes], run_id: str) -> dict[str, Any
         raise BadStoreFile(f"holds run {stored}, not {run_id}")
     found, wanted = (
         summary.get("numerics") or UNRECORDED,
-        numerics_version(summary.get("algorithm")),
+        numerics_version(_stored_config(summary)),
     )
     if wanted is not None and found != wanted:
         raise BadStoreFile(f"was computed with numerics {found}, not this version's {wanted}")
