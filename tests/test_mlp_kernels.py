@@ -160,6 +160,39 @@ def test_constants_and_sizes():
     assert K.n_params([5, 3], False) == 15
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ta, tb", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")])
+def test_layer_products_are_our_own_blas(dtype, ta, tb):
+    """The kernels' row-major ``_gemm`` is ``cblas_?gemm`` of scipy-openblas32 (the network
+    numerics name that library): the same bits as calling it directly, and NumPy's product
+    within rounding, for every transpose flag, with alpha and beta."""
+    import ctypes
+
+    from fedsparse.kernels import blas
+    from fedsparse.kernels.mlp import _gemm
+
+    rng = np.random.default_rng(3)
+    m, n, k = 37, 29, 53
+    A = rng.standard_normal((m, k) if ta == "n" else (k, m)).astype(dtype)
+    B = rng.standard_normal((k, n) if tb == "n" else (n, k)).astype(dtype)
+    C0 = rng.standard_normal((m, n)).astype(dtype)
+    ours = C0.copy()
+    flat = (A.ravel(), B.ravel(), 0.5, ours.ravel(), np.zeros(2, dtype))
+    _gemm(ord(ta), ord(tb), m, n, k, 0.75, *flat)
+    direct = C0.copy()
+    real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    call = blas.LIBRARY["scipy_cblas_" + ("s" if dtype == np.float32 else "d") + "gemm"]
+    flag = {"n": blas.NO_TRANS, "t": blas.TRANS}
+    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    call(blas.ROW_MAJOR, flag[ta], flag[tb], m, n, k, real(0.75), ptr(A), A.shape[1], ptr(B),
+         B.shape[1], real(0.5), ptr(direct), n)  # fmt: skip
+    assert ours.tobytes() == direct.tobytes()
+    opA, opB = (A if ta == "n" else A.T), (B if tb == "n" else B.T)
+    want = 0.75 * opA.astype(float) @ opB.astype(float) + 0.5 * C0.astype(float)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(ours, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("hidden", [(5,), (6, 4)], ids=["1hidden", "2hidden"])
 def test_batch_grad_matches_numpy_dense_and_csr(loss, hidden):

@@ -26,14 +26,17 @@ EVAL_BLOCK = 256  # rows per forward block: a 256 x width activation stays in ca
 
 
 def one_blas_thread() -> None:
-    """Run BLAS on one thread in this process (both NumPy's and SciPy's OpenBLAS).
+    """Run BLAS on one thread in this process (NumPy's, SciPy's and the network kernels' own
+    OpenBLAS, :mod:`fedsparse.kernels.blas`).
 
     The MLP kernels call BLAS from inside numba's parallel loop over clients: with BLAS
     threads too, the two thread pools fight (a 784-500-200-10 round 4.8x slower on 2
     cores), and BLAS's thread count would change the last bits of a trace.
     """
-    import scipy.linalg  # noqa: F401  (loads SciPy's BLAS, which numba's kernels call)
+    import scipy.linalg  # noqa: F401  (loads SciPy's BLAS, which numba's np.dot calls)
     from threadpoolctl import threadpool_limits
+
+    from .kernels import blas  # noqa: F401  (loads the network kernels' BLAS)
 
     threadpool_limits(1, user_api="blas")
 

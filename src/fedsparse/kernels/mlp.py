@@ -9,7 +9,7 @@ per-sample losses of :mod:`fedsparse.kernels.losses`). No hidden layer is a
 linear model with the same layout.
 
 A minibatch is handled as matrices of ``b`` rows, so every layer product is one
-BLAS ``dgemm`` (called through numba's own BLAS binding, with ``alpha`` and
+BLAS ``dgemm`` (:mod:`fedsparse.kernels.blas`, with ``alpha`` and
 ``beta`` so that gradients accumulate where they land: into ``G``, or straight
 into ``theta`` for an SGD step); only the first layer of CSR data uses sparse
 loops. Work space is allocated once by :func:`mlp_work`
@@ -45,8 +45,8 @@ import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
-from numba.np.linalg import ensure_blas
 
+from . import blas
 from .elementary import exp_nonpositive
 from .losses import LEAST_SQUARES, SOFTMAX
 from .rng import sample_without_replacement
@@ -58,23 +58,6 @@ TANH = 2
 SIGMOID = 3
 ACTIVATIONS = {"relu": RELU, "swish": SWISH, "tanh": TANH, "sigmoid": SIGMOID}
 
-# numba's C wrapper around SciPy's BLAS ?gemm (what np.dot calls inside jitted code),
-# declared here to pass alpha and beta: the symbol is resolved in-process, so kernels
-# that call it stay cacheable (a ctypes function pointer would not be).
-# Pointers are void*: the same binding serves dgemm (kind "d", float64 arrays and
-# scalars) and sgemm (kind "s", float32), chosen by the output array's dtype.
-ensure_blas()
-_VP = types.voidptr
-_xxgemm = types.ExternalFunction(
-    "numba_xxgemm",
-    types.intc(
-        types.char, types.char, types.char,  # kind, transa, transb
-        types.intp, types.intp, types.intp,  # m, n, k
-        _VP, _VP, types.intp,  # alpha, a, lda
-        _VP, types.intp, _VP,  # b, ldb, beta
-        _VP, types.intp,  # c, ldc
-    ),
-)  # fmt: skip
 _N = ord("n")
 _T = ord("t")
 BLAS_N, BLAS_T = _N, _T  # BLAS's "no transpose" and "transpose" flags (kernels.cnn uses them)
@@ -158,29 +141,38 @@ def mlp_thread_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.nd
 
 @njit(cache=True)
 def _gemm(ta, tb, m, n, k, alpha, A, B, beta, C, coef):
-    """Row-major ``C (m x n) = alpha * op(A) @ op(B) + beta * C`` on flat, packed arrays.
+    """Row-major ``C (m x n) = alpha * op(A) @ op(B) + beta * C`` on flat, packed arrays, by
+    :mod:`fedsparse.kernels.blas` (``sgemm`` for float32 ``C``, else ``dgemm``).
 
     ``A``, ``B``, ``C`` are 1-D views starting at each matrix, stored row-major with
     no padding (``A`` is m x k, or k x m if ``ta`` is ord("t"); likewise ``B``).
-    A row-major matrix is its transpose to column-major BLAS, so this is the
-    column-major product ``C^T = op(B)^T op(A)^T``, with the same flags.
+    ``alpha`` and ``beta`` are rounded to ``C``'s dtype (``coef``, the work tuple's
+    scalar slot, is where they were passed by reference before; it is unused).
     """
     lda = k if ta == _N else m
     ldb = n if tb == _N else k
-    coef[0] = alpha
-    coef[1] = beta
-    a, b, c = coef[0:1].ctypes, B.ctypes, coef[1:2].ctypes
-    _xxgemm(_blas_kind(C), tb, ta, n, m, k, a, b, ldb, A.ctypes, lda, c, C.ctypes, n)
+    a = blas.TRANS if ta == _T else blas.NO_TRANS
+    b = blas.TRANS if tb == _T else blas.NO_TRANS
+    _cblas_gemm(a, b, m, n, k, alpha, A, lda, B, ldb, beta, C)
 
 
-def _blas_kind(C):
-    """BLAS's type letter for ``C``'s dtype: ord("s") for float32, ord("d") else (compiled only)."""
+def _cblas_gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C):
+    """``cblas_?gemm``, row-major, of ``C``'s dtype (compiled only)."""
 
 
-@overload(_blas_kind)
-def _blas_kind_impl(C):
-    kind = ord("s") if C.dtype == types.float32 else ord("d")
-    return lambda C: kind
+@overload(_cblas_gemm)
+def _cblas_gemm_impl(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C):
+    single = C.dtype == types.float32
+    call = blas.sgemm if single else blas.dgemm
+    real = np.float32 if single else np.float64
+
+    def impl(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C):
+        call(
+            blas.ROW_MAJOR, ta, tb, m, n, k,
+            real(alpha), A.ctypes, lda, B.ctypes, ldb, real(beta), C.ctypes, n,
+        )  # fmt: skip
+
+    return impl
 
 
 # ---------------------------------------------------------------------------
