@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -455,3 +457,59 @@ def test_check_counts_read_as_a_person_would_say_them(tmp_path, capsys):
     path.write_text(yaml.safe_dump({**synth(), "rounds": 1}))
     code, out, err = run_main(["check", str(path)], capsys)
     assert code == 0 and out.endswith(", 1 round)\n"), out
+
+
+def test_a_run_imports_no_pandas(tmp_path):
+    """pandas (0.2 s to import) is for tables a run never builds: ``fedsparse run`` writes its
+    trace through ``results.rows_table``, whose columns are assembled without ``pa.array`` on
+    lists (which imports pandas to ask whether a list is a pandas object)."""
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(SYNTH))
+    out = tmp_path / "out.parquet"
+    code = (
+        "import sys\n"
+        "from fedsparse.cli import main\n"
+        f"assert main(['run', {str(path)!r}, '-o', {str(out)!r}]) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert pq.read_table(out).column("round").to_pylist() == [0, 3, 6, 7]  # eval_every 3
+
+
+def test_rows_table_is_pyarrow_s_table_of_the_same_rows():
+    """The pandas-free column builder gives ``pa.Table.from_pydict``'s values, nulls and types:
+    ints, floats (NaN and inf kept as values, NumPy scalars), unicode strings, all-null and
+    empty columns; a value it does not assemble itself goes to ``pa.array`` with its error."""
+    from fedsparse.results import TRACE_SCHEMA, rows_table
+
+    rng = np.random.default_rng(5)
+    names = {f.name: f.type for f in TRACE_SCHEMA}
+    ints = [n for n, t in names.items() if t == pa.int64()]
+    floats = [n for n, t in names.items() if t == pa.float64()]
+    strings = [n for n, t in names.items() if t == pa.string()]
+    special = [float("nan"), float("inf"), -0.0, np.float64(2.5), np.float32(0.1), 3, 1e308]
+    rows = []
+    for i in range(40):
+        row = {}
+        for n in ints:
+            if rng.random() < 0.7:
+                row[n] = int(rng.integers(-(2**62), 2**62)) if i % 2 else np.int64(i)
+        for n in floats:
+            if rng.random() < 0.7:
+                row[n] = special[i % len(special)] if i % 3 == 0 else float(rng.normal())
+        for n in strings:
+            if rng.random() < 0.7:
+                row[n] = ["", "ok", "héllo wörld ✓", "x" * 300][i % 4]
+        rows.append(row)
+    for batch in (rows, rows[:1], [], [{}, {}]):
+        want = pa.Table.from_pydict({n: [r.get(n) for r in batch] for n in names}, TRACE_SCHEMA)
+        got = rows_table(batch, TRACE_SCHEMA)
+        assert got.schema == want.schema
+        assert repr(got.to_pylist()) == repr(want.to_pylist())  # NaN compares by its repr
+        for name in names:
+            assert got.column(name).null_count == want.column(name).null_count
+    with pytest.raises(pa.ArrowTypeError):  # a bool in an int column: refused as pa.array does
+        rows_table([{ints[0]: True}], TRACE_SCHEMA)
+    with pytest.raises(pa.ArrowInvalid):  # an int a double cannot hold exactly: likewise
+        rows_table([{floats[0]: 2**60 + 1}], TRACE_SCHEMA)
