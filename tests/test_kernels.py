@@ -114,7 +114,7 @@ def margins_of_stack(data, Ws: np.ndarray) -> np.ndarray:
     if data.is_sparse:
         K.margins_csc(data.kernel_csc, Ws, M)
     else:
-        K.margins_columns(data.columns, Ws, M)
+        K.margins_columns(data.columns, data.column_checks, Ws, M)
     return M
 
 
@@ -235,12 +235,23 @@ def test_margins_in_tiles_of_models_are_each_models_own_sums(n_models, outputs):
     samples = np.unique(np.r_[0, 1, 5, 511, 512, 700, 1023, 1024, n - 1, rng.integers(0, n, 12)])
     for data in (Xt, bad):
         M = np.full((n_models, outputs, n), np.nan)
-        K.margins_columns(data, Ws, M)
+        checks = K.column_checks(data)
+        K.margins_columns(data, checks, Ws, M)
         np.testing.assert_array_equal(M[:, :, samples], fused_margins(data, Ws, samples))
         for q in range(n_models):  # whatever a model is stacked with: its bits alone
             alone = np.full((1, outputs, n), np.nan)
-            K.margins_columns(data, Ws[q : q + 1], alone)
+            K.margins_columns(data, checks, Ws[q : q + 1], alone)  # the checks reused
             np.testing.assert_array_equal(M[q], alone[0])
+            fresh = np.full((1, outputs, n), np.nan)
+            K.margins_columns(data, K.column_checks(data), Ws[q : q + 1], fresh)
+            np.testing.assert_array_equal(fresh, alone)
+        # the tiles' columns are recorded as they are read, a bad value's block as such
+        # (samples 700 and 5: the second and first blocks of 512)
+        want = np.where(checks != 0, 1, 0)
+        if data is bad:
+            want[1, 3], want[0, 11] = 2 * (checks[1, 3] != 0), 2 * (checks[0, 11] != 0)
+        np.testing.assert_array_equal(checks, want)
+        assert (checks != 0).any() == (n_models * outputs >= 4)  # no tile, no check
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -336,7 +347,8 @@ def test_logistic_huge_margins_are_finite(sparse_X):
         C = sp.csc_matrix(A)
         K.margins_csc((C.data, C.indices.astype(np.int32), C.indptr.astype(np.int64)), W[None], M)
     else:
-        K.margins_columns(np.ascontiguousarray(A.T), W[None], M)
+        At = np.ascontiguousarray(A.T)
+        K.margins_columns(At, K.column_checks(At), W[None], M)
     M = M[0]
     ptr = np.array([0, 2, 4], dtype=np.int64)
     client = K.client_losses_from_margins(M, y, ptr, K.LOGISTIC, W, 0.0)

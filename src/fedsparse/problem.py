@@ -472,7 +472,7 @@ class Problem:
         if d.is_sparse:
             kernels.margins_csc(d.kernel_csc, Ws, M)
         else:
-            kernels.margins_columns(d.columns, Ws, M)
+            kernels.margins_columns(d.columns, d.column_checks, Ws, M)
         return M
 
     def margins(self, W: np.ndarray) -> np.ndarray:

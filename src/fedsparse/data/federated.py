@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import as_kernel_matrix, transpose
+from ..kernels import as_kernel_matrix, column_checks, transpose
 
 
 @dataclass(eq=False)
@@ -44,6 +44,7 @@ class FederatedData:
     Xt: np.ndarray | None = field(default=None, repr=False)
     _kernel_X: object = field(default=None, repr=False)
     _kernel_csc: object = field(default=None, repr=False)
+    _column_checks: np.ndarray | None = field(default=None, repr=False)
     _kernel_X_test: object = field(default=None, repr=False)
     X_test: np.ndarray | sp.csr_matrix | None = field(default=None, repr=False)
     y_test: np.ndarray | None = field(default=None, repr=False)
@@ -104,6 +105,14 @@ class FederatedData:
             self.Xt = np.empty((self.X.shape[1], self.X.shape[0]), self.X.dtype)
             transpose(self.X, self.Xt)
         return self.Xt
+
+    @property
+    def column_checks(self) -> np.ndarray:
+        """Which blocks of :attr:`columns` are finite, as evaluation finds out (the record of
+        :func:`fedsparse.kernels.column_checks`, kept for the data set's lifetime)."""
+        if self._column_checks is None:
+            self._column_checks = column_checks(self.columns)
+        return self._column_checks
 
     @property
     def kernel_csc(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -43,6 +43,7 @@ _configure_cache()
 from . import cnn  # noqa: E402,F401  (registers the CNN kernels with mlp's dispatch)
 from .evaluate import (  # noqa: E402
     client_losses_from_margins,
+    column_checks,
     correct_from_margins,
     margins_columns,
     margins_csc,
@@ -118,6 +119,7 @@ __all__ = [
     "local_sgd_cohort_round",
     "local_sgd_round",
     "local_sgd_round_csr",
+    "column_checks",
     "margins_columns",
     "margins_csc",
     "mlp_batch_grad",
