@@ -252,6 +252,7 @@ def test_margins_in_tiles_of_models_are_each_models_own_sums(n_models, outputs):
             want[1, 3], want[0, 11] = 2 * (checks[1, 3] != 0), 2 * (checks[0, 11] != 0)
         np.testing.assert_array_equal(checks, want)
         assert (checks != 0).any() == (n_models * outputs >= 4)  # no tile, no check
+        assert (2 in checks) == (data is bad and n_models * outputs >= 4)
 
 
 @pytest.mark.parametrize("loss", LOSSES)

@@ -319,18 +319,20 @@ def _column(values: list, type_: pa.DataType) -> pa.Array:
     if type_ in _NUMERIC and all(_plain(v, type_) for v in present):
         data = np.zeros(len(values), _NUMERIC[type_])
         data[valid] = present
+        buffers = [pa.py_buffer(data)]
     elif type_ == pa.string() and all(type(v) is str for v in present):
         encoded = [v.encode() if v is not None else b"" for v in values]
         ends = np.cumsum([len(b) for b in encoded], dtype=np.int64)
         if ends.size and ends[-1] >= 2**31:  # beyond a string array's int32 offsets
             return pa.array(values, type_)
         offsets = np.concatenate([[0], ends]).astype(np.int32)
-        data = (pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded)))
+        buffers = [pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
     else:
         return pa.array(values, type_)
     mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    buffers = [mask, *data] if isinstance(data, tuple) else [mask, pa.py_buffer(data)]
-    return pa.Array.from_buffers(type_, len(values), buffers, null_count=int((~valid).sum()))
+    return pa.Array.from_buffers(
+        type_, len(values), [mask, *buffers], null_count=len(values) - len(present)
+    )
 
 
 # the value types _column assembles itself, per column type (bool is not an int here, as
