@@ -108,6 +108,32 @@ def test_batch_grad_without_ridge(loss, sparse):
     np.testing.assert_allclose(G, np_grad(Xr, data.y[rows], W, loss, 0.0), rtol=RTOL, atol=1e-14)
 
 
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("l2", [0.0, 0.05])
+def test_descend_is_batch_grad_and_its_step_bit_for_bit(loss, l2, sparse):
+    """A local step skips the loss values and adds the ridge as it updates: the same
+    gradient, the same rounding, so the same bits as batch_grad then ``W -= stepsize * G``."""
+    data, W, code = setup_case(loss, sparse, seed=3)
+    X, y, s = data.kernel_X, data.y, np.empty(W.shape[0])
+    stepsize = 0.37
+    for rows in (  # the three-row groups and each remainder path
+        np.array([3, 0, 7, 12, 40, 64], dtype=np.int64),
+        np.array([11], dtype=np.int64),
+        np.array([8, 1], dtype=np.int64),
+        np.array([4, 22, 4, 17, 50], dtype=np.int64),
+        np.arange(data.n_samples, dtype=np.int64),
+    ):
+        G = np.empty(W.shape)
+        K.batch_grad(X, y, rows, W, code, l2, G, s)
+        expected = W - stepsize * G
+        got = W.copy()
+        K.descend(X, y, rows, got, code, l2, stepsize, np.full(W.shape, 7.0), s)
+        np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
+        Xr = dense(data.X)[rows]
+        reference = W - stepsize * np_grad(Xr, y[rows], W, loss, l2)
+        np.testing.assert_allclose(got, reference, rtol=RTOL, atol=1e-14)
+
+
 def margins_of_stack(data, Ws: np.ndarray) -> np.ndarray:
     """Ws X^T through the evaluation kernel of the data's storage: dense columns or CSC."""
     M = np.full((Ws.shape[0], Ws.shape[1], data.n_samples), np.nan)

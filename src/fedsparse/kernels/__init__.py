@@ -56,6 +56,7 @@ from .losses import (  # noqa: E402
     LOSS_CODES,
     SOFTMAX,
     batch_grad,
+    descend,
     sample_loss_grad,
     weighted_sum,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "aggregate_active",
     "as_kernel_matrix",
     "batch_grad",
+    "descend",
     "client_losses_from_margins",
     "client_states",
     "column_checks",

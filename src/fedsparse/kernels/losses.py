@@ -31,8 +31,15 @@ def sample_loss_grad(X, y, i, W, loss, scale, G, s):
 
     ``s`` is scratch of shape (n_outputs,) for softmax scores.
     """
+    return _sample_grad(X, y, i, W, loss, scale, G, s, True)
+
+
+@njit(cache=True)
+def _sample_grad(X, y, i, W, loss, scale, G, s, values):
+    """:func:`sample_loss_grad`; without ``values`` a least-squares or logistic sample's loss
+    is not computed (0.0 is returned), its gradient is the same."""
     if loss != SOFTMAX:
-        value, a = _value_coef(loss, row_dot(X, i, W[0]), y[i], scale)
+        value, a = _value_coef(loss, row_dot(X, i, W[0]), y[i], scale, values)
         row_axpy(X, i, a, G[0])
         return value
     # softmax
@@ -58,20 +65,24 @@ def sample_loss_grad(X, y, i, W, loss, scale, G, s):
 
 
 @njit(cache=True)
-def _value_coef(loss, z, yi, scale):
-    """Loss of a sample with score ``z`` and label ``yi``, and ``scale * d loss / d z``
-    (least squares or logistic)."""
+def _value_coef(loss, z, yi, scale, values):
+    """Loss of a sample with score ``z`` and label ``yi`` (0.0 unless ``values``: a local
+    step needs only the gradient, and the logistic loss's log1p is a library call), and
+    ``scale * d loss / d z`` (least squares or logistic)."""
     if loss == LEAST_SQUARES:
         r = z - yi
         return r * r, scale * 2.0 * r
     m = yi * z
+    value = 0.0
     if m > 0.0:
         e = np.exp(-m)
-        value = np.log1p(e)
+        if values:
+            value = np.log1p(e)
         sig = e / (1.0 + e)  # sigmoid(-m)
     else:
         e = np.exp(m)
-        value = -m + np.log1p(e)
+        if values:
+            value = -m + np.log1p(e)
         sig = 1.0 / (1.0 + e)
     return value, -scale * yi * sig
 
@@ -107,6 +118,34 @@ def batch_grad(X, y, rows, W, loss, l2, G, s):
     s : array, shape (n_outputs,)
         Scratch.
     """
+    total = _rows_grad(X, y, rows, W, loss, G, s, True)
+    reg = 0.0
+    if l2 != 0.0:
+        reg = _add_ridge(W, l2, G)
+    return total / rows.shape[0] + reg
+
+
+@njit(cache=True)
+def descend(X, y, rows, W, loss, l2, stepsize, G, s):
+    """One local SGD step, ``W -= stepsize * G`` with ``G`` the gradient of
+    :func:`batch_grad`, its bits included, in fewer passes: the loss is not computed (a
+    logistic row's log1p, the ridge's squares) and the ridge term is added as ``W`` is
+    updated. ``G`` is work space (it ends holding the gradient without the ridge term)."""
+    _rows_grad(X, y, rows, W, loss, G, s, False)
+    for r in range(W.shape[0]):
+        w, g = W[r], G[r]  # 1-D views vectorise
+        if l2 != 0.0:
+            for j in range(w.shape[0]):
+                w[j] -= stepsize * (g[j] + l2 * w[j])  # batch_grad's G[r, j] += l2 * w first
+        else:
+            for j in range(w.shape[0]):
+                w[j] -= stepsize * g[j]
+
+
+@njit(cache=True)
+def _rows_grad(X, y, rows, W, loss, G, s, values):
+    """``G`` = the mean over ``rows`` of their losses' gradients (no ridge); the sum of
+    their losses if ``values`` (else least-squares and logistic losses are skipped)."""
     G[:, :] = 0.0
     b = rows.shape[0]
     scale = 1.0 / b
@@ -117,21 +156,18 @@ def batch_grad(X, y, rows, W, loss, l2, G, s):
         while k + 3 <= b:
             i0, i1, i2 = rows[k], rows[k + 1], rows[k + 2]
             z0, z1, z2 = row_dot3(X, i0, i1, i2, w)
-            v0, a0 = _value_coef(loss, z0, y[i0], scale)
-            v1, a1 = _value_coef(loss, z1, y[i1], scale)
-            v2, a2 = _value_coef(loss, z2, y[i2], scale)
+            v0, a0 = _value_coef(loss, z0, y[i0], scale, values)
+            v1, a1 = _value_coef(loss, z1, y[i1], scale, values)
+            v2, a2 = _value_coef(loss, z2, y[i2], scale, values)
             total += v0
             total += v1
             total += v2
             row_axpy3(X, i0, i1, i2, a0, a1, a2, g)
             k += 3
     while k < b:
-        total += sample_loss_grad(X, y, rows[k], W, loss, scale, G, s)
+        total += _sample_grad(X, y, rows[k], W, loss, scale, G, s, values)
         k += 1
-    reg = 0.0
-    if l2 != 0.0:
-        reg = _add_ridge(W, l2, G)
-    return total / b + reg
+    return total
 
 
 @njit(cache=True)

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .losses import batch_grad
+from .losses import descend
 from .rng import sample_without_replacement
 from .threshold import SCRATCH_EXTRA, hard_threshold_rows
 
@@ -93,7 +93,6 @@ def local_sgd_cohort_round(
     are); clients : int64 array, the clients stepped (the others' models and random states are
     left as they are: a round of sampled clients); stepsizes : float array, shape (C,).
     """
-    c, d = Ws.shape[1], Ws.shape[2]
     G, S, scratch = work
     for k in prange(clients.shape[0]):
         i = clients[k]
@@ -110,12 +109,7 @@ def local_sgd_cohort_round(
             rows = perm[lo : lo + b]
             for m in members:
                 Wi = W_locals[m, i]
-                stepsize = stepsizes[m]
-                batch_grad(X, y, rows, Wi, loss, l2, Gt, S[t])
-                for r in range(c):
-                    w, g = Wi[r], Gt[r]  # 1-D views vectorise
-                    for j in range(d):
-                        w[j] -= stepsize * g[j]
+                descend(X, y, rows, Wi, loss, l2, stepsizes[m], Gt, S[t])
                 if tau_local > 0:
                     hard_threshold_rows(Wi, tau_local, scratch[t])
 
