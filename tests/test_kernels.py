@@ -503,3 +503,25 @@ def test_client_losses_are_summed_in_four_lanes():
         for i, v in enumerate(losses):
             lanes[i % 4] += v
         assert out[k] == ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) / size
+
+
+def test_logistic_client_losses_are_log1p_exp_neg_bit_for_bit():
+    # the kernel computes exp and log1p in two loops (faster): each sample's loss must still
+    # be log1p_exp_neg(|v|) + max(-v, 0) of one call, v = y m, summed in the four lanes
+    rng = np.random.default_rng(13)
+    sizes = [1, 3, 256, 259, 1000]
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(ptr[-1])
+    M = rng.standard_normal((1, n)) * rng.choice([1e-3, 1.0, 30.0], size=n)
+    M[0, rng.choice(n, 40, replace=False)] = rng.uniform(690.0, 760.0, 40) * rng.choice([-1, 1], 40)
+    M[0, 7], M[0, 300] = np.inf, -np.inf
+    y = rng.choice([-1.0, 1.0], size=n)
+    out = K.client_losses_from_margins(M, y, ptr, K.LOGISTIC, np.zeros((1, 3)), 0.0)
+    v = y * M[0]
+    losses = _log1p_exp_neg_each(np.abs(v)) + np.where(v < 0.0, -v, 0.0)
+    for k, size in enumerate(sizes):
+        lanes = [0.0, 0.0, 0.0, 0.0]
+        for i, value in enumerate(losses[ptr[k] : ptr[k + 1]]):
+            lanes[i % 4] += value
+        expected = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) / size
+        assert out[k] == expected or (np.isnan(out[k]) and np.isnan(expected)), k

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .elementary import log1p_exp_neg
+from .elementary import exp_neg_any, log1p_of_exp
 from .losses import LEAST_SQUARES, LOGISTIC
 
 _BLOCK = 512  # samples per parallel task: a tile's columns of the block stay in L1/L2
@@ -259,19 +259,23 @@ _CHUNK = 256  # samples whose losses are computed in one vectorised loop, then s
 @njit(cache=True, error_model="numpy")
 def _sample_losses(M, y, lo, hi, loss, out):
     """``out[:hi - lo]``: the losses of samples ``lo:hi`` from their margins. Least squares and
-    logistic are branch-free loops that vectorise (the logistic loss by
-    :func:`log1p_exp_neg`, not libm)."""
+    logistic are branch-free loops that vectorise (the logistic loss by our own
+    ``log1p_exp_neg``, :mod:`fedsparse.kernels.elementary`, not libm)."""
     if loss == LEAST_SQUARES:
         m = M[0]
         for i in range(hi - lo):
             e = m[lo + i] - y[lo + i]
             out[i] = e * e
     elif loss == LOGISTIC:
+        # log(1 + e^-v), v = y m: log(1 + e^-|v|) + max(-v, 0), NaN for NaN, as
+        # log1p_exp_neg(|v|) in two loops: exp's and log1p's chains of dependent operations
+        # are each shorter than their sum, so more samples are in flight (a quarter faster)
         m = M[0]
         for i in range(hi - lo):
-            # log(1 + e^-v), v = y m: log(1 + e^-|v|) + max(-v, 0), NaN for NaN
+            out[i] = exp_neg_any(abs(y[lo + i] * m[lo + i]))
+        for i in range(hi - lo):
             v = y[lo + i] * m[lo + i]
-            out[i] = log1p_exp_neg(abs(v)) + (-v if v < 0.0 else 0.0)
+            out[i] = log1p_of_exp(out[i], abs(v)) + (-v if v < 0.0 else 0.0)
     else:
         c = M.shape[0]
         for i in range(lo, hi):
