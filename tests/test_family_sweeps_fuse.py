@@ -7,12 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 import yaml
+from test_cohorts import stored_traces
 
-from fedsparse.pipeline import make_data
-from fedsparse.shard import run_shard, store_path
 from fedsparse.sweep import plan_sweep
 
 CONFIGS = Path(__file__).resolve().parents[1] / "config"
@@ -78,30 +76,15 @@ def toy_sweep(name: str, data_file: Path) -> dict:
     return sweep
 
 
-def stored_traces(sweep: dict, root: Path) -> dict:
-    plan = plan_sweep(sweep)
-    make_data(sweep, "toy", root / "data" / "toy")
-    for shard in plan.shards:
-        out = root / "shards"
-        run_shard(
-            sweep, shard, root / "data", out / f"{shard}.t.parquet", out / f"{shard}.r.parquet"
-        )
-    traces = {}
-    for run in plan.runs:
-        table = pq.read_table(store_path(root / "store", run.run_id))
-        traces[run.run_id] = table.drop_columns(["elapsed_s"]).replace_schema_metadata(None)
-    return traces, plan
-
-
 @pytest.mark.parametrize("name", QUICK)
 def test_a_family_quick_sweep_stores_the_same_traces_fused_and_alone(name, tmp_path):
     """The quick config's algorithms and their grids, run fused and with ``fuse: false``:
     the same run ids, the same bits (elapsed_s aside)."""
     sweep = toy_sweep(name, toy_svmlight(tmp_path / "toy.svm"))
-    fused, plan = stored_traces(sweep, tmp_path / "fused")
-    alone, solo_plan = stored_traces({**sweep, "fuse": False}, tmp_path / "alone")
-    assert not any(r.cohort for r in solo_plan.runs)
+    fused = stored_traces(sweep, tmp_path / "fused")
+    alone = stored_traces({**sweep, "fuse": False}, tmp_path / "alone")
+    assert not any(r.cohort for r in plan_sweep({**sweep, "fuse": False}).runs)
     assert fused.keys() == alone.keys()
     for run_id, table in fused.items():
         assert table.equals(alone[run_id]), (name, run_id)
-    assert any(r.cohort for r in plan.runs) == QUICK[name]
+    assert any(r.cohort for r in plan_sweep(sweep).runs) == QUICK[name]
