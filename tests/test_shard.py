@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SMALL_LINEAR
 
+from fedsparse.algorithms import ALGORITHMS
 from fedsparse.numerics import SHARED, model_path, numerics_version
 from fedsparse.pipeline import make_data
 from fedsparse.shard import (
@@ -29,6 +30,7 @@ from fedsparse.shard import (
 from fedsparse.sweep import plan_sweep
 
 LINEAR = SHARED["linear"]  # the toy sweeps' models are linear
+FEDHT = ALGORITHMS["fedht"].numerics["linear"]  # the toy sweeps' algorithm's own number
 
 SWEEP = {
     "sweep": "store",
@@ -196,7 +198,7 @@ def other_numerics(path: Path, other: Path) -> None:
 @pytest.mark.parametrize(
     ("damage", "reason"),
     [
-        (other_numerics, f"was computed with numerics 0.9, not this version's {LINEAR}.1"),
+        (other_numerics, f"was computed with numerics 0.9, not this version's {LINEAR}.{FEDHT}"),
         (truncate, "is not a whole Parquet file (Parquet magic bytes not found"),
         (copy_other_run, "holds run {other}, not {run}"),
         (random_bytes, "is not a whole Parquet file (Parquet magic bytes not found"),
@@ -240,18 +242,23 @@ def test_a_new_arithmetic_of_one_model_path_leaves_the_others_runs_finished(
     caplog.clear()
     monkeypatch.setitem(SHARED, "linear", LINEAR + 1)
     run_shard(SWEEP, SHARD, folder / "data", *outputs(folder))
-    assert caplog.text.count(f"not this version's {LINEAR + 1}.1") == 3
+    assert caplog.text.count(f"not this version's {LINEAR + 1}.{FEDHT}") == 3
     assert "computed 3 runs in" in caplog.text
     for run in runs():
         summary = read_stored(store_path(folder / "store", run), run)[1]
-        assert summary["numerics"] == f"{LINEAR + 1}.1"
+        assert summary["numerics"] == f"{LINEAR + 1}.{FEDHT}"
 
 
 def test_numerics_versions_follow_the_model_path():
+    # Fed-HT's own number is 2 on the linear path (its local steps' FMA lanes) and 1 on the
+    # network path; sFedHP's is one number for both
     fedht = {"algorithm": "fedht", "model": {"loss": "least_squares"}}
-    assert numerics_version(fedht) == f"{SHARED['linear']}.1"
+    assert numerics_version(fedht) == f"{SHARED['linear']}.2"
     for model in ({"kind": "mlp", "hidden": [8]}, {"kind": "linear", "bias": True}):
         assert numerics_version({**fedht, "model": model}) == f"{SHARED['network']}.1"
+        sfedhp = {"algorithm": "sfedhp", "model": model}
+        assert numerics_version(sfedhp) == f"{SHARED['network']}.1"
+    assert numerics_version({"algorithm": "sfedhp"}) == f"{SHARED['linear']}.1"
     assert numerics_version({"algorithm": "no-such-algorithm"}) is None
     assert model_path(None) == "linear"
 

@@ -5,9 +5,10 @@ A run id hashes a run's configuration, not the code, so a change that alters the
 traces of two arithmetics under one id. Such a change raises the number of the shared kernels it
 touched, :data:`SHARED` (per model path: a linear model without intercept runs on the linear
 kernels, local steps and exact evaluation; any other model on the network kernels), or its
-algorithm's ``Algorithm.numerics``. Every stored run records its version (the runs table's
-``numerics``); a shard takes a stored run of another version for unfinished, moves it aside and
-computes it again, and a change to one path leaves the other path's stored runs finished.
+algorithm's ``Algorithm.numerics`` (one number, or one per model path). Every stored run records
+its version (the runs table's ``numerics``); a shard takes a stored run of another version for
+unfinished, moves it aside and computes it again, and a change to one path leaves the other
+path's stored runs finished.
 """
 
 from __future__ import annotations
@@ -42,4 +43,6 @@ def numerics_version(cfg: dict[str, Any] | None) -> str | None:
     cls = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else None
     if cls is None:
         return None
-    return f"{SHARED[model_path(cfg.get('model'))]}.{cls.numerics}"
+    path = model_path(cfg.get("model"))
+    own = cls.numerics if isinstance(cls.numerics, int) else cls.numerics[path]
+    return f"{SHARED[path]}.{own}"

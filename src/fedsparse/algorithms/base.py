@@ -9,6 +9,7 @@ communicated, so accounting is the algorithm's own statement of what it sends.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -184,8 +185,9 @@ class Algorithm(ABC):
     shared_pages_by_name: ClassVar[bool] = False
     # The version of the numerics of its traces: raised by a change that alters a trace's bits
     # (an order of operations, a kernel), so a results folder never takes a run stored by the
-    # earlier numerics for finished (fedsparse.numerics)
-    numerics: ClassVar[int] = 1
+    # earlier numerics for finished (fedsparse.numerics); one per model path ({"linear": 2,
+    # "network": 1}) when the change touched one path's kernels only
+    numerics: ClassVar[int | Mapping[str, int]] = 1
     # the run's time model; run_trace sets it before setup (never mutated in place)
     time_model: dict[str, float] = DEFAULT_TIME_MODEL
 

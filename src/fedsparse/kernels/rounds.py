@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
-from .losses import descend
+from .dense_steps import descend_members, work_space
+from .losses import SOFTMAX, descend
 from .rng import sample_without_replacement
 from .threshold import SCRATCH_EXTRA, hard_threshold_rows
 
@@ -86,7 +88,10 @@ def local_sgd_cohort_round(
     ``W_locals[m]`` and step size ``stepsizes[m]``. Their minibatches are the same rows
     (drawn once, from the one ``perm`` and ``rng`` they share), read from memory once per
     step and from cache for the other members; each member's arithmetic is that of a cohort
-    of one, in the same order, so its bits do not depend on its cohort.
+    of one, in the same order, so its bits do not depend on its cohort. On dense rows a
+    least-squares or logistic step is :func:`~fedsparse.kernels.dense_steps.descend_members`
+    (all members at once, in FMA lanes); otherwise :func:`~fedsparse.kernels.losses.descend`,
+    member by member.
 
     Ws : array, shape (C, n_outputs, n_features); W_locals : (C, n_clients, n_outputs,
     n_features); members : int64 array, the members computing (the others are left as they
@@ -94,6 +99,13 @@ def local_sgd_cohort_round(
     left as they are: a round of sampled clients); stepsizes : float array, shape (C,).
     """
     G, S, scratch = work
+    slots = G.shape[0]
+    bmax = 0  # the fused kernel's work space: rows of the largest minibatch
+    if _fuses(X, loss):
+        for i in clients:
+            n = ptr[i + 1] - ptr[i]
+            bmax = max(bmax, n if batch <= 0 or batch >= n else batch)
+    coef, lanes, grad = work_space(slots, Ws.shape[0], bmax)
     for k in prange(clients.shape[0]):
         i = clients[k]
         t = numba.get_thread_id()
@@ -102,16 +114,77 @@ def local_sgd_cohort_round(
         b = n if batch <= 0 or batch >= n else batch
         for m in members:
             W_locals[m, i][:, :] = Ws[m]
-        Gt = G[t]
         for _ in range(steps):
             if b < n:
                 sample_without_replacement(perm, lo, n, b, rng, i)
             rows = perm[lo : lo + b]
-            for m in members:
-                Wi = W_locals[m, i]
-                descend(X, y, rows, Wi, loss, l2, stepsizes[m], Gt, S[t])
-                if tau_local > 0:
-                    hard_threshold_rows(Wi, tau_local, scratch[t])
+            _descend_members(
+                X,
+                y,
+                rows,
+                W_locals,
+                i,
+                members,
+                loss,
+                l2,
+                stepsizes,
+                G[t],
+                S[t],
+                coef[t],
+                lanes[t],
+                grad[t],
+            )
+            if tau_local > 0:
+                for m in members:
+                    hard_threshold_rows(W_locals[m, i], tau_local, scratch[t])
+
+
+def _fuses(X, loss):
+    """Whether a local step runs in :func:`fedsparse.kernels.dense_steps.descend_members`:
+    dense rows, least squares or logistic."""
+    return not isinstance(X, tuple) and loss != SOFTMAX
+
+
+@overload(_fuses)
+def _fuses_impl(X, loss):
+    if isinstance(X, types.Array):
+        return lambda X, loss: loss != SOFTMAX
+    return lambda X, loss: False
+
+
+def _descend_members(
+    X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, coef, lanes, grad
+):
+    """One local step of every member's client ``i`` (jitted code only: see the overload)."""
+    raise NotImplementedError("a numba overload")
+
+
+@njit(cache=True)
+def _descend_one_by_one(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s):
+    for m in members:
+        descend(X, y, rows, W_locals[m, i], loss, l2, stepsizes[m], G, s)
+
+
+@overload(_descend_members)
+def _descend_members_impl(
+    X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, coef, lanes, grad
+):
+    if not isinstance(X, types.Array):  # CSR rows: kernels.losses, row by row
+
+        def csr(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, coef, lanes, grad):
+            _descend_one_by_one(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s)
+
+        return csr
+
+    def dense(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, coef, lanes, grad):
+        if loss == SOFTMAX:
+            _descend_one_by_one(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s)
+        else:  # one output row
+            descend_members(
+                X, y, rows, W_locals[:, i, 0], members, loss, l2, stepsizes, coef, lanes, grad
+            )
+
+    return dense
 
 
 def thread_buffers(n_outputs: int, n_features: int) -> tuple[np.ndarray, ...]:

@@ -68,6 +68,8 @@ class FedAvg(Algorithm):
     label, colour = "FedAvg", "tab:gray"  # as the sFedHP page shows it
     shared_pages_by_name = True
     config_label = (("stepsize", "γ"), ("local_steps", "K"), ("batch_size", "b"))
+    # linear 2: a local step on dense rows sums in FMA lanes (kernels.dense_steps)
+    numerics = {"linear": 2, "network": 1}
 
     def check_problem(self, where: str = "params") -> None:
         m, n = self.params["sampled_clients"], self.problem.n_clients

@@ -48,6 +48,8 @@ class _LocalSGDHardThreshold(Algorithm):
     """Shared implementation; subclasses set the local thresholding and upload encoding."""
 
     threshold_locally: ClassVar[bool]
+    # linear 2: a local step on dense rows sums in FMA lanes (kernels.dense_steps)
+    numerics = {"linear": 2, "network": 1}
     hyperparameters = (
         STEPSIZE,
         SPARSITY,
