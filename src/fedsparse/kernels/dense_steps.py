@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .losses import _value_coef
+from .losses import value_and_coef
 from .simd import LANES, fma, hsum, vfma, vload2, vsplat, vstore2, vzero
 
 # coordinates a pass: a minibatch of ten rows is 10 KB of them, in L1 for all the members
@@ -48,8 +48,9 @@ def work_space(n_slots, members, rows):
 
 @njit(cache=True)
 def descend_members(X, y, rows, Wm, members, loss, l2, stepsizes, coef, lanes, grad):
-    """One local step of each member ``m`` in ``members``: ``Wm[m] -= stepsizes[m] * (the
-    gradient at Wm[m] of the mean loss over the rows ``rows`` of dense ``X`` + l2 * Wm[m])``.
+    """One local step of each member ``m`` in ``members``: ``Wm[m]`` moves by ``-stepsizes[m]``
+    times the gradient, at ``Wm[m]``, of the mean loss over the rows ``rows`` of dense ``X``
+    plus ``l2 * Wm[m]`` (in the module's arithmetic).
 
     ``Wm`` (C, d) holds the members' models (rows with unit stride); ``coef`` (>= C, >= b),
     ``lanes`` (>= C * b, 8) and ``grad`` (2, :data:`_CHUNK`) are work space (one thread's slot
@@ -67,7 +68,7 @@ def descend_members(X, y, rows, Wm, members, loss, l2, stepsizes, coef, lanes, g
             z = hsum(vload2(lanes, m * b + q, 0)) if d8 > 0 else 0.0
             for j in range(d8, d):
                 z = fma(X[i, j], Wm[m, j], z)
-            coef[m, q] = _value_coef(loss, z, y[i], scale, False)[1]
+            coef[m, q] = value_and_coef(loss, z, y[i], scale, False)[1]
     _update(X, rows, Wm, members, coef, l2, stepsizes, grad)
 
 
@@ -106,29 +107,40 @@ def _scores(X, rows, Wm, members, lanes):
                 t1 = _lanes_or_zero(lanes, pv + q + 1, first or not pair or n < 2)
                 t2 = _lanes_or_zero(lanes, pv + q + 2, first or not pair or n < 3)
                 t3 = _lanes_or_zero(lanes, pv + q + 3, first or not pair or n < 4)
-                # the conditions are the same for the whole loop: LLVM unswitches them
-                for j in range(j0, j1, LANES):
-                    u = vload2(Wm, m, j)
-                    x = vload2(X, i0, j)
-                    s0 = vfma(x, u, s0)
-                    if pair:
-                        u2 = vload2(Wm, v, j)
-                        t0 = vfma(x, u2, t0)
-                    if n > 1:
+                if pair and n == 4:  # the common block, without a branch in its loop
+                    for j in range(j0, j1, LANES):
+                        u, u2 = vload2(Wm, m, j), vload2(Wm, v, j)
+                        x = vload2(X, i0, j)
+                        s0, t0 = vfma(x, u, s0), vfma(x, u2, t0)
                         x = vload2(X, i1, j)
-                        s1 = vfma(x, u, s1)
-                        if pair:
-                            t1 = vfma(x, u2, t1)
-                    if n > 2:
+                        s1, t1 = vfma(x, u, s1), vfma(x, u2, t1)
                         x = vload2(X, i2, j)
-                        s2 = vfma(x, u, s2)
-                        if pair:
-                            t2 = vfma(x, u2, t2)
-                    if n > 3:
+                        s2, t2 = vfma(x, u, s2), vfma(x, u2, t2)
                         x = vload2(X, i3, j)
-                        s3 = vfma(x, u, s3)
+                        s3, t3 = vfma(x, u, s3), vfma(x, u2, t3)
+                else:
+                    for j in range(j0, j1, LANES):
+                        u = vload2(Wm, m, j)
+                        x = vload2(X, i0, j)
+                        s0 = vfma(x, u, s0)
                         if pair:
-                            t3 = vfma(x, u2, t3)
+                            u2 = vload2(Wm, v, j)
+                            t0 = vfma(x, u2, t0)
+                        if n > 1:
+                            x = vload2(X, i1, j)
+                            s1 = vfma(x, u, s1)
+                            if pair:
+                                t1 = vfma(x, u2, t1)
+                        if n > 2:
+                            x = vload2(X, i2, j)
+                            s2 = vfma(x, u, s2)
+                            if pair:
+                                t2 = vfma(x, u2, t2)
+                        if n > 3:
+                            x = vload2(X, i3, j)
+                            s3 = vfma(x, u, s3)
+                            if pair:
+                                t3 = vfma(x, u2, t3)
                 vstore2(lanes, pm + q, 0, s0)
                 if n > 1:
                     vstore2(lanes, pm + q + 1, 0, s1)
@@ -181,6 +193,21 @@ def _update(X, rows, Wm, members, coef, l2, stepsizes, grad):
                 a2, a3 = _coef_or_zero(coef, m, q, n, 2), _coef_or_zero(coef, m, q, n, 3)
                 c0, c1 = _coef_or_zero(coef, v, q, n, 0), _coef_or_zero(coef, v, q, n, 1)
                 c2, c3 = _coef_or_zero(coef, v, q, n, 2), _coef_or_zero(coef, v, q, n, 3)
+                if pair and n == 4 and not first and not last:  # a middle block
+                    for j in range(j0, j1, LANES):
+                        g, h = vload2(grad, 0, j - j0), vload2(grad, 1, j - j0)
+                        x = vload2(X, i0, j)
+                        g, h = vfma(a0, x, g), vfma(c0, x, h)
+                        x = vload2(X, i1, j)
+                        g, h = vfma(a1, x, g), vfma(c1, x, h)
+                        x = vload2(X, i2, j)
+                        g, h = vfma(a2, x, g), vfma(c2, x, h)
+                        x = vload2(X, i3, j)
+                        g, h = vfma(a3, x, g), vfma(c3, x, h)
+                        vstore2(grad, 0, j - j0, g)
+                        vstore2(grad, 1, j - j0, h)
+                    q += n
+                    continue
                 for j in range(j0, j1, LANES):
                     g = vzero() if first else vload2(grad, 0, j - j0)
                     h = vzero() if first or not pair else vload2(grad, 1, j - j0)

@@ -39,7 +39,7 @@ def _sample_grad(X, y, i, W, loss, scale, G, s, values):
     """:func:`sample_loss_grad`; without ``values`` a least-squares or logistic sample's loss
     is not computed (0.0 is returned), its gradient is the same."""
     if loss != SOFTMAX:
-        value, a = _value_coef(loss, row_dot(X, i, W[0]), y[i], scale, values)
+        value, a = value_and_coef(loss, row_dot(X, i, W[0]), y[i], scale, values)
         row_axpy(X, i, a, G[0])
         return value
     # softmax
@@ -65,7 +65,7 @@ def _sample_grad(X, y, i, W, loss, scale, G, s, values):
 
 
 @njit(cache=True)
-def _value_coef(loss, z, yi, scale, values):
+def value_and_coef(loss, z, yi, scale, values):
     """Loss of a sample with score ``z`` and label ``yi`` (0.0 unless ``values``: a local
     step needs only the gradient, and the logistic loss's log1p is a library call), and
     ``scale * d loss / d z`` (least squares or logistic)."""
@@ -156,9 +156,9 @@ def _rows_grad(X, y, rows, W, loss, G, s, values):
         while k + 3 <= b:
             i0, i1, i2 = rows[k], rows[k + 1], rows[k + 2]
             z0, z1, z2 = row_dot3(X, i0, i1, i2, w)
-            v0, a0 = _value_coef(loss, z0, y[i0], scale, values)
-            v1, a1 = _value_coef(loss, z1, y[i1], scale, values)
-            v2, a2 = _value_coef(loss, z2, y[i2], scale, values)
+            v0, a0 = value_and_coef(loss, z0, y[i0], scale, values)
+            v1, a1 = value_and_coef(loss, z1, y[i1], scale, values)
+            v2, a2 = value_and_coef(loss, z2, y[i2], scale, values)
             total += v0
             total += v1
             total += v2
