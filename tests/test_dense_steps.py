@@ -154,3 +154,46 @@ def test_fma_rounds_once():
         both(a, b, c, out)
         assert out[0] == out[1] == fma(a, b, c)
         assert out[2] == 8 * out[0]  # eight equal lanes: an exact sum of powers of two times it
+
+
+_STEPS_SCRIPT = """
+import sys
+import numpy as np
+from fedsparse.kernels.dense_steps import descend_members, work_space
+rs = np.random.default_rng(3)
+out = []
+for d in (13, 300):
+    X = rs.standard_normal((100, d))
+    y = np.sign(rs.standard_normal(100))
+    W = rs.standard_normal((3, d)) * 0.1
+    for loss in (0, 1):
+        rows = rs.integers(0, 100, 10).astype(np.int64)
+        coef, lanes, grad = (a[0] for a in work_space(1, 3, 10))
+        descend_members(X, y, rows, W, np.arange(3), loss, 0.01, np.array([0.1, 0.2, 0.3]),
+                        coef, lanes, grad)
+        out.append(W.ravel().copy())
+np.save(sys.argv[1], np.concatenate(out))
+"""
+
+
+@pytest.mark.parametrize("cpu", ["haswell", "nehalem"])
+def test_the_bits_do_not_depend_on_the_cpus_vector_width(tmp_path, cpu):
+    """The kernels compiled for AVX2 (haswell: four lanes a register) and for a CPU without
+    FMA (nehalem: llvm.fma becomes libm's fma) give this machine's bits."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "steps.py"
+    script.write_text(_STEPS_SCRIPT)
+    results = {}
+    for name, env in (("here", {}), (cpu, {"NUMBA_CPU_NAME": cpu})):
+        path = tmp_path / f"{name}.npy"
+        cache = {"FEDSPARSE_NUMBA_CACHE": str(tmp_path / f"cache-{name}")}
+        subprocess.run(
+            [sys.executable, str(script), str(path)],
+            env={**os.environ, **cache, **env},
+            check=True,
+        )
+        results[name] = np.load(path)
+    np.testing.assert_array_equal(results["here"].view(np.int64), results[cpu].view(np.int64))
