@@ -73,6 +73,12 @@ def descend_members(X, y, rows, Wm, members, loss, l2, stepsizes, coef, lanes, g
 
 
 @njit(cache=True, inline="always")
+def _fma_pair(x, u, u2, s, t, pair):
+    """``x`` times ``u`` into ``s`` and, for a pair of members, times ``u2`` into ``t``."""
+    return vfma(x, u, s), (vfma(x, u2, t) if pair else t)
+
+
+@njit(cache=True, inline="always")
 def _lanes_or_zero(lanes, p, first):
     return vzero() if first else vload2(lanes, p, 0)
 
@@ -120,27 +126,14 @@ def _scores(X, rows, Wm, members, lanes):
                         s3, t3 = vfma(x, u, s3), vfma(x, u2, t3)
                 else:
                     for j in range(j0, j1, LANES):
-                        u = vload2(Wm, m, j)
-                        x = vload2(X, i0, j)
-                        s0 = vfma(x, u, s0)
-                        if pair:
-                            u2 = vload2(Wm, v, j)
-                            t0 = vfma(x, u2, t0)
+                        u, u2 = vload2(Wm, m, j), vload2(Wm, v, j)
+                        s0, t0 = _fma_pair(vload2(X, i0, j), u, u2, s0, t0, pair)
                         if n > 1:
-                            x = vload2(X, i1, j)
-                            s1 = vfma(x, u, s1)
-                            if pair:
-                                t1 = vfma(x, u2, t1)
+                            s1, t1 = _fma_pair(vload2(X, i1, j), u, u2, s1, t1, pair)
                         if n > 2:
-                            x = vload2(X, i2, j)
-                            s2 = vfma(x, u, s2)
-                            if pair:
-                                t2 = vfma(x, u2, t2)
+                            s2, t2 = _fma_pair(vload2(X, i2, j), u, u2, s2, t2, pair)
                         if n > 3:
-                            x = vload2(X, i3, j)
-                            s3 = vfma(x, u, s3)
-                            if pair:
-                                t3 = vfma(x, u2, t3)
+                            s3, t3 = _fma_pair(vload2(X, i3, j), u, u2, s3, t3, pair)
                 vstore2(lanes, pm + q, 0, s0)
                 if n > 1:
                     vstore2(lanes, pm + q + 1, 0, s1)
@@ -211,25 +204,13 @@ def _update(X, rows, Wm, members, coef, l2, stepsizes, grad):
                 for j in range(j0, j1, LANES):
                     g = vzero() if first else vload2(grad, 0, j - j0)
                     h = vzero() if first or not pair else vload2(grad, 1, j - j0)
-                    x = vload2(X, i0, j)
-                    g = vfma(a0, x, g)
-                    if pair:
-                        h = vfma(c0, x, h)
+                    g, h = _fma_pair(vload2(X, i0, j), a0, c0, g, h, pair)
                     if n > 1:
-                        x = vload2(X, i1, j)
-                        g = vfma(a1, x, g)
-                        if pair:
-                            h = vfma(c1, x, h)
+                        g, h = _fma_pair(vload2(X, i1, j), a1, c1, g, h, pair)
                     if n > 2:
-                        x = vload2(X, i2, j)
-                        g = vfma(a2, x, g)
-                        if pair:
-                            h = vfma(c2, x, h)
+                        g, h = _fma_pair(vload2(X, i2, j), a2, c2, g, h, pair)
                     if n > 3:
-                        x = vload2(X, i3, j)
-                        g = vfma(a3, x, g)
-                        if pair:
-                            h = vfma(c3, x, h)
+                        g, h = _fma_pair(vload2(X, i3, j), a3, c3, g, h, pair)
                     if not last:
                         vstore2(grad, 0, j - j0, g)
                         if pair:
