@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -61,6 +64,54 @@ def test_a_jobs_lines_go_to_its_log_not_the_console(tmp_path, capfd):
         logging.getLogger("fedsparse.shard").info("shard a: 1/2 runs done")
     assert capfd.readouterr().err == ""
     assert "shard a: 1/2 runs done" in log.read_text()
+
+
+JOB = """
+import logging, sys, time
+from pathlib import Path
+from fedsparse.pipeline import job
+log, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+with job(log):
+    logging.getLogger("fedsparse.shard").info("%s: started", name)
+    while go.exists() is False:
+        time.sleep(0.01)
+    logging.getLogger("fedsparse.shard").info("%s: computed 3 runs", name)
+"""
+
+
+@pytest.mark.parametrize("last", ["first", "second"])
+def test_a_log_deleted_by_another_snakemake_starting_the_same_job_ends_with_both_jobs_lines(
+    tmp_path, last
+):
+    """Two Snakemake processes on one results folder run one shard's job: the second one's
+    Snakemake deletes the log the first job is writing. Whichever job ends last, the log ends
+    with every line of both."""
+    log = tmp_path / "logs/shards/a.log"
+    go = {name: tmp_path / f"go-{name}" for name in ("first", "second")}
+
+    def start(name):
+        return subprocess.Popen([sys.executable, "-c", JOB, str(log), name, str(go[name])])
+
+    def wait_for(line):
+        deadline = time.monotonic() + 60
+        while line not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < deadline, f"no {line!r} in the log"
+            time.sleep(0.01)
+
+    first = start("first")
+    wait_for("first: started")
+    log.unlink()  # what Snakemake does before it starts a job
+    second = start("second")
+    wait_for("second: started")
+    for name in ["second", "first"] if last == "first" else ["first", "second"]:
+        go[name].touch()
+        assert {"first": first, "second": second}[name].wait(timeout=60) == 0
+    text = log.read_text()
+    assert "first: computed 3 runs" in text and "second: computed 3 runs" in text
+    assert text.index("first: started") < text.index("second: started")
+    assert oct(log.stat().st_mode & 0o777) == oct(
+        log.with_name(".a.log.attempts").stat().st_mode & 0o777
+    )
 
 
 def write_runs(path, statuses) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numba
 
+from .atomic import atomic_write
 from .data import save_dataset
 from .defaults import sweep_default
 from .errors import FedsparseError
@@ -68,16 +69,43 @@ def job(log_file: str | Path | None, threads: int | None = None) -> Iterator[Non
     setup_logging(log_file)
     if threads is not None:
         set_threads(threads)
+    failed = False
     try:
         yield
     except FedsparseError as exc:
         logging.getLogger("fedsparse").error("%s", exc)
-        _show_tail(log_file)
-        raise SystemExit(1) from None
+        failed = True
     except Exception:
         logging.getLogger("fedsparse").exception("the job failed")
+        failed = True
+    finally:
+        _log_from_history(log_file)
+    if failed:
         _show_tail(log_file)
         raise SystemExit(1) from None
+
+
+def _log_from_history(log_file: str | Path | None) -> None:
+    """Make the job's log its history (every attempt's lines, :func:`setup_logging`).
+
+    They are the same file's lines unless another Snakemake process started the same job
+    meanwhile (two processes on one results folder): its Snakemake deleted the log this one
+    was writing, so this job's later lines went to the history only. Whichever job ends last
+    leaves the whole story; written atomically, so the other job's open log is not cut.
+    """
+    if not log_file:
+        return
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    log_file = Path(log_file)
+    history = log_file.with_name(f".{log_file.name}.attempts")
+    try:
+        lines, mode = history.read_bytes(), history.stat().st_mode & 0o777
+    except OSError:  # the folder was removed meanwhile: nothing to keep
+        return
+    with atomic_write(log_file) as out:
+        os.fchmod(out.fileno(), mode)  # a log's permissions, not a temporary file's
+        out.write(lines)
 
 
 def _show_tail(log_file: str | Path | None) -> None:
