@@ -177,7 +177,7 @@ def test_layer_products_are_our_own_blas(dtype, ta, tb):
     B = rng.standard_normal((k, n) if tb == "n" else (n, k)).astype(dtype)
     C0 = rng.standard_normal((m, n)).astype(dtype)
     ours = C0.copy()
-    flat = (A.ravel(), B.ravel(), 0.5, ours.ravel(), np.zeros(2, dtype))
+    flat = (A.ravel(), B.ravel(), 0.5, ours.ravel())
     _gemm(ord(ta), ord(tb), m, n, k, 0.75, *flat)
     direct = C0.copy()
     real = ctypes.c_float if dtype == np.float32 else ctypes.c_double

@@ -19,7 +19,7 @@ output's winner (the first maximum in the window) in ``D``. Dense layers are the
 (:func:`fedsparse.kernels.mlp._gemm` and its bias/activation helpers), the loss the
 MLP's ``_row_loss``.
 
-Work space (the MLP's 5-tuple, other lengths, see :func:`cnn_work_lengths`): ``X0`` the
+Work space (the MLP's 4-tuple, other lengths, see :func:`cnn_work_lengths`): ``X0`` the
 batch's input rows (dense even for CSR data, which is scattered into it), ``A``/``D``
 every hidden layer's outputs and activation derivatives (max pools: winners), ``E``
 two delta buffers of ``b * widest`` values then two patch buffers. Evaluation
@@ -137,7 +137,7 @@ def cnn_dtype(spec: np.ndarray) -> type:
 
 
 def cnn_work_lengths(spec: np.ndarray, max_batch: int) -> tuple[int, ...]:
-    """Lengths of (X0, A, D, E, coef) for batches of <= ``max_batch`` rows."""
+    """Lengths of (X0, A, D, E) for batches of <= ``max_batch`` rows."""
     h = spec[0]
     b = int(max_batch)
     return (
@@ -145,7 +145,6 @@ def cnn_work_lengths(spec: np.ndarray, max_batch: int) -> tuple[int, ...]:
         b * int(h[H_HIDDEN]),
         b * int(h[H_HIDDEN]),
         2 * b * int(h[H_WIDEST]) + 2 * int(h[H_COLS]) + 2 * int(h[H_PARAMS]) * int(h[H_F32]),
-        2,
     )
 
 
@@ -227,7 +226,7 @@ def col2im(dcols, row, r0, n, dinp):
 
 
 @njit(cache=True)
-def _conv_forward(inp, row, theta, b, out, cols, coef):
+def _conv_forward(inp, row, theta, b, out, cols):
     """``out (b*oh*ow x c_out) = patches @ W^T``, chunk by chunk (no bias, no activation)."""
     P = row[C_OH] * row[C_OW]
     oc = row[C_OC]
@@ -237,7 +236,7 @@ def _conv_forward(inp, row, theta, b, out, cols, coef):
     for r0 in range(0, b, chunk):
         n = min(chunk, b - r0)
         im2col(inp, row, r0, n, cols)
-        _gemm(_N, _T, n * P, oc, kkc, 1.0, cols, w, 0.0, out[r0 * P * oc :], coef)
+        _gemm(_N, _T, n * P, oc, kkc, 1.0, cols, w, 0.0, out[r0 * P * oc :])
 
 
 @njit(cache=True)
@@ -308,7 +307,7 @@ def _pool_backward(row, b, delta, D, dinp):
 
 
 @njit(cache=True)
-def _layer_forward(spec, n, inp, theta, b, dst, Dl, cols, coef, act):
+def _layer_forward(spec, n, inp, theta, b, dst, Dl, cols, act):
     """Layer ``n`` (1-based row of ``spec``) on ``b`` samples: ``dst`` = its outputs, ``Dl``
     (if non-empty) the activation derivatives or max-pool winners."""
     row = spec[n]
@@ -317,10 +316,10 @@ def _layer_forward(spec, n, inp, theta, b, dst, Dl, cols, coef, act):
     bias = spec[0, H_BIAS] != 0
     if kind == CONV or kind == DENSE:
         if kind == CONV:
-            _conv_forward(inp, row, theta, b, dst, cols, coef)
+            _conv_forward(inp, row, theta, b, dst, cols)
             m = b * row[C_OH] * row[C_OW]
         else:
-            _gemm(_N, _T, b, oc, row[C_IC], 1.0, inp, theta[row[C_WOFF] :], 0.0, dst, coef)
+            _gemm(_N, _T, b, oc, row[C_IC], 1.0, inp, theta[row[C_WOFF] :], 0.0, dst)
             m = b
         if row[C_ACT] != 0:
             _bias_activate(dst, m, oc, theta, row[C_BOFF], bias, act, Dl)
@@ -331,7 +330,7 @@ def _layer_forward(spec, n, inp, theta, b, dst, Dl, cols, coef, act):
 
 
 @njit(cache=True)
-def _forward_train(X0, spec, theta, b, act, A, D, Z, cols, coef):
+def _forward_train(X0, spec, theta, b, act, A, D, Z, cols):
     """Every hidden layer's outputs into ``A`` (and derivatives/winners into ``D``), layer
     ``n``'s at ``b * row[C_AOFF]``; the output scores into ``Z``."""
     L = spec[0, H_LAYERS]
@@ -339,16 +338,16 @@ def _forward_train(X0, spec, theta, b, act, A, D, Z, cols, coef):
     for n in range(1, L + 1):
         row = spec[n]
         if n == L:
-            _layer_forward(spec, n, inp, theta, b, Z, Z[:0], cols, coef, act)
+            _layer_forward(spec, n, inp, theta, b, Z, Z[:0], cols, act)
         else:
             lo = b * row[C_AOFF]
             hi = lo + b * row[C_OSZ]
-            _layer_forward(spec, n, inp, theta, b, A[lo:hi], D[lo:hi], cols, coef, act)
+            _layer_forward(spec, n, inp, theta, b, A[lo:hi], D[lo:hi], cols, act)
             inp = A[lo:hi]
 
 
 @njit(cache=True)
-def _backward(X0, spec, theta, b, A, D, E, cols, dcols, alpha, shrink, T, coef):
+def _backward(X0, spec, theta, b, A, D, E, cols, dcols, alpha, shrink, T):
     """``T = shrink * T + alpha * d(loss)/d(theta)`` given the output deltas in ``E[:b*c]``,
     layer by layer from the top; each layer's delta to the layer below is taken before its
     own weights change (``T`` may be ``theta``: the SGD step in place)."""
@@ -370,9 +369,9 @@ def _backward(X0, spec, theta, b, A, D, E, cols, dcols, alpha, shrink, T, coef):
         if kind == DENSE:
             fan_in = row[C_IC]
             if below:
-                _gemm(_N, _N, b, fan_in, oc, 1.0, cur, theta[row[C_WOFF] :], 0.0, nxt, coef)
+                _gemm(_N, _N, b, fan_in, oc, 1.0, cur, theta[row[C_WOFF] :], 0.0, nxt)
             _shrink(row, oc * fan_in, shrink, bias, T)
-            _gemm(_T, _N, oc, fan_in, b, alpha, cur, inp, 1.0, T[row[C_WOFF] :], coef)
+            _gemm(_T, _N, oc, fan_in, b, alpha, cur, inp, 1.0, T[row[C_WOFF] :])
             if bias:
                 _bias_grad(cur, b, oc, alpha, T[row[C_BOFF] : row[C_BOFF] + oc])
         elif kind == CONV:
@@ -384,7 +383,7 @@ def _backward(X0, spec, theta, b, A, D, E, cols, dcols, alpha, shrink, T, coef):
                 nxt[: b * row[C_ISZ]] = 0.0
                 for r0 in range(0, b, chunk):
                     m = min(chunk, b - r0)
-                    _gemm(_N, _N, m * P, kkc, oc, 1.0, cur[r0 * P * oc :], w, 0.0, dcols, coef)
+                    _gemm(_N, _N, m * P, kkc, oc, 1.0, cur[r0 * P * oc :], w, 0.0, dcols)
                     col2im(dcols, row, r0, m, nxt)
             _shrink(row, oc * kkc, shrink, bias, T)
             for r0 in range(0, b, chunk):
@@ -401,7 +400,6 @@ def _backward(X0, spec, theta, b, A, D, E, cols, dcols, alpha, shrink, T, coef):
                     cols,
                     1.0,
                     T[row[C_WOFF] :],
-                    coef,
                 )
             if bias:
                 _bias_grad(cur, b * P, oc, alpha, T[row[C_BOFF] : row[C_BOFF] + oc])
@@ -428,7 +426,7 @@ def _shrink(row, n_weights, shrink, bias, T):
 def cnn_step(X, y, rows, theta, spec, act, loss, work, alpha, shrink, T):
     """Forward, output deltas and ``T = shrink * T + alpha * data_grad``; return the mean
     data loss over ``rows`` (the cnn twin of ``mlp._step``)."""
-    X0, A, D, E, coef = work
+    X0, A, D, E = work
     b = rows.shape[0]
     c = spec[0, H_OUT]
     half = b * spec[0, H_WIDEST]
@@ -437,13 +435,13 @@ def cnn_step(X, y, rows, theta, spec, act, loss, work, alpha, shrink, T):
     dcols = E[2 * half + ncols : 2 * half + 2 * ncols]
     _gather(X, rows, X0[: b * spec[0, H_IN]], True)
     Z = E[: b * c]
-    _forward_train(X0, spec, theta, b, act, A, D, Z, cols, coef)
+    _forward_train(X0, spec, theta, b, act, A, D, Z, cols)
     scale = 1.0 / b
     total = 0.0
     for r in range(b):
         z = Z[r * c : (r + 1) * c]
         total += _row_loss(z, c, y[rows[r]], loss, scale, z)[0]
-    _backward(X0, spec, theta, b, A, D, E, cols, dcols, alpha, shrink, T, coef)
+    _backward(X0, spec, theta, b, A, D, E, cols, dcols, alpha, shrink, T)
     return total / b
 
 
@@ -499,7 +497,6 @@ def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lane
         buf = np.empty(2 * bb * widest, proto.dtype)
         cols = np.empty(spec[0, H_COLS], proto.dtype)
         rows = np.empty(bb, dtype=np.int64)
-        coef = np.empty(2, proto.dtype)
         tbuf = np.empty(proto.shape[0], proto.dtype)
         theta = _as_work(thetas[0][:0], tbuf[:0])  # typed; set before the first block
         model = -1
@@ -521,7 +518,7 @@ def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lane
             Z = buf[:0]
             for layer in range(1, L + 1):
                 dst = buf[(layer % 2) * half : (layer % 2) * half + n * spec[layer, C_OSZ]]
-                _layer_forward(spec, layer, inp, theta, n, dst, no_d, cols, coef, act)
+                _layer_forward(spec, layer, inp, theta, n, dst, no_d, cols, act)
                 inp = dst
                 Z = dst
             for r in range(n):

@@ -93,7 +93,6 @@ def _work_lengths(sizes, max_batch: int, dense: bool) -> tuple[int, ...]:
         max_batch * hidden,
         max_batch * hidden,
         2 * max_batch * max(sizes[1:]),
-        2,
     )
 
 
@@ -108,10 +107,10 @@ def work_dtype(sizes) -> type:
 def mlp_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.ndarray, ...]:
     """Work space of :func:`mlp_batch_grad` for one thread and batches of <= ``max_batch`` rows.
 
-    Returns ``(X0, A, D, E, coef)``, 1-D arrays of :func:`work_dtype` (float64 for an
+    Returns ``(X0, A, D, E)``, 1-D arrays of :func:`work_dtype` (float64 for an
     MLP's widths): the minibatch's rows gathered from dense ``X`` (empty if
     ``dense=False``: CSR data is read in place), hidden activations and their
-    derivatives, two delta buffers, and BLAS scalars. The kernels compute in the dtype
+    derivatives, and two delta buffers. The kernels compute in the dtype
     of this work space (float32: a float32 layer table's, whose ``E`` ends with two
     parameter-length buffers for the float32 copies of theta and of the gradient).
     """
@@ -122,8 +121,8 @@ def mlp_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.ndarray, 
 def mlp_thread_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.ndarray, ...]:
     """Per-thread work space for :func:`mlp_local_sgd_round`, one slot per possible thread.
 
-    Returns ``(X0, A, D, E, coef, G, scratch)``, each of shape (n_threads, ...): row
-    ``t`` of the first five is an :func:`mlp_work` tuple (in :func:`work_dtype`), ``G`` a
+    Returns ``(X0, A, D, E, G, scratch)``, each of shape (n_threads, ...): row
+    ``t`` of the first four is an :func:`mlp_work` tuple (in :func:`work_dtype`), ``G`` a
     float64 gradient buffer (for callers' own parallel loops: the round applies its steps
     without one) and ``scratch`` the float64 threshold scratch, both sized for
     ``bias=True`` (enough either way).
@@ -140,14 +139,13 @@ def mlp_thread_work(sizes, max_batch: int, *, dense: bool = True) -> tuple[np.nd
 
 
 @njit(cache=True)
-def _gemm(ta, tb, m, n, k, alpha, A, B, beta, C, coef):
+def _gemm(ta, tb, m, n, k, alpha, A, B, beta, C):
     """Row-major ``C (m x n) = alpha * op(A) @ op(B) + beta * C`` on flat, packed arrays, by
     :mod:`fedsparse.kernels.blas` (``sgemm`` for float32 ``C``, else ``dgemm``).
 
     ``A``, ``B``, ``C`` are 1-D views starting at each matrix, stored row-major with
     no padding (``A`` is m x k, or k x m if ``ta`` is ord("t"); likewise ``B``).
-    ``alpha`` and ``beta`` are rounded to ``C``'s dtype (``coef``, the work tuple's
-    scalar slot, is where they were passed by reference before; it is unused).
+    ``alpha`` and ``beta`` are rounded to ``C``'s dtype.
     """
     lda = k if ta == _N else m
     ldb = n if tb == _N else k
@@ -413,20 +411,20 @@ def _gather_impl(X, rows, X0, densify_csr):
     return csr
 
 
-def _first_forward(X, rows, X0, theta, out, d, Z, coef):
+def _first_forward(X, rows, X0, theta, out, d, Z):
     """``Z (b x out) = X[rows] @ W_1^T`` (compiled only)."""
 
 
 @overload(_first_forward)
-def _first_forward_impl(X, rows, X0, theta, out, d, Z, coef):
+def _first_forward_impl(X, rows, X0, theta, out, d, Z):
     if isinstance(X, types.Array):
 
-        def dense(X, rows, X0, theta, out, d, Z, coef):
-            _gemm(_N, _T, rows.shape[0], out, d, 1.0, X0, theta, 0.0, Z, coef)
+        def dense(X, rows, X0, theta, out, d, Z):
+            _gemm(_N, _T, rows.shape[0], out, d, 1.0, X0, theta, 0.0, Z)
 
         return dense
 
-    def csr(X, rows, X0, theta, out, d, Z, coef):
+    def csr(X, rows, X0, theta, out, d, Z):
         data, indices, indptr = X
         for r in range(rows.shape[0]):
             lo, hi = indptr[rows[r]], indptr[rows[r] + 1]
@@ -440,20 +438,20 @@ def _first_forward_impl(X, rows, X0, theta, out, d, Z, coef):
     return csr
 
 
-def _first_backward(X, rows, X0, delta, out, d, alpha, T, coef):
+def _first_backward(X, rows, X0, delta, out, d, alpha, T):
     """``T (out x d) += alpha * delta^T @ X[rows]`` (compiled only)."""
 
 
 @overload(_first_backward)
-def _first_backward_impl(X, rows, X0, delta, out, d, alpha, T, coef):
+def _first_backward_impl(X, rows, X0, delta, out, d, alpha, T):
     if isinstance(X, types.Array):
 
-        def dense(X, rows, X0, delta, out, d, alpha, T, coef):
-            _gemm(_T, _N, out, d, rows.shape[0], alpha, delta, X0, 1.0, T, coef)
+        def dense(X, rows, X0, delta, out, d, alpha, T):
+            _gemm(_T, _N, out, d, rows.shape[0], alpha, delta, X0, 1.0, T)
 
         return dense
 
-    def csr(X, rows, X0, delta, out, d, alpha, T, coef):
+    def csr(X, rows, X0, delta, out, d, alpha, T):
         data, indices, indptr = X
         b = rows.shape[0]
         for o in range(out):
@@ -495,7 +493,7 @@ def _block_rows_impl(X, lo, hi, rows):
 
 
 @njit(cache=True)
-def _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z, coef):
+def _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z):
     """Hidden activations (and derivatives, if ``D`` is non-empty) into ``A``/``D``,
     layer after layer at offsets ``b * sum(h_1..h_{l-1})``; the output scores into ``Z``.
     ``X0`` holds the dense input rows (see :func:`_gather`)."""
@@ -509,9 +507,9 @@ def _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z, coef):
         last = layer == n_layers - 1
         dst = Z if last else A[pos : pos + b * out]
         if layer == 0:
-            _first_forward(X, rows, X0, theta, out, fan_in, dst, coef)
+            _first_forward(X, rows, X0, theta, out, fan_in, dst)
         else:
-            _gemm(_N, _T, b, out, fan_in, 1.0, prev, theta[off[layer] :], 0.0, dst, coef)
+            _gemm(_N, _T, b, out, fan_in, 1.0, prev, theta[off[layer] :], 0.0, dst)
         if last:
             if bias:
                 _add_bias(Z, b, out, theta, boff)
@@ -523,7 +521,7 @@ def _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z, coef):
 
 
 @njit(cache=True)
-def _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T, coef):
+def _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T):
     """``T = shrink * T + alpha * grad``, layer by layer, where ``grad`` is the data gradient
     whose output deltas (d loss / d z_L, already divided by b) are in ``E[:b * n_out]``.
 
@@ -548,13 +546,13 @@ def _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T, c
             pos -= b * fan_in
             a_in = A[pos : pos + b * fan_in]
             # delta below: (cur @ W_l) * act'(z_{l-1}), before W_l changes
-            _gemm(_N, _N, b, fan_in, out, 1.0, cur, theta[woff:], 0.0, nxt, coef)
+            _gemm(_N, _N, b, fan_in, out, 1.0, cur, theta[woff:], 0.0, nxt)
         if shrink != 1.0:
             _scale(T[woff : off[layer + 1]], shrink)
         if layer > 0:
-            _gemm(_T, _N, out, fan_in, b, alpha, cur, a_in, 1.0, T[woff:], coef)
+            _gemm(_T, _N, out, fan_in, b, alpha, cur, a_in, 1.0, T[woff:])
         else:
-            _first_backward(X, rows, X0, cur, out, fan_in, alpha, T[woff:], coef)
+            _first_backward(X, rows, X0, cur, out, fan_in, alpha, T[woff:])
         if bias:
             _bias_grad(cur, b, out, alpha, T[woff + out * fan_in : off[layer + 1]])
         if layer > 0:
@@ -713,18 +711,18 @@ def _step_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shri
 @njit(cache=True)
 def _mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
     """:func:`_step` of an MLP."""
-    X0, A, D, E, coef = work
+    X0, A, D, E = work
     b = rows.shape[0]
     c = sizes[-1]
     _gather(X, rows, X0, False)
     Z = E[: b * c]
-    _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z, coef)
+    _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z)
     scale = 1.0 / b
     total = 0.0
     for r in range(b):
         z = Z[r * c : (r + 1) * c]
         total += _row_loss(z, c, y[rows[r]], loss, scale, z)[0]
-    _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T, coef)
+    _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T)
     return total / b
 
 
@@ -823,7 +821,6 @@ def _eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, cor
         # two ping-pong halves: hidden layers alternate, the scores land in either
         buf = np.empty(2 * bb * widest)
         rows = np.empty(bb, dtype=np.int64)
-        coef = np.empty(2)
         i = 0
         for blk in range(lane, n_blocks, lanes):
             while first[i + 1] <= blk:
@@ -832,7 +829,7 @@ def _eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, cor
             stop = min(start + bb, ptr[i + 1])
             n = stop - start
             X0 = _block_rows(X, start, stop, rows)
-            Z = _forward_eval(X, rows[:n], X0, thetas[which[i]], sizes, bias, act, off, buf, coef)
+            Z = _forward_eval(X, rows[:n], X0, thetas[which[i]], sizes, bias, act, off, buf)
             for r in range(n):
                 value, ok = _row_loss(Z[r * c : (r + 1) * c], c, y[start + r], loss, 1.0, no_d)
                 values[start - base + r] = value
@@ -848,7 +845,7 @@ def _eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, cor
 
 
 @njit(cache=True)
-def _forward_eval(X, rows, X0, theta, sizes, bias, act, off, buf, coef):
+def _forward_eval(X, rows, X0, theta, sizes, bias, act, off, buf):
     """Forward pass keeping only the current layer (two halves of ``buf``); return the scores."""
     b = rows.shape[0]
     n_layers = sizes.shape[0] - 1
@@ -860,9 +857,9 @@ def _forward_eval(X, rows, X0, theta, sizes, bias, act, off, buf, coef):
         fan_in, out = sizes[layer], sizes[layer + 1]
         dst = buf[(layer % 2) * half : (layer % 2) * half + b * out]
         if layer == 0:
-            _first_forward(X, rows, X0, theta, out, fan_in, dst, coef)
+            _first_forward(X, rows, X0, theta, out, fan_in, dst)
         else:
-            _gemm(_N, _T, b, out, fan_in, 1.0, prev, theta[off[layer] :], 0.0, dst, coef)
+            _gemm(_N, _T, b, out, fan_in, 1.0, prev, theta[off[layer] :], 0.0, dst)
         boff = off[layer] + out * fan_in
         if layer == n_layers - 1:
             if bias:
@@ -924,7 +921,7 @@ def mlp_local_sgd_round(
     n_clients = ptr.shape[0] - 1
     P = theta.shape[0]
     off = _offsets(sizes, bias)
-    X0, A, D, E, coef, G, scratch = work
+    X0, A, D, E, G, scratch = work
     largest = 0
     for i in range(n_clients):
         largest = max(largest, ptr[i + 1] - ptr[i])
@@ -940,7 +937,7 @@ def mlp_local_sgd_round(
             theta,
             sizes,
             bias,
-            (X0[0], A[0], D[0], E[0], coef[0]),
+            (X0[0], A[0], D[0], E[0]),
         )
     keep = 1.0 - stepsize * l2
     for i in prange(n_clients):
@@ -951,7 +948,7 @@ def mlp_local_sgd_round(
         ti = theta_local[i]
         # float32 work: the steps update a float32 copy, written back into ti at the end
         loc = _local_model(theta, ti, E[t])
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        wt = (X0[t], A[t], D[t], E[t])
         for _ in range(steps):
             if b == 0:  # no rows: the ridge term alone, as local_sgd_round does
                 for j in range(P):

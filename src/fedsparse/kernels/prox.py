@@ -57,19 +57,19 @@ def step_work(
     sizes, shape: tuple[int, int], max_batch: int, *, network: bool, dense: bool
 ) -> tuple[np.ndarray, ...]:
     """Per-thread work space of :func:`prox_steps` and the kernels built on
-    :func:`model_grad`: ``(G, S, X0, A, D, E, coef)``, one row per possible thread.
+    :func:`model_grad`: ``(G, S, X0, A, D, E)``, one row per possible thread.
 
     ``G`` (n_threads, *shape) holds each thread's gradient, ``S`` (n_threads, n_outputs) the
-    softmax scratch of a linear model; the last five are :func:`fedsparse.kernels.mlp_work`
+    softmax scratch of a linear model; the last four are :func:`fedsparse.kernels.mlp_work`
     rows for a network (``dense``: room to gather dense input rows), placeholders that are
     never read for a linear model.
     """
     n = numba.config.NUMBA_NUM_THREADS
     G, S = np.zeros((n, *shape)), np.zeros((n, shape[0]))
     if network:
-        mlp = mlp_thread_work(sizes, max(max_batch, 1), dense=dense)[:5]
+        mlp = mlp_thread_work(sizes, max(max_batch, 1), dense=dense)[:4]
     else:
-        mlp = (*(np.zeros((n, 1)),) * 4, np.zeros((n, 2)))
+        mlp = (np.zeros((n, 1)),) * 4
     return (G, S, *mlp)
 
 
@@ -110,7 +110,7 @@ def prox_steps(
     perm : int64 (n_samples,) per-client row permutations; rng : uint64 (n_clients,)
     batch : rows per minibatch (<= 0: all rows, no randomness)
     network, sizes, bias, act, loss, l2 : the model (:attr:`Problem.step_model`)
-    work : (G, S, X0, A, D, E, coef) from :func:`step_work`
+    work : (G, S, X0, A, D, E) from :func:`step_work`
     """
     prox_steps_cohort(
         X,
@@ -174,14 +174,14 @@ def prox_steps_cohort(
     so its bits do not depend on its cohort. Members not listed are left as they are."""
     n_clients = ptr.shape[0] - 1
     c = thetas.shape[2]
-    G, S, X0, A, D, E, coef = work
+    G, S, X0, A, D, E = work
     for i in prange(n_clients):
         t = numba.get_thread_id()
         lo = ptr[i]
         n = ptr[i + 1] - lo
         b = n if batch <= 0 or batch >= n else batch
         Gt = G[t]
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        wt = (X0[t], A[t], D[t], E[t])
         for s in range(steps):
             if b < n and (s == 0 or fresh):
                 sample_without_replacement(perm, lo, n, b, rng, i)

@@ -132,12 +132,12 @@ def accumulate_offers(
         hold the gradients); sel, counts : per-thread :func:`topk_scratch` buffers.
     """
     n_clients = ptr.shape[0] - 1
-    G, S, X0, Aw, Dw, E, coef = work
+    G, S, X0, Aw, Dw, E = work
     for i in prange(n_clients):
         t = numba.get_thread_id()
         rows = draw_minibatch(perm, ptr, i, batch, rng)
         Gt = G[t]
-        wt = (X0[t], Aw[t], Dw[t], E[t], coef[t])
+        wt = (X0[t], Aw[t], Dw[t], E[t])
         model_grad(X, y, rows, W, Gt, network, sizes, bias, act, loss, l2, S[t], wt)
         _accumulate_offer(A[i], Gt.reshape(A.shape[1]), k, sel[t], counts[t], idx[i], val[i])
 

@@ -151,7 +151,7 @@ class ProxClients(Algorithm):
         return 0 if b is None else b
 
     def round_work(self) -> tuple:
-        """Per-thread work space of the whole-round kernels: (G, S, X0, A, D, E, coef)."""
+        """Per-thread work space of the whole-round kernels: (G, S, X0, A, D, E)."""
         return self.work.for_batch(self.batch)
 
     def nnz(self, models: np.ndarray) -> np.ndarray:

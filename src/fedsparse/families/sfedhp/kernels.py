@@ -131,7 +131,7 @@ def sfedhp_round(
     lam2 w_e) / (lam1 + lam2); phi_e = mean of the edge's phi_c; w_e -= eta1 (lam2 (w_e -
     phi_e) + gamma2 tanh(w_e / rho)). ``edge_bytes[e]`` = (bytes up, bytes down) of the edge's
     client link (thetas up, anchors down, at zero tolerance ``tol``). ``work`` = (G, S, X0, A,
-    D, E, coef), one row per thread: gradient (n_threads, *w.shape), softmax scratch and the
+    D, E), one row per thread: gradient (n_threads, *w.shape), softmax scratch and the
     MLP work space (see :func:`fedsparse.kernels.mlp_thread_work`).
     """
     sfedhp_cohort_round(
@@ -208,11 +208,11 @@ def sfedhp_cohort_round(
     *shape), ``edge_bytes`` (C, n_edges, 2); the constants but ``per_client`` are (C,)."""
     C, n_edges = w_e.shape[0], w_e.shape[1]
     J = thetas.shape[1] // n_edges
-    G, S, X0, A, D, E, coef = work
+    G, S, X0, A, D, E = work
     c = ws.shape[1]
     for e in prange(n_edges):
         t = numba.get_thread_id()
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        wt = (X0[t], A[t], D[t], E[t])
         for m in members:
             w = ws[m]
             w_e[m, e][:, :] = w
@@ -374,11 +374,11 @@ def pfedme_cohort_round(
 ):
     """:func:`pfedme_round` of a cohort's ``members``: ``ws`` (C, *shape), ``thetas`` and
     ``w_c`` (C, n_clients, *shape), ``eta``, ``eta_inner``, ``lam`` (C,)."""
-    G, S, X0, A, D, E, coef = work
+    G, S, X0, A, D, E = work
     c = ws.shape[1]
     for u in prange(thetas.shape[1]):
         t = numba.get_thread_id()
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        wt = (X0[t], A[t], D[t], E[t])
         for m in members:
             thetas[m, u][:, :] = ws[m]
             w_c[m, u][:, :] = ws[m]
@@ -500,11 +500,11 @@ def hierfavg_cohort_round(
     n_edges, 2)."""
     C, n_edges = w_e.shape[0], w_e.shape[1]
     J = thetas.shape[1] // n_edges
-    G, S, X0, A, D, E, coef = work
+    G, S, X0, A, D, E = work
     c = ws.shape[1]
     for e in prange(n_edges):
         t = numba.get_thread_id()
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        wt = (X0[t], A[t], D[t], E[t])
         for m in members:
             w_e[m, e][:, :] = ws[m]
         total = 0.0

@@ -73,10 +73,10 @@ def client_batch_grads_cohort(
     as they are); G : (C, n_clients, n_params); losses : (C, n_clients).
     """
     n_clients = ptr.shape[0] - 1
-    X0, A, D, E, coef = work[0], work[1], work[2], work[3], work[4]
+    X0, A, D, E = work[0], work[1], work[2], work[3]
     for i in prange(n_clients):
         t = numba.get_thread_id()
-        wt = (X0[t], A[t], D[t], E[t], coef[t])
+        wt = (X0[t], A[t], D[t], E[t])
         rows = draw_minibatch(perm, ptr, i, batch, rng)
         for m in members:
             losses[m, i] = mlp_batch_grad(
