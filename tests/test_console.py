@@ -71,9 +71,10 @@ import logging, sys, time
 from pathlib import Path
 from fedsparse.pipeline import job
 log, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+deadline = time.monotonic() + 120  # never an orphan, whatever the test does
 with job(log):
     logging.getLogger("fedsparse.shard").info("%s: started", name)
-    while go.exists() is False:
+    while not go.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     logging.getLogger("fedsparse.shard").info("%s: computed 3 runs", name)
 """
@@ -98,14 +99,18 @@ def test_a_log_deleted_by_another_snakemake_starting_the_same_job_ends_with_both
             assert time.monotonic() < deadline, f"no {line!r} in the log"
             time.sleep(0.01)
 
-    first = start("first")
-    wait_for("first: started")
-    log.unlink()  # what Snakemake does before it starts a job
-    second = start("second")
-    wait_for("second: started")
-    for name in ["second", "first"] if last == "first" else ["first", "second"]:
-        go[name].touch()
-        assert {"first": first, "second": second}[name].wait(timeout=60) == 0
+    jobs = {"first": start("first")}
+    try:
+        wait_for("first: started")
+        log.unlink()  # what Snakemake does before it starts a job
+        jobs["second"] = start("second")
+        wait_for("second: started")
+        for name in ["second", "first"] if last == "first" else ["first", "second"]:
+            go[name].touch()
+            assert jobs[name].wait(timeout=60) == 0
+    finally:
+        for proc in jobs.values():
+            proc.kill()
     text = log.read_text()
     assert "first: computed 3 runs" in text and "second: computed 3 runs" in text
     assert text.index("first: started") < text.index("second: started")

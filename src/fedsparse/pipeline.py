@@ -101,11 +101,11 @@ def _log_from_history(log_file: str | Path | None) -> None:
     history = log_file.with_name(f".{log_file.name}.attempts")
     try:
         lines, mode = history.read_bytes(), history.stat().st_mode & 0o777
-    except OSError:  # the folder was removed meanwhile: nothing to keep
-        return
-    with atomic_write(log_file) as out:
-        os.fchmod(out.fileno(), mode)  # a log's permissions, not a temporary file's
-        out.write(lines)
+        with atomic_write(log_file) as out:
+            os.fchmod(out.fileno(), mode)  # a log's permissions, not a temporary file's
+            out.write(lines)
+    except OSError:  # the folder removed meanwhile, or a full disk: the job's result stands
+        pass
 
 
 def _show_tail(log_file: str | Path | None) -> None:
