@@ -37,7 +37,7 @@ def setup_logging(log_file: str | Path | None) -> None:
     if log_file:
         log_file = Path(log_file)
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        history = log_file.with_name(f".{log_file.name}.attempts")
+        history = _history_of(log_file)
         earlier = history.read_text() if history.is_file() else ""
         attempt += earlier.count(ATTEMPT_MARK)
         if earlier and not log_file.exists():
@@ -53,6 +53,11 @@ def setup_logging(log_file: str | Path | None) -> None:
         logging.getLogger("fedsparse").info(
             "%s %d on %s, pid %d", ATTEMPT_MARK, attempt, socket.gethostname(), os.getpid()
         )
+
+
+def _history_of(log_file: Path) -> Path:
+    """The hidden file beside a job's log that every attempt's lines are appended to."""
+    return log_file.with_name(f".{log_file.name}.attempts")
 
 
 ATTEMPT_MARK = "---- attempt"
@@ -98,7 +103,7 @@ def _log_from_history(log_file: str | Path | None) -> None:
     for handler in logging.getLogger().handlers:
         handler.flush()
     log_file = Path(log_file)
-    history = log_file.with_name(f".{log_file.name}.attempts")
+    history = _history_of(log_file)
     try:
         lines, mode = history.read_bytes(), history.stat().st_mode & 0o777
         with atomic_write(log_file) as out:
