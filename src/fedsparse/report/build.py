@@ -23,15 +23,15 @@ from ..results import check_results_folder
 from . import analysis as an
 from . import pareto, tune_section
 from .claims import (
-    AGREES,
-    DISAGREES,
     NOT_MEASURED,
-    PAPER_CLAIM,
+    SCORED,
     VARIATION,
+    VARIATION_CLAIM,
     Claim,
     Family,
     claims_frame,
     in_reading,
+    require_evidence,
 )
 from .data import ReportData
 from .data_section import add_data_section
@@ -105,7 +105,7 @@ def _build_pages(data: ReportData, root: Path, data_dirs: list[Path]) -> None:
             claims.append(claims_frame(family.unmeasured()))
             continue
         page = _subpage(root, family.title)
-        found = only_in_variations(family, family.build(page, data, tables))
+        found = only_in_variations(family, require_evidence(family.build(page, data, tables)))
         if not fronts.empty:
             slugs, names = pareto.sections_of(fronts, family.algorithms)
             if slugs:
@@ -154,13 +154,12 @@ def only_in_variations(family: Family, claims: list[Claim]) -> list[Claim]:
     own = next((r for r in family.readings if r.kind != VARIATION), None)
     if own is None:
         return claims
-    measured = (AGREES, DISAGREES)
     in_own = {c.claim for c in claims if c.reading_kind not in ("", VARIATION)}
     extra, seen = [], set()
     for c in claims:
         if c.reading_kind != VARIATION or c.claim in in_own or c.claim in seen:
             continue
-        if c.claim_kind != PAPER_CLAIM or c.verdict not in measured:
+        if c.claim_kind != VARIATION_CLAIM or c.verdict not in SCORED:
             continue
         seen.add(c.claim)
         why = (

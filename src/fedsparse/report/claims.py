@@ -15,6 +15,13 @@ declares its readings as predicates over a run's normalised config, so a reading
 from what a run did, never from a label in the config (run ids do not change), and each claim
 row says which reading it was measured in. A claim is ``paper`` (the paper makes it) or
 ``derived`` (an expectation of ours); a derived claim is never counted as the paper's.
+
+Evidence. A paper claim is scored only from runs that meet the setting it declares
+(``evidence.judge``: data, model, horizon, hyperparameters, methods, seeds), with a 95 %
+interval and its tolerance; otherwise its verdict is ``not at the paper's setting`` and the
+row lists what is unmet. A run of a declared stand-in is scored in the ``stand_in`` reading
+kind, never as the paper's own setting. ``require_evidence`` enforces this for every family at
+the index: a paper verdict that was not judged against a setting is not a verdict.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from .evidence import INCONCLUSIVE, NOT_AT_SETTING
+
 __all__ = [
     "AGREES",
     "AUTHORS_CODE",
@@ -31,11 +40,16 @@ __all__ = [
     "COLUMNS",
     "DERIVED",
     "DISAGREES",
+    "INCONCLUSIVE",
+    "NOT_AT_SETTING",
     "NOT_MEASURED",
     "NO_CLAIM",
     "PAPER_CLAIM",
     "PAPER_TEXT",
     "READING_KINDS",
+    "SCORED",
+    "STAND_IN",
+    "VARIATION_CLAIM",
     "VARIATION",
     "VERDICTS",
     "Claim",
@@ -44,6 +58,7 @@ __all__ = [
     "claims_frame",
     "in_reading",
     "reading_of",
+    "require_evidence",
     "results_algorithms",
     "run_configs",
     "verdict_of",
@@ -52,11 +67,15 @@ __all__ = [
 AGREES, DISAGREES, NOT_MEASURED = "agrees", "does not agree", "not measured here"
 # a measurement at a setting the paper states no claim for (not a refutation, not a gap)
 NO_CLAIM = "the paper makes no claim here"
-VERDICTS = (AGREES, DISAGREES, NOT_MEASURED, NO_CLAIM)
+VERDICTS = (AGREES, DISAGREES, INCONCLUSIVE, NOT_AT_SETTING, NOT_MEASURED, NO_CLAIM)
+SCORED = (AGREES, DISAGREES, INCONCLUSIVE)  # verdicts drawn from runs at the claim's setting
 PAPER_TEXT, AUTHORS_CODE, VARIATION = "paper_text", "authors_code", "variation"
-READING_KINDS = (PAPER_TEXT, AUTHORS_CODE, VARIATION)  # the paper's own readings first
-PAPER_CLAIM, DERIVED = "paper", "derived"
-CLAIM_KINDS = (PAPER_CLAIM, DERIVED)
+STAND_IN = "stand_in"  # the paper's setting with a declared stand-in (Fashion-MNIST for MNIST)
+# the paper's own readings first, then the stand-ins, then ours
+READING_KINDS = (PAPER_TEXT, AUTHORS_CODE, STAND_IN, VARIATION)
+# derived: an expectation of ours; variation: a paper claim measured outside its setting
+PAPER_CLAIM, DERIVED, VARIATION_CLAIM = "paper", "derived", "variation"
+CLAIM_KINDS = (PAPER_CLAIM, DERIVED, VARIATION_CLAIM)
 COLUMNS = [
     "paper",
     "claim",
@@ -71,6 +90,12 @@ COLUMNS = [
     "anchor",
     "link",
     "same_runs_as",
+    "seeds",
+    "interval",
+    "tolerance",
+    "unmet",
+    "needs",
+    "stand_in",
 ]
 
 
@@ -121,6 +146,11 @@ class Claim:
     measurement was made in (``in_reading`` sets them); same_runs_as: when this row repeats
     another reading's measurement (both readings generate the same data, which a sweep runs
     once), that reading's name: the index counts the two rows as one measurement.
+
+    The evidence (``evidence.judge`` fills them): seeds, the number of seeds behind the row;
+    interval, the measured quantity's 95 % interval as text ("" when unscored); tolerance, the
+    claim at its tolerance; unmet, the requirements of the claim's setting the runs do not meet
+    ("" when met); needs, the setting in words; stand_in, the declared stand-ins the runs used.
     """
 
     paper: str
@@ -135,6 +165,12 @@ class Claim:
     reading_kind: str = ""
     reading_description: str = ""
     same_runs_as: str = ""
+    seeds: int = 0
+    interval: str = ""
+    tolerance: str = ""
+    unmet: str = ""
+    needs: str = ""
+    stand_in: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -146,16 +182,33 @@ class Claim:
 
 
 def in_reading(claims: list[Claim], reading: Reading) -> list[Claim]:
-    """The claims, marked as measured in ``reading``."""
-    return [
-        replace(
-            c,
-            reading=reading.name,
-            reading_kind=reading.kind,
-            reading_description=reading.description,
-        )
-        for c in claims
-    ]
+    """The claims, marked as measured in ``reading``; a claim measured on a declared stand-in
+    is in that reading's stand-in variant (kind ``stand_in``), never the paper's own."""
+    out = []
+    for c in claims:
+        name, kind, text = reading.name, reading.kind, reading.description
+        if c.stand_in and kind != VARIATION:
+            name, kind = f"{name}; stand-in: {c.stand_in}", STAND_IN
+            text += f" Stand-in: {c.stand_in}."
+        out.append(replace(c, reading=name, reading_kind=kind, reading_description=text))
+    return out
+
+
+def require_evidence(claims: list[Claim]) -> list[Claim]:
+    """The claims, a paper claim's scored verdict kept only when it was judged against its
+    declared setting (``evidence.judge`` sets ``needs``); any other scored paper verdict is
+    ``not at the paper's setting``: no family can state a paper verdict its runs do not
+    carry. A scored paper claim measured in a variation reading (data of ours, not the
+    paper's) becomes a row of kind ``variation``, never counted in the paper's tally."""
+    out = []
+    for c in claims:
+        if c.claim_kind == PAPER_CLAIM and c.verdict in SCORED:
+            if not c.needs:
+                c = replace(c, verdict=NOT_AT_SETTING, unmet="the claim's setting is not declared")
+            elif c.reading_kind == VARIATION:  # measured on data of ours: a variation row
+                c = replace(c, claim_kind=VARIATION_CLAIM)
+        out.append(c)
+    return out
 
 
 @dataclass(frozen=True)

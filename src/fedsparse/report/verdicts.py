@@ -15,7 +15,20 @@ import re
 import pandas as pd
 
 from . import pareto
-from .claims import AGREES, DERIVED, DISAGREES, NO_CLAIM, NOT_MEASURED, PAPER_CLAIM, VARIATION
+from .claims import (
+    AGREES,
+    DERIVED,
+    DISAGREES,
+    INCONCLUSIVE,
+    NO_CLAIM,
+    NOT_AT_SETTING,
+    NOT_MEASURED,
+    PAPER_CLAIM,
+    SCORED,
+    STAND_IN,
+    VARIATION,
+    VARIATION_CLAIM,
+)
 
 __all__ = ["COMMUNICATION", "claims_section", "front_link", "measurements", "paper_verdicts"]
 
@@ -24,6 +37,8 @@ COMMUNICATION = re.compile(r"\bbits?\b|\bbytes?\b|communicat|time budget|fixed t
 _WORDS = {
     AGREES: "agree",
     DISAGREES: "do not agree",
+    INCONCLUSIVE: "inconclusive",
+    NOT_AT_SETTING: "not at the paper's setting",
     NOT_MEASURED: "not measured here",
     NO_CLAIM: "where the paper makes no claim",
 }
@@ -76,13 +91,19 @@ def _by_reading(own: pd.DataFrame) -> str:
 
 def paper_verdicts(claims: pd.DataFrame) -> list[str]:
     """Per paper, one sentence: the verdict in the paper's own readings (each measurement
-    counted once), then per reading where it has several, then in our variations, then our
-    derived expectations (never counted as the paper's claims)."""
+    counted once), then per reading where it has several, then on the declared stand-ins, then
+    in our variations (measurements outside the paper's setting), then our derived expectations
+    (never counted as the paper's claims)."""
     out = []
     for paper, rows in claims.groupby("paper", sort=False):
         paper_rows = rows[rows["claim_kind"] == PAPER_CLAIM]
-        own = paper_rows[paper_rows["reading_kind"] != VARIATION]
-        var = paper_rows[paper_rows["reading_kind"] == VARIATION]
+        kind = paper_rows["reading_kind"]
+        own = paper_rows[~kind.isin([VARIATION, STAND_IN])]
+        stand = paper_rows[kind == STAND_IN]
+        var = rows[
+            (rows["claim_kind"] == VARIATION_CLAIM)
+            | ((rows["claim_kind"] == PAPER_CLAIM) & (kind == VARIATION))
+        ]
         if own["reading"].nunique() > 1:  # its text and its authors' code: a verdict in each
             text = (
                 f"{paper}: in the paper's readings, {_counts(measurements(own))} "
@@ -90,6 +111,8 @@ def paper_verdicts(claims: pd.DataFrame) -> list[str]:
             )
         else:
             text = f"{paper}: in the paper's reading ({_names(own)}): {_counts(own)}"
+        if len(stand):
+            text += f"; on its stand-ins ({_names(stand)}): {_counts(measurements(stand))}"
         if len(var):
             text += f"; in our variations ({_names(var)}): {_counts(measurements(var))}"
         derived = rows[rows["claim_kind"] == DERIVED]
@@ -124,7 +147,10 @@ def claims_section(html_parts: list[str], claims: pd.DataFrame, fronts: dict[str
         '<p class="muted">Verdicts count measurements, each once. Scored rows first; the rows '
         "where the paper makes no claim (a setting it states no claim for, not a refutation) and "
         "those not measured here are folded below each paper. A reading names a choice the paper "
-        "leaves open; a variation is ours. Every row is in tables/claims.csv."
+        "leaves open; a variation is ours. A paper's claim is scored only from runs at its "
+        "setting (data, model, rounds, hyperparameters, methods, seeds): agrees when the 95 % "
+        "interval of our measurement lies inside the claim at its tolerance, does not agree "
+        "when it lies outside, inconclusive otherwise. Every row is in tables/claims.csv."
         + (
             f' Claims about communication also link to the <a href="{pareto.PAGE}">fronts</a>.'
             if fronts
@@ -135,22 +161,28 @@ def claims_section(html_parts: list[str], claims: pd.DataFrame, fronts: dict[str
     for i, (paper, group) in enumerate(claims.groupby("paper", sort=False)):
         rows = measurements(group)
         add(f'<h3 id="paper-{i}">{html.escape(paper)}</h3>')
-        scored = rows[rows["verdict"].isin([AGREES, DISAGREES])]
+        outside = rows["claim_kind"] == VARIATION_CLAIM
+        scored = rows[rows["verdict"].isin(SCORED) & ~outside]
         if len(scored):
             add(_table(scored, fronts))
         for verdict, what in (
+            (NOT_AT_SETTING, "not at the paper's setting (what is unmet in each row)"),
+            (VARIATION_CLAIM, "in our variations (outside the paper's setting, not its verdict)"),
             (NO_CLAIM, "where the paper makes no claim (other settings than its own)"),
             (NOT_MEASURED, "not measured here"),
         ):
-            folded = rows[rows["verdict"] == verdict]
+            if verdict == VARIATION_CLAIM:
+                folded = rows[outside]
+            else:
+                folded = rows[(rows["verdict"] == verdict) & ~outside]
             if len(folded):
                 n = len(folded)
                 add(
-                    f"<details><summary>{n} measurement{'s' if n != 1 else ''} {what}"
-                    f"</summary>{_table(folded, fronts)}</details>"
-                    if verdict == NO_CLAIM
-                    else f"<details><summary>{n} claim{'s' if n != 1 else ''} {what}"
+                    f"<details><summary>{n} claim{'s' if n != 1 else ''} {what}"
                     f"{_why(folded)}</summary>{_table(folded, fronts)}</details>"
+                    if verdict == NOT_MEASURED
+                    else f"<details><summary>{n} measurement{'s' if n != 1 else ''} {what}"
+                    f"</summary>{_table(folded, fronts)}</details>"
                 )
         notes = "".join(
             f"<li><b>{html.escape(r.reading)}</b> ({html.escape(r.reading_kind)}): "
@@ -177,7 +209,8 @@ def front_link(where: str, fronts: dict[str, str]) -> str:
 
 
 def _table(rows: pd.DataFrame, fronts: dict[str, str]) -> str:
-    head = ["claim", "reading", "where", "paper's number", "ours", "verdict", ""]
+    head = ["claim", "reading", "where", "paper's number", "ours", "seeds", "95 % interval"]
+    head += ["verdict", ""]
     body = []
     for c in rows.itertuples():
         link = f'<a href="{html.escape(c.link)}">details</a>' if c.link else ""
@@ -188,9 +221,17 @@ def _table(rows: pd.DataFrame, fronts: dict[str, str]) -> str:
         )
         cells = [claim] + [html.escape(str(v)) for v in (c.readings, c.where, c.paper_value)]
         cells.append(_ours(str(c.ours)))
+        cells.append(html.escape(str(getattr(c, "seeds", "") or "")))
+        interval = str(getattr(c, "interval", "") or "")
+        tolerance = str(getattr(c, "tolerance", "") or "")
+        cells.append(html.escape(interval) + (f"<br><i>{html.escape(tolerance)}</i>" * bool(tolerance)))
         tds = "".join(f"<td>{v}</td>" for v in cells)
         cls = {AGREES: "agree", DISAGREES: "disagree"}.get(c.verdict, "unmeasured")
-        body.append(f'<tr>{tds}<td class="{cls}">{html.escape(c.verdict)}</td><td>{link}</td></tr>')
+        verdict = html.escape(c.verdict)
+        unmet = str(getattr(c, "unmet", "") or "")
+        if unmet and unmet != "nan":
+            verdict += f"<br><small>unmet: {html.escape(unmet)}</small>"
+        body.append(f'<tr>{tds}<td class="{cls}">{verdict}</td><td>{link}</td></tr>')
     ths = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     return f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
