@@ -157,7 +157,8 @@ def test_report_shows_each_reading_with_its_level_and_verdict(results, tables):
         assert row.final_objective == pytest.approx(mine["final_objective"].min())
     claimed = sim[sim["claimed_ratio"].notna()]  # Simulation I: Fed-HT and FedIter-HT
     assert set(claimed["algorithm"]) == {"fedht", "fediterht"} and len(claimed) == 10
-    assert set(claimed["agreement"]) <= {"agrees", "does not agree", "not measured here"}
+    # a toy size: each reading's measurement shown, none scored as the papers' claim
+    assert set(claimed["agreement"]) <= {"not at the paper's setting", "not measured here"}
     assert claimed["agreement_held"].notna().all()  # Distributed-IHT also held at 0.01
     claims = _ht_claims(tables)
     centred = claims[claims["reading"].str.startswith("center = ")]
@@ -254,47 +255,80 @@ def test_a_plateau_target_is_trivial_not_a_confirmation():
     target is its plateau, and a method's early arrival there is not scored as the claim."""
     from fedsparse.families.hard_thresholding import analysis as ht
     from fedsparse.report import analysis as an
+    from fedsparse.report.evidence import Ran
 
     rounds = np.arange(0, 201)
-    plateau = 0.3254 + 0.37 * np.exp(-rounds / 2.0)  # within 1 % of round 200 by 10
-    slow = 0.3347 + 0.36 * np.exp(-rounds / 60.0)  # 84 % above round 200 at 10
 
-    def verdict(curve):
+    def plateau(r):  # within 1 % of round 200 by 10
+        return 0.3254 + 0.37 * np.exp(-r / 2.0)
+
+    def slow(r):  # 84 % above round 200 at 10
+        return 0.3347 + 0.36 * np.exp(-r / 60.0)
+
+    def verdict(f):  # Distributed-IHT's curve f, FedIter-HT's f at four times the rounds
+        curve = f(rounds)
         sec = {"section": "s", "kind": "synthetic", "task": "logistic", "loss": "logistic"}
-        sections = pd.DataFrame([{**sec, "alpha": 1.0, "beta": 1.0}])
+        sections = pd.DataFrame([{**sec, "dataset": "s", "alpha": 1.0, "beta": 1.0}])
         best = pd.DataFrame(
             {
                 "section": "s",
                 "algorithm": ["distiht", "fediterht"],
                 "config": "γ=0.01",
                 "grid_edges": "",
+                "seeds": 5,
             }
         )
-        curves = pd.concat(
+        # five seeds a method, each the curve plus a seed's small offset (their mean: the curve)
+        offsets = np.array([-2, -1, 0, 1, 2]) * 1e-4
+        mine = f(4 * rounds)
+        seed_traces = pd.concat(
             [
-                pd.DataFrame(
-                    {"section": "s", "algorithm": "distiht", "round": rounds, "mean": curve}
-                ),
                 pd.DataFrame(
                     {
                         "section": "s",
-                        "algorithm": "fediterht",
+                        "algorithm": alg,
+                        "run_id": f"{alg}-{i}",
                         "round": rounds,
-                        "mean": curve[np.minimum(4 * rounds, 200)],
+                        "objective": c + off,
+                        "local_iterations": rounds,
                     }
-                ),
+                )
+                for alg, c in (("distiht", curve), ("fediterht", mine))
+                for i, off in enumerate(offsets)
             ]
         )
-        a = an.Analysis(pd.DataFrame(), sections, pd.DataFrame(), best, curves, pd.Series())
-        t, _ = ht.rounds_to_target(a)
+        curves = (
+            seed_traces.groupby(["section", "algorithm", "round"])
+            .agg(mean=("objective", "mean"))
+            .reset_index()
+        )
+        a = an.Analysis(
+            pd.DataFrame(), sections, pd.DataFrame(), best, curves, pd.Series(), None, seed_traces
+        )
+        # the runs at the papers' Simulation II setting (what ran_of reads from their configs)
+        paper = Ran(
+            data=ht.paper_data("Simulation II", 1.0, 1.0, 1000),
+            model="linear, logistic",
+            rounds=200,
+            hyper={"τ": (200,)},
+            methods=("FedIter-HT", "Distributed-IHT"),
+            seeds=5,
+        )
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(ht, "ran_of", lambda *args: paper)
+            t, _ = ht.rounds_to_target(a)
         return t.set_index("algorithm").loc["fediterht"]
 
     row = verdict(plateau)
-    assert ht.trivial_round(pd.DataFrame({"round": rounds, "mean": plateau}), 200, 0.3254) == 10
+    base = pd.DataFrame({"round": rounds, "mean": plateau(rounds)})
+    assert ht.trivial_round(base, 200, 0.3254) == 10
     assert row["trivial"] and row["agreement"] == "not measured here"
     assert "the target is trivial" in row["verdict"] and "by round 10" in row["verdict"]
+    assert row["unmet"] == "" and row["interval"] == ""  # at the setting, but not comparable
     row = verdict(slow)  # the same 4x speed-up on a curve that is no plateau: scored
     assert not row["trivial"] and row["agreement"] == "agrees" and row["ratio"] == 4.0
+    assert row["seeds"] == 5 and "bootstrap over 5 seeds" in row["interval"]
+    assert "Verdict: agrees (the ratio's 95 % interval [" in row["verdict"]
 
 
 def test_readings_statements_say_what_each_reading_reproduces():

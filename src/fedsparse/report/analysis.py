@@ -162,6 +162,9 @@ class Analysis:
     curves: pd.DataFrame  # best configurations' seed-averaged traces
     fstar: pd.Series  # lowest finite objective per section, over all runs
     data: ReportData | None = None  # what it was computed from (run configs, traces)
+    # the best configurations' traces per seed (section, algorithm, run_id, round, objective,
+    # local_iterations): what an interval over seeds resamples
+    seed_traces: pd.DataFrame | None = None
 
 
 # ---------------------------------------------------------------------------- reading
@@ -288,7 +291,8 @@ def _analyse(data: ReportData, stepsizes: set[float] | None) -> Analysis:
         )
         .reset_index()
     )
-    return Analysis(runs, sections, configs, best, curves, fstar, data)
+    cols = ["section", "algorithm", "run_id", "round", "objective", "local_iterations"]
+    return Analysis(runs, sections, configs, best, curves, fstar, data, sel[cols])
 
 
 def _nulls(column: str, like: pd.DataFrame) -> pd.Series:

@@ -221,19 +221,27 @@ def _table(rows: pd.DataFrame, fronts: dict[str, str]) -> str:
         )
         cells = [claim] + [html.escape(str(v)) for v in (c.readings, c.where, c.paper_value)]
         cells.append(_ours(str(c.ours)))
-        cells.append(html.escape(str(getattr(c, "seeds", "") or "")))
-        interval = str(getattr(c, "interval", "") or "")
-        tolerance = str(getattr(c, "tolerance", "") or "")
-        cells.append(html.escape(interval) + (f"<br><i>{html.escape(tolerance)}</i>" * bool(tolerance)))
+        cells.append(html.escape(_text(getattr(c, "seeds", ""))))
+        interval, tolerance = _text(getattr(c, "interval", "")), _text(getattr(c, "tolerance", ""))
+        cells.append(
+            html.escape(interval) + (f"<br><i>{html.escape(tolerance)}</i>" * bool(tolerance))
+        )
         tds = "".join(f"<td>{v}</td>" for v in cells)
         cls = {AGREES: "agree", DISAGREES: "disagree"}.get(c.verdict, "unmeasured")
         verdict = html.escape(c.verdict)
-        unmet = str(getattr(c, "unmet", "") or "")
-        if unmet and unmet != "nan":
+        unmet = _text(getattr(c, "unmet", ""))
+        if unmet:
             verdict += f"<br><small>unmet: {html.escape(unmet)}</small>"
         body.append(f'<tr>{tds}<td class="{cls}">{verdict}</td><td>{link}</td></tr>')
     ths = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     return f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _text(value) -> str:
+    """A claims-table cell as text: '' for a missing value (a CSV read back holds NaN)."""
+    if value is None or (isinstance(value, float) and value != value) or value == "":
+        return ""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _ours(text: str) -> str:
