@@ -109,7 +109,7 @@ class Ran:
     with runs, ``seeds`` the seeds every compared method has."""
 
     data: Mapping[str, object] = field(default_factory=dict)
-    model: str = ""
+    model: str | tuple[str, ...] = ""  # a tuple: the compared runs' networks differ
     rounds: int | None = None
     hyper: Mapping[str, object] = field(default_factory=dict)
     methods: tuple[str, ...] = ()
@@ -228,11 +228,13 @@ def bootstrap_interval(
 @dataclass(frozen=True)
 class Band:
     """The claim at its tolerance: the measured quantity agrees when its interval lies in
-    [lo, hi], disagrees when it lies wholly outside; ``text`` states the rule in the row."""
+    [lo, hi] ((lo, hi] when ``open_lo``: an ordering's difference must be above 0), disagrees
+    when it lies wholly outside; ``text`` states the rule in the row."""
 
     lo: float
     hi: float
     text: str
+    open_lo: bool = False
 
 
 def about(ratio: float) -> Band:
@@ -258,7 +260,7 @@ def accuracy(value_pct: float, pp: float = ACCURACY_PP) -> Band:
 
 def ordering(what: str = "the difference") -> Band:
     """An ordering: ``what`` (signed so that the claim makes it positive) above 0."""
-    return Band(0.0, math.inf, f"{what} > 0")
+    return Band(0.0, math.inf, f"{what} > 0", open_lo=True)
 
 
 def at_most(bound: float, what: str = "the value") -> Band:
@@ -274,9 +276,11 @@ def score(band: Band, interval: Interval) -> str:
     lo, hi = interval.lo, interval.hi
     if math.isnan(lo) or math.isnan(hi):
         return INCONCLUSIVE
-    if band.lo <= lo and hi <= band.hi:
+    above = lo > band.lo if band.open_lo else lo >= band.lo
+    if above and hi <= band.hi:
         return AGREES
-    if hi < band.lo or lo > band.hi:
+    below = hi <= band.lo if band.open_lo else hi < band.lo
+    if below or lo > band.hi:
         return DISAGREES
     return INCONCLUSIVE
 
