@@ -147,3 +147,68 @@ def test_the_generated_reference_is_up_to_date():
     spec.loader.exec_module(gen)
     stale = [p.name for p, text in gen.pages().items() if p.read_text() != text]
     assert not stale, f"out of date: {stale}; run python docs/gen_reference.py"
+
+
+# -------------------------------------------------------------- verdicts from the ledgers
+
+VERDICT_CELL = re.compile(r"\|\s*\**(agrees|does not agree|inconclusive)\**\s*\|")
+VERDICT_PROSE = re.compile(
+    r"\*\*(agrees|does not agree)\*\*(?!\s+when)|[(:] (agrees|does not agree)\)"
+)
+
+
+def _outside_blocks(text: str) -> str:
+    from fedsparse.report.ledger import BLOCK
+
+    return BLOCK.sub("", text)
+
+
+def test_quoted_verdicts_are_generated_from_the_ledgers():
+    """Every verdicts block of README.md and docs/ is what its claims table gives
+    (`fedsparse docs-verdicts` regenerates them), and each names a CSV in the repository."""
+    from fedsparse.report.ledger import BLOCK, sync_files
+
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert sync_files(pages, ROOT, check=True) == []
+    named = {m["path"] for p in pages for m in BLOCK.finditer(p.read_text())}
+    assert "reproductions/hard_thresholding/claims.csv" in named
+    for path in named:
+        assert (ROOT / path).is_file() and (ROOT / path).parent.joinpath(
+            "provenance.json"
+        ).is_file()
+
+
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=str
+)
+def test_no_verdict_is_written_by_hand(page):
+    """A verdict in a table cell or stated as a result ("… as **agrees**", "(…: agrees)")
+    outside a generated block is a verdict no claims table carries."""
+    text = _outside_blocks(page.read_text())
+    assert not VERDICT_CELL.findall(text), page.name
+    assert not VERDICT_PROSE.findall(text), page.name
+
+
+def test_the_verdict_checks_catch_hand_written_verdicts(tmp_path):
+    from fedsparse.report.ledger import sync_files
+
+    assert VERDICT_CELL.search("| Sim I | 1.5x | agrees |")
+    assert VERDICT_PROSE.search("scores the comparison as **agrees** in both readings")
+    assert VERDICT_PROSE.search("(81.41 against 79.89: agrees)")
+    assert not VERDICT_PROSE.search("The verdict is **agrees** when the interval lies inside")
+    ledger = tmp_path / "reproductions" / "f"
+    ledger.mkdir(parents=True)
+    (ledger / "claims.csv").write_text(
+        "paper,claim,claim_kind,reading,where,paper_value,ours,verdict,seeds,interval,unmet\n"
+        'P,c,paper,r,w,≈2x,1.9x,agrees,5,"[1.5, 2.2] (95 %, t over 5 seeds)",\n'
+    )
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- verdicts: table reproductions/f/claims.csv -->\nold\n<!-- end verdicts -->\n"
+    )
+    assert sync_files([page], tmp_path, check=True) == [page]
+    assert page.read_text().count("old") == 1  # --check changes nothing
+    assert sync_files([page], tmp_path) == [page]
+    text = page.read_text()
+    assert "| c | r | w | ≈2x | 1.9x | 5 | [1.5, 2.2] (t) | agrees |  |" in text
+    assert sync_files([page], tmp_path, check=True) == []

@@ -216,6 +216,35 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ledger(args) -> int:
+    from .report.build import families
+    from .report.ledger import family_folder, record
+
+    found = {family_folder(f): f for f in families()}
+    if args.family not in found:
+        raise FedsparseError(
+            f"ledger --family {args.family}: not a family; one of {', '.join(sorted(found))}"
+        )
+    if not (args.results / "report" / "tables" / "claims.csv").is_file():
+        raise FedsparseError(
+            f"ledger: {args.results}/report/tables/claims.csv is missing; run "
+            f"`fedsparse report {args.results}` first"
+        )
+    print(record(args.results, found[args.family], args.out, args.config))
+    return 0
+
+
+def _cmd_docs_verdicts(args) -> int:
+    from .report.ledger import sync_files
+
+    root = args.root
+    paths = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    stale = sync_files([p for p in paths if p.is_file()], root, check=args.check)
+    for path in stale:
+        print(f"{path}: {'stale verdicts' if args.check else 'regenerated'}")
+    return 1 if (args.check and stale) else 0
+
+
 def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
     """The command's parser; ``only_run``: just ``run`` and ``check``, whose start-up then
     imports nothing of the results side (the query commands' help needs DuckDB's, pandas's
@@ -318,6 +347,33 @@ def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
     p.add_argument("sources", type=Path, nargs="+", help="results folders")
     p.add_argument("-o", "--output", type=Path, required=True, help="the merged results folder")
     p.set_defaults(func=_cmd_merge)
+    p = sub.add_parser(
+        "ledger",
+        help="keep a family's verdicts in the repository (reproductions/FAMILY/)",
+        description="Write reproductions/FAMILY/claims.csv (the family's rows of the results "
+        "folder's report, tables/claims.csv: run `fedsparse report RESULTS` first) and "
+        "provenance.json (the config, commits, numerics and package versions, host, runs and "
+        "their time). README.md and docs/ quote verdicts from these files only: "
+        "`fedsparse docs-verdicts` regenerates the quoting blocks.",
+    )
+    p.add_argument("results", type=Path, help="the results folder, its report built")
+    p.add_argument(
+        "--family", required=True, help="the family's folder name, e.g. hard_thresholding"
+    )
+    p.add_argument("--config", required=True, help="the config (in config/) the runs come from")
+    p.add_argument("--out", type=Path, default=Path("reproductions"), help="default reproductions/")
+    p.set_defaults(func=_cmd_ledger)
+    p = sub.add_parser(
+        "docs-verdicts",
+        help="regenerate the verdicts blocks of README.md and docs/*.md from the ledgers",
+        description="Every verdict quoted in README.md and docs/*.md sits in a block "
+        "'<!-- verdicts: table|summary CSV -->' … '<!-- end verdicts -->' generated from the "
+        "claims table CSV it names. This rewrites the blocks that differ; with --check it only "
+        "lists them and exits 1 if any does.",
+    )
+    p.add_argument("--root", type=Path, default=Path("."), help="the checkout (default: .)")
+    p.add_argument("--check", action="store_true", help="list stale blocks, change nothing")
+    p.set_defaults(func=_cmd_docs_verdicts)
     p = sub.add_parser("tune", help="Optuna studies of a sweep with method: optuna")
     p.add_argument("action", choices=["status", "create", "worker"])
     p.add_argument("sweep", type=Path, help="the sweep config, YAML or JSON")

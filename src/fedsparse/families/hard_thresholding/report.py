@@ -353,12 +353,20 @@ def _rounds_claims(s: Scoring, section: str, sens: pd.DataFrame) -> list[Claim]:
             paper_value=f"≈{row.claimed_ratio:g}x fewer rounds ({_setting(a, section)})",
             ours=ours,
             verdict=row.agreement or NOT_MEASURED,
-            where=s.where(section),
+            where=s.where(section) + _method_config(a, section, row.algorithm),
             anchor=f"{'r2t' if s.key == 'own' else 'held'}-{slug}",
             **_judged(row),
         )
         out.append(claim)
     return out
+
+
+def _method_config(a: analysis.Analysis, section: str, algorithm: str) -> str:
+    """'; Fed-HT at γ=0.002, K=3, τ=200, b=10': the compared method's best configuration."""
+    best = a.best[(a.best["section"] == section) & (a.best["algorithm"] == algorithm)]
+    if best.empty:
+        return ""
+    return f"; {analysis.label(algorithm)} at {best['config'].iloc[0]}"
 
 
 def _judged(row) -> dict:
@@ -450,7 +458,7 @@ def _wallclock_claims(s: Scoring, section: str) -> list[Claim]:
             paper_value=f"at least {CLAIMED_WALLCLOCK:g}x faster ({_setting(a, section)})",
             ours=ours,
             verdict=NOT_MEASURED if trivial else AGREES,
-            where=s.where(section),
+            where=s.where(section) + _method_config(a, section, alg),
             anchor=f"{'clock' if s.key == 'own' else 'held'}-{sec.slug}",
         )
         ran = ht_analysis.ran_of(a, sec, [alg, ht_analysis.BASELINE])
