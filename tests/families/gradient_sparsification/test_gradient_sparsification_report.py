@@ -15,7 +15,7 @@ from fedsparse.aggregate import write_traces_dataset
 from fedsparse.config import normalize_run_config
 from fedsparse.experiment import run_result
 from fedsparse.families.gradient_sparsification import report as gs_section
-from fedsparse.report.claims import VERDICTS, Claim
+from fedsparse.report.claims import NOT_AT_SETTING, SCORED, VERDICTS, Claim, require_evidence
 from fedsparse.report.page import Page
 from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
 from fedsparse.shard import run_summary
@@ -34,7 +34,7 @@ DATA = {
 OTHER = {**DATA, "name": "fedavg-only", "seed": 3}
 
 
-def config(algorithm, params, beta, data=DATA, rounds=40):
+def config(algorithm, params, beta, data=DATA, rounds=40, seed=0):
     return normalize_run_config(
         {
             "dataset": data,
@@ -42,6 +42,7 @@ def config(algorithm, params, beta, data=DATA, rounds=40):
             "algorithm": algorithm,
             "params": params,
             "rounds": rounds,
+            "seed": seed,
             "eval_every": 1,
             "time_model": {"exchange_time": beta},
         }
@@ -142,8 +143,11 @@ def test_build_writes_the_page_and_states_each_claim(results, tmp_path):
     fair = pd.read_csv(tables / "gs_fair_toy_10.csv").set_index("method")
     # FAB's guarantee: with k = 8 and N = 6 every client has at least one element applied
     assert fair.loc["fabtopk", "floor k/N"] == 1 and fair.loc["fabtopk", "min |J ∩ J_i|"] >= 1
+    # a toy run is never the paper's setting: the row keeps the measurement and says why
     fab_fair = next(c for c in claims if c.claim.startswith("FAB-top-k: every client"))
-    assert fab_fair.verdict == "agrees"
+    assert fab_fair.verdict == NOT_AT_SETTING and fab_fair.ours.startswith("min |J ∩ J_i| = 1")
+    assert "data FEMNIST, ran synthetic (toy)" in fab_fair.unmet and fab_fair.needs
+    assert not [c for c in require_evidence(claims) if c.verdict in SCORED]
     saved = pd.read_csv(tables / "gs_claims.csv")
     assert len(saved) == len(claims)
     for c in claims:  # every claim links to an element of the page
@@ -308,34 +312,62 @@ def test_without_replays_every_claim_anchor_exists(results, tmp_path):
     assert all(f'id="{c.anchor}"' in html for c in claims)
 
 
-def test_fairness_claims_per_k_and_missing_values_are_not_measured(tmp_path):
-    """A sweep over k gives FAB's fairness claim once per k (it crashed); a comparison with a
-    missing accuracy is not measured (it said 'does not agree')."""
-    counts = pd.DataFrame(
+def fairness_runs(shared, idle, ks=(100, 1000), seeds=(0, 1), method="fabtopk"):
+    """The frame ``_fairness_claims`` reads: one fixed-k run per k and seed, with its smallest
+    |J ∩ J_i| and most idle clients (``shared``, ``idle``: per seed)."""
+    facts = {f"ran_{k}": v for k, v in {"data": "toy", "clients": 10, "model": "m"}.items()}
+    facts.update({"ran_partition": "none", "ran_aggregation weights": "uniform"})
+    return pd.DataFrame(
         [
             {
-                "method": "fabtopk",
-                "k": k,
-                "round": r,
-                "shared_min": 10,
-                "shared_sum": 10,
-                "shared_n": 1,
-                "idle_max": 0,
-                "idle_sum": 0,
-                "idle_n": 1,
-                "idle_rounds": 0,
+                "run_id": f"{method}-{k}-{s}",
+                "method": method,
+                "algorithm": method,
+                "method_label": "FAB-top-k" if method == "fabtopk" else "FUB-top-k",
+                "k": float(k),
+                "k_control": None,
+                "seed": s,
+                "exchange_time": 10.0,
+                "stepsize": 0.01,
+                "batch_size": 32,
+                "D": 444_062,
+                "shared_min": shared[i],
+                "idle_max": idle[i],
+                **facts,
             }
-            for k in (100, 1000)
-            for r in (1, 2)
+            for k in ks
+            for i, s in enumerate(seeds)
         ]
     )
+
+
+def test_fairness_claims_per_k_from_per_seed_values():
+    """A sweep over k gives FAB's fairness claim once per k (it crashed), each with the seeds'
+    interval of floor(k/N) - min |J ∩ J_i|; the toy setting is not the paper's."""
     claims = gs_section._Claims()
-    gs_section._fairness(Page(tmp_path), counts, "toy", "toy", 1.0, 10, claims, tmp_path, "toy")
+    gs_section._fairness_claims(fairness_runs([10, 12], [0, 0]), 10, claims, "toy", "a")
     fab = [c for c in claims.rows if c.claim.startswith("FAB-top-k: every client")]
     assert [c.where for c in fab] == ["toy (k = 100)", "toy (k = 1000)"]
+    assert fab[0].ours == "min |J ∩ J_i| = 10 (floor 10), max idle clients 0"
+    assert fab[0].seeds == 2 and fab[0].interval.endswith("(95 %, t over 2 seeds)")
+    assert fab[0].verdict == NOT_AT_SETTING and "5 seeds, ran 2" in fab[0].unmet
+    assert "k/D 0.225 %, ran 0.0225 %" in fab[0].unmet and "data FEMNIST, ran toy" in fab[0].unmet
+    fub = gs_section._Claims()
+    gs_section._fairness_claims(
+        fairness_runs([0, 0], [2, 3], (100,), method="fubtopk"), 10, fub, "toy", "a"
+    )
+    assert [c.ours for c in fub.rows] == ["up to 3 idle clients in a round"]
+
+
+def test_a_missing_value_is_not_measured():
+    """A comparison with a missing accuracy is not measured (it said 'does not agree'), and
+    gives no interval."""
     best = pd.DataFrame({"method": ["fabtopk", "sendall"], "accuracy": [0.8, float("nan")]})
     ok, text = gs_section._compare(best, "fabtopk", ["sendall"], "accuracy")
     assert ok is None and "no accuracy" in text
+    from fedsparse.families.gradient_sparsification.paper_claims import margin_interval
+
+    assert margin_interval([0.8, 0.7], [[float("nan")]], lower_is_better=False) is None
 
 
 @pytest.mark.parametrize(
