@@ -216,9 +216,10 @@ class Family:
     """A family's page: ``key`` names the file (``key.html``), ``algorithms`` decide whether the
     results hold any of its runs, ``build`` writes the page and returns the claims.
     ``readings``: the family's readings, the paper's own first and a catch-all variation last;
-    ``headline``: the paper's headline claims as (claim, paper's number, claim_kind), listed as
-    not measured when the results hold no run of the family; ``configs``: the config files
-    that measure them."""
+    ``headline``: the paper's headline claims as (claim, paper's number, claim_kind) or
+    (claim, paper's number, claim_kind, its ``evidence.Setting``), listed as not measured, with
+    what their setting needs, when the results hold no run of the family; ``configs``: the
+    config files that measure them."""
 
     key: str
     title: str
@@ -226,7 +227,7 @@ class Family:
     algorithms: frozenset[str]
     build: Callable[..., list[Claim]] = field(compare=False)
     readings: tuple[Reading, ...] = ()
-    headline: tuple[tuple[str, str, str], ...] = ()
+    headline: tuple[tuple, ...] = ()
     configs: str = ""
 
     def page_name(self) -> str:
@@ -236,9 +237,12 @@ class Family:
         """The headline claims, not measured: no run of this family in the results."""
         why = f"no runs of this family in these results; {self.configs} measures this"
         own = next((r for r in self.readings if r.kind != VARIATION), None)
-        out = [
-            Claim(self.paper, c, v, why, NOT_MEASURED, claim_kind=k) for c, v, k in self.headline
-        ]
+        out = []
+        for claim, value, kind, *setting in self.headline:
+            needs = setting[0].describe() if setting else ""
+            out.append(
+                Claim(self.paper, claim, value, why, NOT_MEASURED, claim_kind=kind, needs=needs)
+            )
         return in_reading(out, own) if own is not None else out
 
 

@@ -1112,9 +1112,14 @@ FAMILY = Family(
     build=build,
     readings=READINGS,
     headline=(
-        (CLAIMS["fig4_loss"].text, "", PAPER_CLAIM),
-        (CLAIMS["fig5_loss"].text, "", PAPER_CLAIM),
-        (CLAIMS["headline"].text, CLAIMS["headline"].value, PAPER_CLAIM),
+        (CLAIMS["fig4_loss"].text, "", PAPER_CLAIM, CLAIMS["fig4_loss"].setting()),
+        (CLAIMS["fig5_loss"].text, "", PAPER_CLAIM, CLAIMS["fig5_loss"].setting()),
+        (
+            CLAIMS["headline"].text,
+            CLAIMS["headline"].value,
+            PAPER_CLAIM,
+            CLAIMS["headline"].setting(),
+        ),
     ),
     configs="config/gs-quick.yaml",
 )

@@ -906,21 +906,9 @@ FAMILY = Family(
     build=build,
     readings=READINGS,
     headline=(
-        (
-            "Algorithm 1: a larger minibatch converges faster (lower training cost after T rounds)",
-            "Fig. 1(a), 2(a): B = 100 ahead of B = 10 ahead of B = 1 (MNIST, lambda = 1e-5)",
-            PAPER_CLAIM,
-        ),
-        (
-            "Algorithm 1 converges faster than SGD at equal B (E = 1)",
-            "Fig. 1(a), 2(a): SSCA's training cost below SGD's at every B",
-            PAPER_CLAIM,
-        ),
-        (
-            "Algorithm 2's trade-off is better than Algorithm 1's: smaller ||w||^2 at the same "
-            "training cost",
-            "Fig. 3(a), (b): Algorithm 2's ||w||^2-vs-cost curve below Algorithm 1's",
-            PAPER_CLAIM,
+        *(
+            (c.text, c.paper_value, PAPER_CLAIM, c.setting)
+            for c in (CLAIMS["alg1 batch"], CLAIMS["alg1 sgd 10"], CLAIMS["tradeoff"])
         ),
         (
             "Algorithm 2: the training cost settles at the cost limit, F(w_T) = U with slack 0",
