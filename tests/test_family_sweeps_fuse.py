@@ -88,3 +88,24 @@ def test_a_family_quick_sweep_stores_the_same_traces_fused_and_alone(name, tmp_p
     for run_id, table in fused.items():
         assert table.equals(alone[run_id]), (name, run_id)
     assert any(r.cohort for r in plan_sweep(sweep).runs) == QUICK[name]
+
+
+def test_the_runs_table_keeps_the_beta_hyperparameter(tmp_path):
+    """sFedHP's and pFedMe's β is a hyperparameter column of runs.parquet, apart from the
+    synthetic data's level (data_beta): storing a run's summary must not rename one into the
+    other (the rename is for summaries stored by an older version, which lack data_beta)."""
+    import pyarrow.parquet as pq
+    from conftest import run_sweep
+
+    from fedsparse.shard import _current_names
+
+    sweep = toy_sweep("sfedhp-quick.yaml", toy_svmlight(tmp_path / "toy.svm"))
+    sweep["grid"]["stepsize"] = [0.01]
+    runs = pq.read_table(run_sweep(tmp_path / "results", sweep) / "runs.parquet").to_pandas()
+    with_beta = runs[runs["algorithm"].isin(["sfedhp", "pfedme"])]
+    assert len(with_beta) and with_beta["beta"].notna().all()
+    assert runs["data_beta"].isna().all()  # svmlight data: no synthetic level
+    old = {"alpha": 0.1, "beta": 0.5, "stepsize": 0.01}  # a summary from before the rename
+    assert _current_names(old) == {"data_alpha": 0.1, "data_beta": 0.5, "stepsize": 0.01}
+    new = {"data_alpha": None, "data_beta": None, "beta": 1.0}
+    assert _current_names(new) == new

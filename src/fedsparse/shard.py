@@ -464,6 +464,17 @@ def _compute(
     return summaries
 
 
+def _current_names(summary: dict) -> dict:
+    """A run's summary under the current column names: one stored by an older version (a
+    shard resumed across an upgrade) named the synthetic data's levels ``alpha``/``beta``.
+    A summary that has ``data_beta`` already is current, and its ``beta`` is the
+    hyperparameter (sFedHP's, pFedMe's β): renaming it would overwrite the data's level."""
+    return {
+        k if RENAMED_RUNS_COLUMNS.get(k) in summary else RENAMED_RUNS_COLUMNS.get(k, k): v
+        for k, v in summary.items()
+    }
+
+
 def _write_outputs(
     runs: list[Run],
     shard: str,
@@ -476,8 +487,7 @@ def _write_outputs(
     traces, summaries = [], []
     for run in runs:
         table, summary = _read_or_recompute(run, shard, store, data_root)
-        # a run stored by an older version (a shard resumed across an upgrade)
-        summary = {RENAMED_RUNS_COLUMNS.get(k, k): v for k, v in summary.items()}
+        summary = _current_names(summary)
         # The run id leaves out the sweep's label: a run stored by another sweep (or shard)
         # is this sweep's run under this sweep's label.
         label = run.config["sweep"]
