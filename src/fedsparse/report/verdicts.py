@@ -145,7 +145,7 @@ def claims_section(html_parts: list[str], claims: pd.DataFrame, fronts: dict[str
     add(f'<ul class="verdicts">{items}</ul>')
     add(
         '<p class="muted">Verdicts count measurements, each once. Scored rows first; the rows '
-        "where the paper makes no claim (a setting it states no claim for, not a refutation) and "
+        "not at the paper's setting (each says what its runs lack), those in our variations and "
         "those not measured here are folded below each paper. A reading names a choice the paper "
         "leaves open; a variation is ours. A paper's claim is scored only from runs at its "
         "setting (data, model, rounds, hyperparameters, methods, seeds): agrees when the 95 % "
