@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_gradient_sparsification_report import base, config, write_folder
+from test_gradient_sparsification_report import FIXED, base, config, write_folder
 
 from fedsparse.families.gradient_sparsification import paper_claims as pc
 from fedsparse.families.gradient_sparsification import report as gs_section
@@ -31,14 +31,6 @@ from fedsparse.report.page import Page
 ROOT = Path(__file__).resolve().parents[3]
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 SEEDS = (0, 1, 2)
-FIXED = (
-    ("fabtopk", base()),
-    ("fubtopk", base()),
-    ("utopk", base()),
-    ("periodick", base()),
-    ("sendall", {"stepsize": 0.5, "batch_size": 10}),
-    ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
-)
 ONLINE = (
     ("fabtopk", base(k_control="online_extended", window=5)),
     ("fabtopk", base(k_control="exp3")),

@@ -67,20 +67,21 @@ def base(k=8, **over):
     return {"stepsize": 0.5, "batch_size": 10, "k": k, **over}
 
 
+# every fixed-k method of Fig. 4 and FedAvg, at the fixture's step sizes
+FIXED = (
+    ("fabtopk", base()),
+    ("fubtopk", base()),
+    ("utopk", base()),
+    ("periodick", base()),
+    ("sendall", {"stepsize": 0.5, "batch_size": 10}),
+    ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
+)
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("gs")
-    fixed = [
-        config(a, p, 10.0)
-        for a, p in (
-            ("fabtopk", base()),
-            ("fubtopk", base()),
-            ("utopk", base()),
-            ("periodick", base()),
-            ("sendall", {"stepsize": 0.5, "batch_size": 10}),
-            ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
-        )
-    ]
+    fixed = [config(a, p, 10.0) for a, p in FIXED]
     fixed.append(config("fedavg", {"stepsize": 0.5, "local_steps": 2}, 10.0, data=OTHER))
     learned = [
         config(
