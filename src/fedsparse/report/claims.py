@@ -65,7 +65,8 @@ __all__ = [
 ]
 
 AGREES, DISAGREES, NOT_MEASURED = "agrees", "does not agree", "not measured here"
-# a measurement at a setting the paper states no claim for (not a refutation, not a gap)
+# a measurement at a setting the paper states no claim for: what claims tables written before
+# NOT_AT_SETTING said (the index still reads them); the families now give NOT_AT_SETTING
 NO_CLAIM = "the paper makes no claim here"
 VERDICTS = (AGREES, DISAGREES, INCONCLUSIVE, NOT_AT_SETTING, NOT_MEASURED, NO_CLAIM)
 SCORED = (AGREES, DISAGREES, INCONCLUSIVE)  # verdicts drawn from runs at the claim's setting
@@ -73,7 +74,8 @@ PAPER_TEXT, AUTHORS_CODE, VARIATION = "paper_text", "authors_code", "variation"
 STAND_IN = "stand_in"  # the paper's setting with a declared stand-in (Fashion-MNIST for MNIST)
 # the paper's own readings first, then the stand-ins, then ours
 READING_KINDS = (PAPER_TEXT, AUTHORS_CODE, STAND_IN, VARIATION)
-# derived: an expectation of ours; variation: a paper claim measured outside its setting
+# derived: an expectation of ours; variation: a paper claim measured on data of ours (a
+# variation reading), never counted as the paper's
 PAPER_CLAIM, DERIVED, VARIATION_CLAIM = "paper", "derived", "variation"
 CLAIM_KINDS = (PAPER_CLAIM, DERIVED, VARIATION_CLAIM)
 COLUMNS = [
