@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from .evidence import INCONCLUSIVE, NOT_AT_SETTING
+from .evidence import AGREES, DISAGREES, INCONCLUSIVE, NOT_AT_SETTING, NOT_MEASURED
 
 __all__ = [
     "AGREES",
@@ -64,7 +64,6 @@ __all__ = [
     "verdict_of",
 ]
 
-AGREES, DISAGREES, NOT_MEASURED = "agrees", "does not agree", "not measured here"
 # a measurement at a setting the paper states no claim for: what claims tables written before
 # NOT_AT_SETTING said (the index still reads them); the families now give NOT_AT_SETTING
 NO_CLAIM = "the paper makes no claim here"

@@ -29,13 +29,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import stats
 
 __all__ = [
     "ACCURACY_PP",
+    "AGREES",
+    "DISAGREES",
+    "NOT_MEASURED",
     "BOOTSTRAP_SAMPLES",
     "INCONCLUSIVE",
     "NOT_AT_SETTING",
@@ -56,6 +59,8 @@ __all__ = [
     "unmet",
 ]
 
+# the verdicts a claim can get (claims.VERDICTS adds the older tables' "no claim")
+AGREES, DISAGREES, NOT_MEASURED = "agrees", "does not agree", "not measured here"
 INCONCLUSIVE = "inconclusive"
 NOT_AT_SETTING = "not at the paper's setting"
 RATIO_FACTOR = 1.5
@@ -271,8 +276,6 @@ def at_most(bound: float, what: str = "the value") -> Band:
 def score(band: Band, interval: Interval) -> str:
     """agrees / does not agree / inconclusive: the interval inside the band, wholly outside it,
     or neither (an interval that could not be drawn is inconclusive)."""
-    from .claims import AGREES, DISAGREES
-
     lo, hi = interval.lo, interval.hi
     if math.isnan(lo) or math.isnan(hi):
         return INCONCLUSIVE
@@ -299,10 +302,6 @@ def judge(
     without an interval (none could be made) keeps the claim's own verdict when that is
     ``not measured here``, and is inconclusive otherwise. The row records the seeds, the
     interval, the tolerance, the setting and the stand-ins used."""
-    from dataclasses import replace
-
-    from .claims import NOT_MEASURED
-
     gaps, stand = unmet(setting, ran)
     fields = {
         "seeds": ran.seeds,

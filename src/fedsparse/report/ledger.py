@@ -120,7 +120,7 @@ def render(kind: str, claims: pd.DataFrame, provenance: dict | None = None) -> s
 def _brief(claims: pd.DataFrame, provenance: dict | None) -> str:
     """Per paper one line: the counts in the paper's readings and in our variations, the
     config and seeds, and each agreeing row with its conditions (reading, where)."""
-    from .verdicts import _counts, measurements
+    from .verdicts import counts, measurements
 
     config = (provenance or {}).get("config", "its claims table")
     out = []
@@ -129,9 +129,9 @@ def _brief(claims: pd.DataFrame, provenance: dict | None) -> str:
         own = measurements(paper_rows[~paper_rows["reading_kind"].isin(["variation"])])
         var = measurements(rows[rows["reading_kind"] == "variation"])
         seeds = sorted({int(v) for v in rows["seeds"] if v not in ("", "0")})
-        line = f"- {paper}: {_counts(own)} in the paper's readings"
+        line = f"- {paper}: {counts(own)} in the paper's readings"
         if len(var):
-            line += f", {_counts(var)} in our variations"
+            line += f", {counts(var)} in our variations"
         line += f" (`{config}`, {'/'.join(map(str, seeds)) or 'no'} seeds)."
         agree = own[own["verdict"] == AGREES]
         if len(agree):

@@ -30,7 +30,14 @@ from .claims import (
     VARIATION_CLAIM,
 )
 
-__all__ = ["COMMUNICATION", "claims_section", "front_link", "measurements", "paper_verdicts"]
+__all__ = [
+    "COMMUNICATION",
+    "claims_section",
+    "counts",
+    "front_link",
+    "measurements",
+    "paper_verdicts",
+]
 
 # a claim about communication (sFedHP's fewer bits, FAB-top-k at a fixed time): cites the fronts
 COMMUNICATION = re.compile(r"\bbits?\b|\bbytes?\b|communicat|time budget|fixed time", re.I)
@@ -65,10 +72,10 @@ def measurements(claims: pd.DataFrame) -> pd.DataFrame:
     return claims.assign(readings=readings)[keep].reset_index(drop=True)
 
 
-def _counts(rows: pd.DataFrame) -> str:
+def counts(rows: pd.DataFrame) -> str:
     """'3 agree, 1 do not agree, 2 not measured here' (verdicts that occur, in order)."""
-    counts = rows["verdict"].value_counts()
-    parts = [f"{counts[v]} {w}" for v, w in _WORDS.items() if counts.get(v, 0)]
+    n = rows["verdict"].value_counts()
+    parts = [f"{n[v]} {w}" for v, w in _WORDS.items() if n.get(v, 0)]
     return ", ".join(parts) or "none"
 
 
@@ -80,7 +87,7 @@ def _by_reading(own: pd.DataFrame) -> str:
     """Each of the paper's own readings' counts; a reading whose rows are another's runs says so."""
     parts = []
     for name, rows in own.groupby("reading", sort=False):
-        text = f"{name} ({rows['reading_kind'].iloc[0]}): {_counts(rows)}"
+        text = f"{name} ({rows['reading_kind'].iloc[0]}): {counts(rows)}"
         same = rows.get("same_runs_as", pd.Series(dtype=str)).fillna("")
         for other in dict.fromkeys(s for s in same if s):
             k = int((same == other).sum())
@@ -106,20 +113,20 @@ def paper_verdicts(claims: pd.DataFrame) -> list[str]:
         ]
         if own["reading"].nunique() > 1:  # its text and its authors' code: a verdict in each
             text = (
-                f"{paper}: in the paper's readings, {_counts(measurements(own))} "
+                f"{paper}: in the paper's readings, {counts(measurements(own))} "
                 f"({_by_reading(own)})"
             )
         else:
-            text = f"{paper}: in the paper's reading ({_names(own)}): {_counts(own)}"
+            text = f"{paper}: in the paper's reading ({_names(own)}): {counts(own)}"
         if len(stand):
-            text += f"; on its stand-ins ({_names(stand)}): {_counts(measurements(stand))}"
+            text += f"; on its stand-ins ({_names(stand)}): {counts(measurements(stand))}"
         if len(var):
-            text += f"; in our variations ({_names(var)}): {_counts(measurements(var))}"
+            text += f"; in our variations ({_names(var)}): {counts(measurements(var))}"
         derived = rows[rows["claim_kind"] == DERIVED]
         if len(derived):
             text += (
                 "; derived expectations of ours (not the paper's claims): "
-                f"{_counts(measurements(derived))}"
+                f"{counts(measurements(derived))}"
             )
         only = own.loc[own["ours"].str.startswith("measured only in a variation"), "claim"]
         if len(only):
