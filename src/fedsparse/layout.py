@@ -11,6 +11,9 @@ say ``L.shard_traces("{shard}", "{digest}")`` and get ``RESULTS/shards/{shard}.{
 A shard's files carry, beside its name, the digest of the runs it holds
 (:func:`fedsparse.sharding.shard_digest`): an edited plan asks for files of other names, so
 whether a shard is done is read from the folder alone, with or without Snakemake's records.
+So does a data set's build, the digest of the spec it was built from
+(:func:`fedsparse.data.identity.data_digest`): ``data/<name>.<digest>/``, and ``data/<name>``
+a link to its latest build.
 
 A lowest-layer module like :mod:`fedsparse.defaults` (it imports nothing else of the
 package): a cluster job's Snakemake reads it before anything else.
@@ -92,7 +95,14 @@ class Layout:
         return self.root / "data"
 
     def dataset(self, name: str) -> Path:
+        """The data set's latest build: a link to its :meth:`dataset_build` (a folder, in
+        results folders of fedsparse before data digests). Readers that know their config
+        ask for the build by digest; this name is for people and the report."""
         return self.data / name
+
+    def dataset_build(self, name: str, digest: str) -> Path:
+        """The data set built from the spec of ``digest`` (fedsparse.data.identity)."""
+        return dataset_in(self.data, name, digest)
 
     # ------------------------------------------------------------------ grid runs
     @property
@@ -208,6 +218,11 @@ class Layout:
 
     def benchmark(self, job: str) -> Path:
         return self.benchmarks / f"{job}.tsv"
+
+
+def dataset_in(data: str | Path, name: str, digest: str) -> Path:
+    """:meth:`Layout.dataset_build` in the data folder ``data`` (a shard may be given it)."""
+    return Path(data) / f"{name}.{digest}"
 
 
 def checkpoint_in(store: str | Path, run_id: str) -> Path:

@@ -149,6 +149,13 @@ class Plan:
     def shard_dataset(self, shard: str) -> str:
         return self.shards[shard][0].dataset
 
+    def data_digest(self, dataset: str) -> str:
+        """The digest of the data set's spec (fedsparse.data.identity), which names its
+        built folder: an edited spec asks for a folder the results lack."""
+        from .data.identity import entry_digest
+
+        return entry_digest(self.datasets[dataset])
+
     def shard_resources(self, shard: str, data_dir: str | Path) -> dict[str, int]:
         """SLURM ``runtime`` (minutes) and ``mem_mb`` for one shard job."""
         runs = self.shards[shard]

@@ -78,15 +78,34 @@ onerror:
 
 
 def shard_data(wildcards):
-    """The data set of a shard; files of another digest than the plan's are refused (asked
-    for by name: they would be named for runs they do not hold)."""
+    """The data set of a shard, by the digest of its spec; files of another digest than the
+    plan's are refused (asked for by name: they would be named for runs they do not hold)."""
     digest = PLAN.shard_digest(wildcards.shard)
     if wildcards.digest != digest:
         raise ValueError(
             f"shard {wildcards.shard}: its runs in this plan have digest {digest}, "
             f"not {wildcards.digest}"
         )
-    return L.dataset(PLAN.shard_dataset(wildcards.shard))
+    return data_build(PLAN.shard_dataset(wildcards.shard))
+
+
+def data_build(dataset):
+    """A data set's folder, named by the digest of its spec (fedsparse.data.identity): an
+    edited spec is a missing input, whether or not .snakemake/ records the old one."""
+    return L.dataset_build(dataset, PLAN.data_digest(dataset))
+
+
+def data_spec(wildcards):
+    """The plan's entry of the data set a make_data job builds; a folder of another digest
+    than the plan's is refused (it would be named for a spec it does not hold)."""
+    digest = PLAN.data_digest(wildcards.dataset)
+    if wildcards.digest != digest:
+        raise ValueError(
+            f"data set {wildcards.dataset}: its spec in this plan has digest {digest}, "
+            f"not {wildcards.digest}"
+        )
+    # its per-data-set grid is no part of the data (a params change would rebuild it)
+    return {k: v for k, v in PLAN.datasets[wildcards.dataset].items() if k != "grid"}
 
 
 wildcard_constraints:

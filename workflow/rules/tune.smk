@@ -22,7 +22,7 @@ rule optuna_study:
 
 rule optuna_worker:
     input:
-        data=lambda w: L.dataset(PLAN.studies[w.study].dataset),
+        data=lambda w: data_build(PLAN.studies[w.study].dataset),
         study=L.study_marker("{study}"),
     output:
         L.worker_done("{study}", "{worker}"),
@@ -57,7 +57,7 @@ rule optuna_export:
 
 rule optuna_holdout:
     input:
-        data=lambda w: L.dataset(PLAN.studies[w.study].dataset),
+        data=lambda w: data_build(PLAN.studies[w.study].dataset),
         trials=L.study_runs("{study}", "trials"),
     output:
         traces=L.study_traces("{study}", "holdout"),

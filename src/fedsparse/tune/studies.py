@@ -143,6 +143,13 @@ class StudySpec:
     settings: TuneSettings = field(repr=False)
     divergence_factor: float = DEFAULT_DIVERGENCE_FACTOR
 
+    @property
+    def data_digest(self) -> str:
+        """The digest of its data set's spec (fedsparse.data.identity)."""
+        from ..data.identity import data_digest
+
+        return data_digest(self.data, self.model["loss"], self.partition)
+
     def run_config(self, params: dict[str, Any], seed: int) -> dict[str, Any]:
         """The normalised run config of ``params`` (searched and fixed) on ``seed``."""
         return normalize_run_config(

@@ -365,10 +365,10 @@ def run_worker(
     Returns the number of trials this worker ran. Safe to run in any number of
     processes at once, on any machines sharing the storage.
     """
-    from ..data import load_dataset_dir
+    from ..data import load_built
 
     spec = study_spec(sweep, study)
-    data = load_dataset_dir(Path(data_root) / spec.dataset)
+    data = load_built(data_root, spec.dataset, spec.data_digest)
     check_space_on_data(spec, data)
     storage = open_storage(spec, results_dir)
     s = load_study(spec, storage)
