@@ -147,3 +147,13 @@ def test_a_folder_of_an_older_fedsparse_at_the_name_is_replaced_by_the_link(tmp_
     folder = build(SWEEP, tmp_path)
     assert legacy.is_symlink() and legacy.resolve() == folder.resolve()
     assert load_built(tmp_path / "data", "sim", digest).n_clients == 4
+
+
+def test_the_report_reads_each_data_sets_latest_build_once_by_its_name(tmp_path):
+    from fedsparse.report.data_section import read_partition_stats
+
+    build(SWEEP, tmp_path)
+    latest = build(edited("partition"), tmp_path)
+    found = read_partition_stats([tmp_path])
+    assert list(found) == ["sim"]
+    assert found["sim"][0]["data_digest"] == latest.name.rsplit(".", 1)[1]

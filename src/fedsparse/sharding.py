@@ -118,3 +118,11 @@ def shard_digest(label: str, run_ids: list[str]) -> str:
     changes a shard's runs changes its digest, so the plan asks for files the folder lacks."""
     text = "\n".join([label, *run_ids])
     return hashlib.sha256(text.encode()).hexdigest()[:SHARD_DIGEST_CHARS]
+
+
+def inputs_digest(label: str, inputs: list[str]) -> str:
+    """A short hash of the aggregate's inputs (their names in the results folder, which
+    carry their digests): a sweep edit that adds or drops a shard or a study asks for an
+    aggregate the folder lacks (:meth:`fedsparse.layout.Layout.aggregate_marker`)."""
+    text = "\n".join([label, *sorted(inputs)])
+    return hashlib.sha256(text.encode()).hexdigest()[:SHARD_DIGEST_CHARS]

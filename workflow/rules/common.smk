@@ -9,6 +9,7 @@ from fedsparse.errors import FedsparseError
 from fedsparse.layout import Layout
 from fedsparse.plan_file import plan_from_file, write_plan_file
 from fedsparse.progress import sweep_progress
+from fedsparse.sharding import inputs_digest
 from fedsparse.snakemake_lock import resume_after_kill
 from fedsparse.sweep import plan_or_exit, retype_config
 
@@ -54,6 +55,13 @@ PROGRESS = sweep_progress(PLAN, config, L.root, CONSOLE.say)
 STUDIES = list(PLAN.studies)
 STUDY_TRACES = [L.study_traces(s, part) for s in STUDIES for part in ("trials", "holdout")]
 STUDY_RUNS = [L.study_runs(s, part) for s in STUDIES for part in ("trials", "holdout")]
+# what the runs table holds: every input by its name in the results folder (shard files carry
+# their digests; a study, its settings' digest), whose digest names the aggregate's marker
+AGGREGATE_INPUTS = sorted(
+    [str(p.relative_to(L.root)) for p in SHARD_TRACES + SHARD_RUNS + STUDY_TRACES + STUDY_RUNS]
+    + [f"study {s}.{PLAN.studies[s].digest}" for s in STUDIES]
+)
+AGGREGATE_DIGEST = inputs_digest(PLAN.name, AGGREGATE_INPUTS)
 
 
 onstart:
@@ -114,3 +122,15 @@ wildcard_constraints:
     digest=r"[0-9a-f]{12}",  # layout.SHARD_DIGEST_CHARS
     study=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     worker=r"\d+",
+
+
+def study_settings(wildcards):
+    """What a study's marker is named for; a marker of another digest than the plan's is
+    refused (it would be named for settings the study does not have)."""
+    spec = PLAN.studies[wildcards.study]
+    if wildcards.digest != spec.digest:
+        raise ValueError(
+            f"study {wildcards.study}: its settings in this plan have digest {spec.digest}, "
+            f"not {wildcards.digest}"
+        )
+    return {**spec.identity(), "n_trials": spec.settings.n_trials}

@@ -8,9 +8,9 @@ rule make_data:
     conda:
         "../envs/fedsparse.yaml"
     log:
-        L.data_log("{dataset}"),
+        L.data_log("{dataset}", "{digest}"),
     benchmark:
-        L.data_benchmark("{dataset}")
+        L.data_benchmark("{dataset}", "{digest}")
     params:
         spec=data_spec,
     script:

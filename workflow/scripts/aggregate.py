@@ -1,4 +1,4 @@
-from fedsparse.aggregate import aggregate
+from fedsparse.aggregate import aggregate, mark_aggregated
 from fedsparse.pipeline import job
 
 with job(snakemake.log[0]):
@@ -8,3 +8,4 @@ with job(snakemake.log[0]):
         traces_dir=snakemake.output.traces,
         runs_path=snakemake.output.runs,
     )
+    mark_aggregated(snakemake.output.marker, snakemake.params.inputs)
