@@ -157,3 +157,38 @@ def test_the_report_reads_each_data_sets_latest_build_once_by_its_name(tmp_path)
     found = read_partition_stats([tmp_path])
     assert list(found) == ["sim"]
     assert found["sim"][0]["data_digest"] == latest.name.rsplit(".", 1)[1]
+
+
+def test_where_a_registry_file_lies_is_no_part_of_the_digest_as_of_the_run_id():
+    from fedsparse.config import normalize_dataset
+    from fedsparse.data.identity import data_digest
+
+    site = normalize_dataset({"kind": "svmlight", "source": "rcv1.binary", "file": "papers"})
+    local = normalize_dataset({**site, "path": "/data/rcv1.bz2"})
+    mirror = normalize_dataset({**site, "mirror": "https://my.mirror/libsvm/"})
+    partition = {"kind": "iid", "clients": 4, "seed": 0}
+    digests = {data_digest(d, "logistic", partition) for d in (site, local, mirror)}
+    assert len(digests) == 1
+    other = normalize_dataset({**site, "file": "train"})
+    assert data_digest(other, "logistic", partition) not in digests
+
+
+def test_fedsparse_check_lists_each_inputs_digest_and_whether_it_is_built(tmp_path, capsys):
+    import yaml
+
+    from fedsparse.cli import main
+
+    cfg = {**copy.deepcopy(SWEEP), "results": str(tmp_path / "res")}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    digest = plan_sweep(cfg).data_digest("sim")
+    assert main(["check", "--digests", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == (
+        f"data set sim: spec digest {digest}, missing (snakemake makes it): "
+        f"{tmp_path / 'res' / 'data' / f'sim.{digest}'}"
+    )
+    assert out[2] == f"shards: 0 of 1 present in {tmp_path / 'res' / 'shards'}"
+    build(cfg, tmp_path / "res")
+    assert main(["check", "--digests", str(path)]) == 0
+    assert f"spec digest {digest}, present: " in capsys.readouterr().out

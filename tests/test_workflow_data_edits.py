@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import SMALL_LINEAR
-from test_workflow import read_traces_of, snakemake, stored_runs, write_config
+from test_workflow import read_traces_of, snakemake, write_config
 
 from fedsparse.data.identity import check_built
 from fedsparse.layout import Layout
@@ -51,6 +51,12 @@ def edited(edit: str) -> dict:
 
 def results(workdir: Path) -> Layout:
     return Layout(workdir / "results" / "edits")
+
+
+def stored_runs(workdir: Path) -> dict[str, tuple[int, int]]:
+    """run id -> (inode, mtime) of each run in the run store: a rewritten run changes both."""
+    store = results(workdir).store
+    return {p.stem: (p.stat().st_ino, p.stat().st_mtime_ns) for p in store.glob("*/*.parquet")}
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +96,7 @@ def test_an_edited_data_set_is_rebuilt_and_its_runs_computed_on_it(
     old_digest = plan_sweep(BASE).data_digest("sim")
     old_ids = [r.run_id for r in plan_sweep(BASE).runs]
     before = stored_runs(tmp_path)
+    assert sorted(before) == sorted(old_ids)
     cfg = edited(edit)
     snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)))
 
@@ -104,7 +111,9 @@ def test_an_edited_data_set_is_rebuilt_and_its_runs_computed_on_it(
     pd.testing.assert_frame_equal(read_traces_of(L.root), fresh(edit))
     # the old data set's build and runs stay, whole and readable
     check_built(old, old_digest, "sim")
-    assert {k: v for k, v in stored_runs(tmp_path).items() if k in before} == before
+    after = stored_runs(tmp_path)
+    assert {k: after[k] for k in before} == before  # kept, not computed again
+    assert sorted(set(after) - set(before)) == sorted(r.run_id for r in plan_sweep(cfg).runs)
     for run_id in old_ids:
         read_stored(store_path(L.store, run_id), run_id)
     # and the edited sweep is done, with or without Snakemake's records
@@ -122,6 +131,7 @@ def test_a_data_folder_changed_by_hand_is_refused_before_any_run_reads_it(base, 
     cfg = yaml.safe_load(yaml.safe_dump(BASE))
     cfg["grid"]["stepsize"].append(0.003)  # new runs on the same data
     before = stored_runs(tmp_path)
+    assert len(before) == 2
     proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)), check=False)
     assert proc.returncode != 0
     logs = "".join(p.read_text() for p in (L.logs / "shards").glob("*.log"))
@@ -133,3 +143,12 @@ def test_a_data_folder_changed_by_hand_is_refused_before_any_run_reads_it(base, 
     shutil.rmtree(folder)
     snakemake(tmp_path, "--configfile", str(tmp_path / "sweep.yaml"))
     assert len(stored_runs(tmp_path)) == len(before) + 1
+
+
+def test_a_target_naming_the_runs_table_directly_sees_an_edited_data_set(base, fresh, tmp_path):
+    """The aggregate's marker is named by its inputs: asked for by the runs table alone (not
+    the sweep's target), an edited data set still reaches it, without Snakemake's records."""
+    shutil.copytree(base / "results", tmp_path / "results", symlinks=True)
+    path = write_config(tmp_path, edited("generator"))
+    snakemake(tmp_path, "--configfile", str(path), "results/edits/runs.parquet")
+    pd.testing.assert_frame_equal(read_traces_of(results(tmp_path).root), fresh("generator"))

@@ -189,17 +189,20 @@ def make_data(
 def link_latest(build: Path, dataset: str) -> None:
     """Point ``<data>/<dataset>`` at the data set's ``build`` (a relative link, replaced
     atomically: a copied results folder keeps it). A folder there (built by a fedsparse
-    before data digests, of an unknown spec) is deleted; its runs stay in the store."""
+    before data digests, or a copy that followed the link) is deleted; its runs stay in the
+    store."""
     link = build.parent / dataset
     if link.is_dir() and not link.is_symlink():
         logging.getLogger("fedsparse.data").info(
-            "data set %s: replacing %s (built before data digests) by a link to %s",
+            "data set %s: replacing the folder %s (not a link: built before data digests, or "
+            "copied) by a link to %s",
             dataset,
             link,
             build.name,
         )
         aside = link.with_name(f".{dataset}.old-{os.getpid()}")
-        os.replace(link, aside)
+        with contextlib.suppress(FileNotFoundError):  # another job's, meanwhile
+            os.replace(link, aside)
         shutil.rmtree(aside, ignore_errors=True)
     tmp = link.with_name(f".{dataset}.link-{os.getpid()}")
     tmp.unlink(missing_ok=True)

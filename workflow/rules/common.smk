@@ -55,6 +55,7 @@ PROGRESS = sweep_progress(PLAN, config, L.root, CONSOLE.say)
 STUDIES = list(PLAN.studies)
 STUDY_TRACES = [L.study_traces(s, part) for s in STUDIES for part in ("trials", "holdout")]
 STUDY_RUNS = [L.study_runs(s, part) for s in STUDIES for part in ("trials", "holdout")]
+STUDY_MARKERS = [L.study_marker(s, PLAN.studies[s].digest) for s in STUDIES]
 # what the runs table holds: every input by its name in the results folder (shard files carry
 # their digests; a study, its settings' digest), whose digest names the aggregate's marker
 AGGREGATE_INPUTS = sorted(

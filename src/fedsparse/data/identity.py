@@ -34,13 +34,28 @@ from ..errors import DataError
 DATA_CODE_VERSION = 1
 DIGEST_CHARS = 12  # as a shard's (fedsparse.layout.SHARD_DIGEST_CHARS)
 META = "meta.json"
+# Where a registry's file comes from does not change what it holds (its SHA-256 is checked
+# instead): results from a mirror, a local copy or the site share run ids and data folders.
+LOCATION_KEYS = ("path", "mirror")
+
+
+def without_locations(data: dict[str, Any]) -> dict[str, Any]:
+    """A normalised data config without where its file lies, where the file is one of the
+    registry's (svmlight, an IDX set with a source): what run ids and data digests hash."""
+    if data.get("kind") == "svmlight" or (data.get("kind") == "idx" and data.get("source")):
+        return {k: v for k, v in data.items() if k not in LOCATION_KEYS}
+    return data
 
 
 def data_spec(data: dict[str, Any], loss: str, partition: Any = "natural") -> dict[str, Any]:
     """The normalised spec a data folder is built from: the data set's config (source or
     generator, parameters, seed, preprocessing), its partition and the data code's version;
     the loss only where it decides the data (a qid file's labels: ``kind: libsvm``)."""
-    spec = {"data": data, "partition": partition or "natural", "code": DATA_CODE_VERSION}
+    spec = {
+        "data": without_locations(data),
+        "partition": partition or "natural",
+        "code": DATA_CODE_VERSION,
+    }
     if data.get("kind") == "libsvm":
         spec["loss"] = loss
     return spec
