@@ -15,7 +15,5 @@ rule aggregate:
         L.log("aggregate"),
     benchmark:
         L.benchmark("aggregate")
-    params:
-        inputs=AGGREGATE_INPUTS,
     script:
         "../scripts/aggregate.py"

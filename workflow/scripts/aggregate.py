@@ -8,4 +8,4 @@ with job(snakemake.log[0]):
         traces_dir=snakemake.output.traces,
         runs_path=snakemake.output.runs,
     )
-    mark_aggregated(snakemake.output.marker, snakemake.params.inputs)
+    mark_aggregated(snakemake.output.marker, [*snakemake.input.traces, *snakemake.input.runs])
