@@ -31,7 +31,6 @@ include: "workflow/rules/report.smk"
 rule all:
     input:
         L.runs,
-        L.aggregate_marker(AGGREGATE_DIGEST),
         L.report_html,
         # every shard's files, named by the digest of their runs: one missing reruns its shard,
         # then the aggregate and the report, with or without .snakemake/ (workflow/rules/run.smk)

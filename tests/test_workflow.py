@@ -203,13 +203,18 @@ def test_bad_data_found_in_the_data_job_is_one_line_in_the_log_snakemake_names(t
     cfg["grid"]["sparsity"] = [1]
     proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)), check=False)
     assert proc.returncode != 0
-    log = tmp_path / "results/tiny/logs/data/svm.log"
+    from fedsparse.sweep import plan_sweep
+
+    # named as the data set's build, by the digest of its spec
+    digest = plan_sweep(cfg).data_digest("svm")
+    log = tmp_path / f"results/tiny/logs/data/svm.{digest}.log"
     assert str(log.relative_to(tmp_path)) in proc.stdout + proc.stderr  # the log it names
     errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
     assert len(errors) == 1, log.read_text()
     assert "rows.svm: 1 of 2 rows have no qid:<client> field" in errors[0]
     assert "Traceback" not in log.read_text()
     assert not (tmp_path / "results/tiny/data/svm").exists()
+    assert not (tmp_path / f"results/tiny/data/svm.{digest}").exists()
     assert not (tmp_path / "results/tiny/store").exists()
 
 

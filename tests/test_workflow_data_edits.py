@@ -150,5 +150,5 @@ def test_a_target_naming_the_runs_table_directly_sees_an_edited_data_set(base, f
     the sweep's target), an edited data set still reaches it, without Snakemake's records."""
     shutil.copytree(base / "results", tmp_path / "results", symlinks=True)
     path = write_config(tmp_path, edited("generator"))
-    snakemake(tmp_path, "--configfile", str(path), "results/edits/runs.parquet")
+    snakemake(tmp_path, "results/edits/runs.parquet", "--configfile", str(path))
     pd.testing.assert_frame_equal(read_traces_of(results(tmp_path).root), fresh("generator"))

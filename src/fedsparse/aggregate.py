@@ -18,7 +18,6 @@ and renamed into place, so a kill at any moment leaves the previous results whol
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -67,19 +66,6 @@ def aggregate(
         staged_runs.unlink(missing_ok=True)
         raise
     install(staged_traces, traces_dir, staged_runs, runs_path)
-
-
-def mark_aggregated(marker: str | Path, inputs: list[str]) -> None:
-    """Write the aggregate's ``marker`` (its inputs, by name) and delete those of other
-    inputs: the results folder then says which inputs its runs table holds."""
-    from .atomic import atomic_write
-
-    marker = Path(marker)
-    for old in marker.parent.glob("aggregate.*.json"):
-        if old.name != marker.name:
-            old.unlink(missing_ok=True)
-    with atomic_write(marker) as fh:
-        fh.write((json.dumps({"inputs": sorted(inputs)}, indent=1) + "\n").encode())
 
 
 def install(staged_traces: Path, traces_dir: str | Path, staged_runs: Path, runs_path) -> None:

@@ -139,10 +139,11 @@ class Layout:
     def plan_file(self) -> Path:
         return self.shards / PLAN_FILE
 
-    def aggregate_marker(self, digest: str) -> Path:
-        """The aggregate's record of its inputs, named by their digest
-        (fedsparse.sharding.inputs_digest): the runs table and traces hold those inputs."""
-        return self.shards / f"aggregate.{digest}.json"
+    @property
+    def aggregate_inputs(self) -> Path:
+        """The names of the aggregate's inputs in the plan (fedsparse.sharding.record_inputs):
+        rewritten when they change, so newer than a runs table of other inputs."""
+        return self.shards / "aggregate.inputs.json"
 
     def shard_traces(self, shard: str, digest: str) -> Path:
         """``digest``: of the runs the file holds (fedsparse.sharding.shard_digest)."""

@@ -1,14 +1,15 @@
-# The runs table and traces have fixed names; the marker beside the shard files is named by the
-# digest of the aggregate's inputs (common.smk: AGGREGATE_DIGEST), so a sweep edit that drops a
-# shard or a study (the others unchanged) aggregates again, with or without .snakemake/.
+# The runs table and traces have fixed names. The aggregate also reads the names of its inputs
+# in the plan (common.smk: AGGREGATE_INPUTS), a file rewritten whenever they change: a sweep
+# edit that adds, drops or changes a shard or a study makes it newer than the runs table, so
+# Snakemake aggregates again, with or without .snakemake/, whatever target it is given.
 rule aggregate:
     input:
         traces=SHARD_TRACES + STUDY_TRACES,
         runs=SHARD_RUNS + STUDY_RUNS,
+        inputs=aggregate_record,
     output:
         traces=directory(L.traces),
         runs=L.runs,
-        marker=L.aggregate_marker(AGGREGATE_DIGEST),
     conda:
         "../envs/fedsparse.yaml"
     log:

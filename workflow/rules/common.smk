@@ -9,7 +9,7 @@ from fedsparse.errors import FedsparseError
 from fedsparse.layout import Layout
 from fedsparse.plan_file import plan_from_file, write_plan_file
 from fedsparse.progress import sweep_progress
-from fedsparse.sharding import inputs_digest
+from fedsparse.sharding import input_names, record_inputs
 from fedsparse.snakemake_lock import resume_after_kill
 from fedsparse.sweep import plan_or_exit, retype_config
 
@@ -56,13 +56,17 @@ STUDIES = list(PLAN.studies)
 STUDY_TRACES = [L.study_traces(s, part) for s in STUDIES for part in ("trials", "holdout")]
 STUDY_RUNS = [L.study_runs(s, part) for s in STUDIES for part in ("trials", "holdout")]
 STUDY_MARKERS = [L.study_marker(s, PLAN.studies[s].digest) for s in STUDIES]
-# what the runs table holds: every input by its name in the results folder (shard files carry
-# their digests; a study, its settings' digest), whose digest names the aggregate's marker
-AGGREGATE_INPUTS = sorted(
-    [str(p.relative_to(L.root)) for p in SHARD_TRACES + SHARD_RUNS + STUDY_TRACES + STUDY_RUNS]
-    + [f"study {s}.{PLAN.studies[s].digest}" for s in STUDIES]
-)
-AGGREGATE_DIGEST = inputs_digest(PLAN.name, AGGREGATE_INPUTS)
+# what the runs table holds: its inputs by their names in the results folder (shard files carry
+# their digests), recorded where the aggregate reads it when they changed: in an existing
+# results folder (a new one has no runs table yet; the aggregate job records them), by the
+# process that plans (a cluster job's own Snakemake has the same plan)
+AGGREGATE_INPUTS = input_names(L.root, SHARD_TRACES + SHARD_RUNS + STUDY_TRACES + STUDY_RUNS)
+if not workflow.remote_exec and L.root.is_dir():
+    record_inputs(L.aggregate_inputs, AGGREGATE_INPUTS)
+
+
+def aggregate_record(wildcards):
+    return [L.aggregate_inputs] if L.aggregate_inputs.is_file() else []
 
 
 onstart:
