@@ -15,6 +15,7 @@ if not workflow.overwrite_configfiles:
 localrules:
     all,
     aggregate,
+    aggregate_inputs,
     report,
     optuna_study,
     optuna_export,

@@ -57,16 +57,12 @@ STUDY_TRACES = [L.study_traces(s, part) for s in STUDIES for part in ("trials", 
 STUDY_RUNS = [L.study_runs(s, part) for s in STUDIES for part in ("trials", "holdout")]
 STUDY_MARKERS = [L.study_marker(s, PLAN.studies[s].digest) for s in STUDIES]
 # what the runs table holds: its inputs by their names in the results folder (shard files carry
-# their digests), recorded where the aggregate reads it when they changed: in an existing
-# results folder (a new one has no runs table yet; the aggregate job records them), by the
-# process that plans (a cluster job's own Snakemake has the same plan)
+# their digests), recorded where the aggregate reads it when they changed: here in an existing
+# results folder, by the process that plans (a cluster job's own Snakemake has the same plan);
+# in a new one (no runs table yet: a dry run or --lint writes nothing) by rule aggregate_inputs
 AGGREGATE_INPUTS = input_names(L.root, SHARD_TRACES + SHARD_RUNS + STUDY_TRACES + STUDY_RUNS)
 if not workflow.remote_exec and L.root.is_dir():
     record_inputs(L.aggregate_inputs, AGGREGATE_INPUTS)
-
-
-def aggregate_record(wildcards):
-    return [L.aggregate_inputs] if L.aggregate_inputs.is_file() else []
 
 
 onstart:
