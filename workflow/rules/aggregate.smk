@@ -24,5 +24,7 @@ rule aggregate:
 rule aggregate_inputs:
     output:
         L.aggregate_inputs,
+    log:
+        L.log("aggregate-inputs"),
     run:
         record_inputs(output[0], AGGREGATE_INPUTS)
