@@ -96,17 +96,7 @@ def results(tmp_path_factory):
     ]
     stage1 = write_folder(root / "stage1", fixed + learned)
     # stage1 and six more configurations at fixed k (another step size): test_the_page_reads...
-    wider = [
-        config(a, {**p, "stepsize": 0.25}, 10.0)
-        for a, p in (
-            ("fabtopk", base()),
-            ("fubtopk", base()),
-            ("utopk", base()),
-            ("periodick", base()),
-            ("sendall", {"stepsize": 0.5, "batch_size": 10}),
-            ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
-        )
-    ]
+    wider = [config(a, {**p, "stepsize": 0.25}, 10.0) for a, p in FIXED]
     write_folder(root / "wider", wider, stage1)
     alg3 = [t for t, _ in stage1 if t["k_control"][0].as_py() == "online_extended"]
     replays = [
