@@ -285,10 +285,12 @@ def test_check_plans_a_sweep_as_the_workflow_does_without_running_it(tmp_path, c
     root = Path(__file__).resolve().parents[1]
     code, out, err = run_main(["check", str(root / "config/quick.yaml")], capsys)
     assert code == 0 and err == ""
+    first, *cost = out.splitlines()
     assert (
-        out
-        == f"{root / 'config/quick.yaml'}: a valid sweep: 120 runs in 3 shards over 3 data sets\n"
+        first
+        == f"{root / 'config/quick.yaml'}: a valid sweep: 120 runs in 3 shards over 3 data sets"
     )
+    assert cost[0].startswith("estimated cost: ") and "core-hours" in cost[0]
     # a second file overrides the first, as `snakemake --configfile A B` merges them
     (tmp_path / "more.yaml").write_text("grid: {sparsity: [400]}\n")
     code, out, err = run_main(
@@ -453,10 +455,10 @@ def test_check_counts_read_as_a_person_would_say_them(tmp_path, capsys):
     path.write_text(yaml.safe_dump(sweep))
     code, out, err = run_main(["check", str(path)], capsys)
     assert code == 0 and err == ""
-    assert out == f"{path}: a valid sweep: 1 run in 1 shard over 1 data set\n"
+    assert out.startswith(f"{path}: a valid sweep: 1 run in 1 shard over 1 data set\nestimated")
     path.write_text(yaml.safe_dump({**synth(), "rounds": 1}))
     code, out, err = run_main(["check", str(path)], capsys)
-    assert code == 0 and out.endswith(", 1 round)\n"), out
+    assert code == 0 and ", 1 round)\nestimated cost: " in out, out
 
 
 def test_a_run_imports_no_pandas(tmp_path):

@@ -22,6 +22,7 @@ from fedsparse.cost_learning import (
 )
 from fedsparse.errors import ConfigError
 from fedsparse.layout import Layout
+from fedsparse.machine import NOMINAL
 from fedsparse.shard import SUMMARY_KEY, SUMMARY_SHA256_KEY, store_path
 from fedsparse.sweep import plan_sweep
 
@@ -115,9 +116,9 @@ def test_median_ratios_per_algorithm_skip_samples_without_an_estimate():
 
 def test_limit_minutes_keeps_the_floor_then_scales_then_multiplies_by_the_attempt():
     assert limit_minutes(30) == cost.MIN_RUNTIME_MIN  # the cost model's floor
-    assert limit_minutes(3600) == 120  # x2 safety
-    assert limit_minutes(3600, attempt=3) == 360
-    assert limit_minutes(3600, scale=0.5) == 60
+    assert limit_minutes(3600) == 180  # x3 safety
+    assert limit_minutes(3600, attempt=3) == 540
+    assert limit_minutes(3600, scale=0.5) == 90
     assert limit_minutes(30, scale=0.01) == 1  # SLURM's smallest limit
     assert limit_minutes(30, attempt=2, scale=0.01) == 2  # then grown by the retry
 
@@ -140,7 +141,7 @@ def test_scaled_seconds_scales_each_algorithms_runs_by_its_ratio(plan):
     }
     got = scaled_seconds(runs, shape, None, {"fedht": 3.0, "distiht": 0.5})
     assert got == pytest.approx(
-        cost.JOB_STARTUP_S + 3.0 * by_algo["fedht"] + 0.5 * by_algo["distiht"]
+        NOMINAL.startup_s + 3.0 * by_algo["fedht"] + 0.5 * by_algo["distiht"]
     )
     # no ratios: the cost model's own estimate
     configs = [r.config for r in runs]

@@ -65,7 +65,7 @@ def test_every_place_takes_its_default_from_the_table(monkeypatch, tmp_path):
     run = plan.runs[0].config
     shape = cost.synthetic_shape(run["dataset"])
     implicit = {k: v for k, v in run.items() if k != "eval_every"}
-    assert cost.run_bytes(implicit, shape) == cost.run_bytes(run, shape)
+    assert cost.run_seconds(implicit, shape) == cost.run_seconds(run, shape)
     assert progress.sweep_progress(plan, {}, tmp_path, print).every == 7.0
 
     seen = {}

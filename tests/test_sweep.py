@@ -149,9 +149,13 @@ def test_plan_file_gives_each_shard_its_runs_and_is_rewritten_only_on_change(tmp
     assert not write_plan_file(plan_sweep(cfg), cfg, path)  # the same plan: left alone
     assert path.stat().st_mtime_ns == mtime
     cfg["seeds"] = [0, 1, 2]
-    assert write_plan_file(plan_sweep(cfg), cfg, path)  # another plan: rewritten
-    shard = next(iter(plan.shards))
-    assert len(read_plan_shard(path, shard, cfg)) == quick()["shard_size"]
+    other = plan_sweep(cfg)
+    assert write_plan_file(other, cfg, path)  # another plan: rewritten
+    shard = next(iter(other.shards))
+    assert [r.run_id for r in read_plan_shard(path, shard, cfg)] == [
+        r.run_id for r in other.shards[shard]
+    ]
+    assert len(other.runs) == 3 * len(plan.runs) / 2
 
 
 def test_a_plan_read_from_its_file_equals_the_plan(tmp_path):

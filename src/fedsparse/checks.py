@@ -12,12 +12,9 @@ only the built data can tell fails in the data or shard job, in one line in its 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
-import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .algorithms import ALGORITHMS
-from .errors import ConfigError, DataError
-
-IMAGE_PIXELS = 28 * 28  # both registry image sets (Fashion-MNIST, MNIST) are 28 x 28 grey
-IMAGE_CLASSES = 10
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What a data set looks like to a model, known before it is built."""
-
-    task: str  # regression | binary | multiclass
-    n_features: int
-    n_classes: int
-    n_clients: int
+from .data.facts import facts, idx_file
+from .errors import ConfigError
 
 
 def check_plan(plan: Any, sweep: dict[str, Any]) -> None:
@@ -92,35 +77,10 @@ def check_paths(data: dict[str, Any], where: str) -> None:
         for sub in ("train", "test"):
             if not (p / sub).is_dir():
                 raise ConfigError(f"{where}.path: {path} has no {sub}/ folder (LEAF's layout)")
-    elif data["kind"] == "idx" and _idx_file(p) is None:
+    elif data["kind"] == "idx" and idx_file(p) is None:
         raise ConfigError(
             f"{where}.path: {path} holds no train-images-idx3-ubyte[.gz] (an IDX image folder)"
         )
-
-
-def facts(data: dict[str, Any], partition: Any) -> Facts | None:
-    """The task, features, classes and clients of a data set spec, where the config fixes
-    them; None where only the built data can tell."""
-    kind = data["kind"]
-    clients = partition.get("clients") if isinstance(partition, dict) else None
-    if kind == "synthetic":
-        task = "regression" if data["task"] == "linear" else "binary"
-        return Facts(task, data["dim"], 0, clients or data["clients"])
-    if clients is None:
-        return None
-    if kind == "idx":
-        pixels = IMAGE_PIXELS if data.get("source") else _idx_pixels(Path(data["path"]))
-        return None if pixels is None else Facts("multiclass", pixels, IMAGE_CLASSES, clients)
-    if kind == "svmlight" and data.get("source"):
-        from .data import registry
-
-        entry = registry.DATASETS[data["source"]]
-        n_features = data.get("n_features") or entry.n_features
-        classes = 0 if entry.task != "multiclass" else None
-        if classes is None:
-            return None  # a multiclass set's class count is in its labels
-        return Facts(entry.task, n_features, classes, clients)
-    return None
 
 
 def _problem(spec: dict[str, Any], cfg: dict[str, Any]):
@@ -155,27 +115,3 @@ def _source(sweep: dict[str, Any], ds: str, algo: str, key: str) -> str:
     if key in (sweep["datasets"].get(ds, {}).get("grid") or {}):
         return f"datasets.{ds}.grid.{key}"
     return f"grid.{key}"
-
-
-def _idx_file(folder: Path) -> Path | None:
-    for name in ("train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"):
-        if (folder / name).is_file():
-            return folder / name
-    return None
-
-
-def _idx_pixels(folder: Path) -> int | None:
-    """Pixels per image from the header of a folder's training images (None: unreadable)."""
-    path = _idx_file(folder)
-    if path is None:
-        return None
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as fh:
-            head = fh.read(16)
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the IDX header ({exc})") from None
-    if len(head) < 16 or head[:3] != b"\0\0\x08" or head[3] != 3:
-        return None  # the data job reports what is wrong with it
-    _, rows, cols = struct.unpack(">III", head[4:16])
-    return rows * cols

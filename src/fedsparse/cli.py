@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import textwrap
@@ -42,13 +43,20 @@ def _cmd_check(args: argparse.Namespace) -> int:
     names = ", ".join(str(p) for p in args.configs)
     if "datasets" not in merged:  # a run config (fedsparse run)
         cfg = normalize_run_config(merged)
-        rounds = counted(cfg["rounds"], "round")
-        print(f"{names}: a valid run config ({cfg['algorithm']}, {rounds})")
-        return 0
+        return _check_run(cfg, names, args)
     try:
         plan = plan_checked(merged)
     except FedsparseError as exc:
         raise type(exc)(f"{names}: {exc}") from None
+    from .machine import host_rates
+    from .sweep_cost import describe, sweep_cost
+
+    cost = sweep_cost(plan, host_rates(), merged.get("results"))
+    if args.json:
+        out = {"configs": [str(p) for p in args.configs], "valid": True}
+        out.update(cost.as_json(args.nodes, args.node_cores))
+        print(json.dumps(out, indent=1))
+        return 0
     if plan.studies:
         studies = counted(len(plan.studies), "Optuna study", "Optuna studies")
         print(f"{names}: a valid sweep: {studies}")
@@ -57,7 +65,41 @@ def _cmd_check(args: argparse.Namespace) -> int:
             f"{names}: a valid sweep: {counted(len(plan.runs), 'run')} in "
             f"{counted(len(plan.shards), 'shard')} over {counted(len(plan.datasets), 'data set')}"
         )
+    for line in describe(cost, args.nodes, args.node_cores):
+        print(line)
     return 0
+
+
+def _check_run(cfg: dict, names: str, args: argparse.Namespace) -> int:
+    """``fedsparse check`` of a run config: valid, and its estimated cost where its data's
+    shape is known from the config."""
+    from .cost import run_seconds, spec_shape
+    from .machine import host_rates
+
+    shape = spec_shape(cfg["dataset"], cfg.get("partition", "natural"))
+    seconds = None if shape is None else run_seconds(cfg, shape, rates=host_rates())
+    if args.json:
+        out = {"configs": [str(p) for p in args.configs], "valid": True, "runs": 1}
+        out["core_seconds"] = None if seconds is None else round(seconds, 1)
+        print(json.dumps(out, indent=1))
+        return 0
+    rounds = counted(cfg["rounds"], "round")
+    print(f"{names}: a valid run config ({cfg['algorithm']}, {rounds})")
+    if seconds is not None:
+        from .sweep_cost import duration
+
+        print(f"estimated cost: {duration(seconds)} of one core (its data aside)")
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
 
 
 def _merge(into: dict, update: dict) -> None:
@@ -269,6 +311,23 @@ def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("configs", type=Path, nargs="+", help="YAML or JSON config files")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the sweep's estimated cost as one JSON object (runs, core_seconds, "
+        "memory_bytes, disk_bytes, ...)",
+    )
+    p.add_argument(
+        "--nodes",
+        type=_positive_int,
+        help="also estimate the wall time on a cluster of this many nodes",
+    )
+    p.add_argument(
+        "--node-cores",
+        type=_positive_int,
+        default=32,
+        help="cores of a cluster node, for --nodes (default: 32)",
+    )
     p.set_defaults(func=_cmd_check)
     if only_run:
         return parser

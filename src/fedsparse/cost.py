@@ -1,12 +1,36 @@
-"""Resource estimates for cluster jobs.
+"""What a run costs, from the work it does: core-seconds, memory and disk.
 
-A shard's runtime is estimated from the bytes its runs must read (the same
-model as the benchmark's read floor: minibatch rows for the local steps, the
-τ columns of an exact evaluation) at a deliberately low throughput, and its
-memory from the size of its data set on disk (memory-mapped arrays are charged
-to the job once their pages are touched). Both err on the generous side: a
-SLURM job that outlives its time limit is killed and its run in progress lost,
-while asking for too much only waits a little longer in the queue.
+A run's seconds are its rounds' work plus its evaluations', charged against a machine's
+rates (:class:`fedsparse.machine.Rates`):
+
+- **local steps** of the clients that compute in a round (the algorithm's
+  :class:`RunWork`: steps a client takes, clients that take them). A linear model's step
+  reads its minibatch rows (value and index for sparse rows) and does a multiply-add per
+  stored value and class twice (margin and gradient): the slower of the read and the
+  arithmetic. A network's step is, layer by layer, three matrix products (forward, the
+  weights' gradient, the input's gradient; two for the first layer) of the minibatch (times
+  a convolution's output positions) against the layer's weights, each the slower of its
+  FLOPs at the matrix-product rate and its bytes (weights, activations) at the memory
+  bandwidth, so that small batches are charged what streaming the weights costs;
+- **passes over the model** a client makes in a round beyond its gradients (top-k
+  selection, H_τ, residuals, prox terms: the algorithm's ``passes``), and the server's
+  average of the clients' models, at the memory bandwidth;
+- **evaluations** (``rounds / eval_every + 1`` of them): a forward pass over the training
+  and test rows, ``evaluations`` times for algorithms that also score personal models. A
+  linear model's exact evaluation reads the columns of the model's support only (τ for
+  hard thresholding), a sparse one reads every stored value;
+- a run's fixed cost (trace assembly, Parquet write, summary), and a job's start-up.
+
+A run of a cohort (:mod:`fedsparse.cohorts`) adds :data:`COHORT_MEMBER_SHARE` of its cost
+alone; a time sibling only its trace. Memory is a job's base, its data in memory (image rows
+as float64), and the largest computation's state (parameter vectors per client, times its
+cohort's members); disk is the data folders and the traces.
+
+Estimates are core-seconds: the network kernels step clients in parallel on a job's cores, so
+a job's wall time is shorter where it has cores of its own. The plan packs shards and orders
+jobs at :data:`fedsparse.machine.NOMINAL` rates (a plan is the same on every host); what a
+sweep costs here, its time limits and its progress use the host's measured rates, and the
+time limits also the sweep's own finished runs (:mod:`fedsparse.cost_learning`).
 """
 
 from __future__ import annotations
@@ -20,23 +44,33 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .defaults import sweep_default
+from .machine import NOMINAL, Rates
+from .work import RunWork
 
-# The default sweep's runs read ~27 GB each by this model and take 3.1 s on a laptop
-# core (≈ 9 GB/s: evaluations hit the cache); 4 GB/s and a factor 2 give ~4x headroom
-# for slower nodes, memory bandwidth shared by a node's other jobs and cold caches.
-BYTES_PER_SECOND = 4e9
-RUN_OVERHEAD_S = 0.5  # trace assembly, Parquet write, summary (measured 0.24 s)
+RUN_OVERHEAD_S = 0.3  # trace assembly, Parquet write, summary
 # What a member of a cohort adds to the cohort's time, as a share of the same run alone: its
-# minibatch rows come from cache rather than memory, but its exact evaluations (every round in
-# the papers' sweeps) cost nearly what they cost alone. Measured on 2 idle cores
-# (benchmarks/run.py --only cohorts, cohorts of 15): 0.55-0.63 for Fed-HT and FedIter-HT on
-# Simulations I and II, 0.78-0.84 for Distributed-IHT and FedAvg on Simulation II.
+# minibatch rows come from cache rather than memory, but its exact evaluations cost nearly
+# what they cost alone (docs/performance.md, cohorts).
 COHORT_MEMBER_SHARE = 0.6
-JOB_STARTUP_S = 60.0  # interpreter, imports, JIT from a cold cache (~20 s here)
-RUNTIME_SAFETY = 2.0
+# Efficiency of the kernels against the machine's rates (fitted on benchmarks/cost_model.py's
+# cases, docs/performance.md): a linear step's arithmetic is vector multiply-adds, not matrix
+# products; a network's products reach about half the matrix-product peak (small, thin
+# layers, activations and their derivatives between products).
+LINEAR_FLOP_EFFICIENCY = 0.2
+NETWORK_EFFICIENCY = 0.5
+# A linear model's evaluations are scored several rounds at a time and consecutive models
+# share most of their support: the support's columns come from memory about once per two.
+EVAL_READ_SHARE = 0.5
+SAMPLE_LOSS_S = 5e-9  # a loss (exp, log1p) per sample and output of an evaluation
+NETWORK_STEP_S = 2e-6  # a network step's fixed cost per layer (kernel calls, buffers)
+RUNTIME_SAFETY = 3.0  # time limits: estimate x this, so a model within 2x fits on a first try
 MIN_RUNTIME_MIN = 10
 BASE_MEM_MB = 1024  # Python, numba, pyarrow and per-run buffers
 MEM_SAFETY = 1.25
+TRACE_ROW_BYTES = 120  # a trace row, compressed, in the run store and in traces/ (twice)
+# A sparse registry set not yet downloaded: its stored values are unknown; estimated at this
+# many a row (the estimate says so)
+ASSUMED_NNZ_PER_ROW = 100
 
 
 @dataclass(frozen=True)
@@ -50,6 +84,8 @@ class DataShape:
     clients: int
     n_classes: int
     disk_bytes: int  # all arrays of the data folder (rows, columns copy, test split)
+    test_rows: int = 0
+    assumed: str = ""  # what the shape guesses (empty: known from the data or its spec)
 
     @property
     def row_bytes(self) -> float:
@@ -57,6 +93,11 @@ class DataShape:
         if self.sparse:
             return self.nnz / max(self.rows, 1) * 12
         return self.cols * 8.0
+
+    @property
+    def row_values(self) -> float:
+        """Stored values per training row."""
+        return self.nnz / max(self.rows, 1)
 
 
 def data_shape(data_dir: str | Path) -> DataShape:
@@ -70,7 +111,9 @@ def data_shape(data_dir: str | Path) -> DataShape:
         nnz = rows * cols
     clients = int(np.load(data_dir / "client_ptr.npy", mmap_mode="r").shape[0]) - 1
     disk = sum(f.stat().st_size for f in data_dir.glob("*.npy"))
-    return DataShape(rows, cols, nnz, meta["sparse"], clients, meta["n_classes"], disk)
+    test = data_dir / "y_test.npy"
+    test_rows = int(np.load(test, mmap_mode="r").shape[0]) if test.is_file() else 0
+    return DataShape(rows, cols, nnz, meta["sparse"], clients, meta["n_classes"], disk, test_rows)
 
 
 def synthetic_shape(data: dict[str, Any]) -> DataShape:
@@ -81,26 +124,93 @@ def synthetic_shape(data: dict[str, Any]) -> DataShape:
     return DataShape(rows, cols, rows * cols, False, data["clients"], 0, 2 * rows * cols * 8)
 
 
-class RunWork(NamedTuple):
-    """What the cost model needs from a run's algorithm (its hooks): minibatch gradients one
-    client computes per round, and the non-zeros per class its global model keeps where the
-    algorithm bounds them (None: dense). The plan file records both for each run, so a cluster
-    job's Snakemake sizes its job without loading the algorithms."""
+def spec_shape(data: dict[str, Any], partition: Any = "natural") -> DataShape | None:
+    """A data set's shape from its spec alone, before it is built: synthetic data from its
+    generator's parameters, registry sets from the registry (rows, features, classes) and
+    the partition (clients); None where only the built data can tell."""
+    if data["kind"] == "synthetic":
+        return synthetic_shape(data)
+    from .data.facts import facts
 
-    steps: int
-    support: int | None
+    known = facts(data, partition)
+    if known is None or not data.get("source"):
+        return None
+    from .data import registry
+
+    if data["kind"] == "idx":
+        entry = registry.IMAGE_SETS.get(data["source"])
+        if entry is None:
+            return None
+        rows, test_rows = _partitioned_rows(
+            entry.rows["train"], entry.rows["test"], known.n_classes, partition
+        )
+        cols = known.n_features
+        # uint8 images on disk, float64 in a job; the column copy is a linear model's
+        disk = (rows + test_rows) * cols * 9
+        return DataShape(
+            rows, cols, rows * cols, False, known.n_clients, known.n_classes, disk, test_rows
+        )
+    entry = registry.DATASETS.get(data["source"])
+    if entry is None:
+        return None
+    rows, test_rows = _partitioned_rows(
+        entry.file(data.get("file", "papers")).rows, 0, known.n_classes, partition
+    )
+    per_row = min(entry.values_per_row or ASSUMED_NNZ_PER_ROW, known.n_features)
+    nnz = round(rows * per_row)
+    note = (
+        ""
+        if entry.values_per_row
+        else f"stored values assumed {ASSUMED_NNZ_PER_ROW} a row until {data['source']} is built"
+    )
+    return DataShape(
+        rows,
+        known.n_features,
+        nnz,
+        True,
+        known.n_clients,
+        known.n_classes,
+        2 * nnz * 12,
+        test_rows,
+        assumed=note,
+    )
+
+
+def _partitioned_rows(rows: int, test_rows: int, classes: int, partition: Any) -> tuple[int, int]:
+    """Training and test rows after a partition that draws its own (label_cycle: so many
+    images a label, in total or a client's) or moves a fraction of the rows to the test split."""
+    if not isinstance(partition, dict):
+        return rows, test_rows
+    if partition.get("kind") == "label_cycle":
+        if partition.get("scope") == "total":
+            labels = classes
+        else:
+            labels = partition["clients"] * partition["labels_per_client"]
+        return labels * partition["train_per_label"], labels * partition["test_per_label"]
+    fraction = partition.get("test_fraction") or 0.0
+    moved = round(rows * fraction)
+    return rows - moved, test_rows + moved
+
+
+def known_shape(
+    data_spec: dict[str, Any], data_dir: str | Path | None, partition: Any = "natural"
+) -> DataShape | None:
+    """The shape of a prepared data folder, else of the spec (:func:`spec_shape`)."""
+    if data_dir and (Path(data_dir) / "meta.json").is_file():
+        return data_shape(data_dir)
+    return spec_shape(data_spec, partition)
 
 
 def run_work(config: dict[str, Any]) -> RunWork:
-    """A run's :class:`RunWork`, from its algorithm's ``steps_per_round`` and
-    ``model_support`` (an algorithm not registered here: its ``local_steps``, dense)."""
+    """A run's :class:`RunWork`, from its algorithm's ``work`` hook (an algorithm not
+    registered here: its ``local_steps``, dense, every client)."""
     from .algorithms import ALGORITHMS  # not at import: the plan's readers need no kernels
 
     params = config["params"]
     cls = ALGORITHMS.get(config.get("algorithm", ""))
     if cls is None:
         return RunWork(int(params.get("local_steps", 1)), None)
-    return RunWork(int(cls.steps_per_round(params)), cls.model_support(params))
+    return cls.work(params)
 
 
 def steps_per_round(config: dict[str, Any]) -> int:
@@ -108,33 +218,131 @@ def steps_per_round(config: dict[str, Any]) -> int:
     return run_work(config).steps
 
 
-def run_bytes(config: dict[str, Any], shape: DataShape, work: RunWork | None = None) -> float:
-    """Bytes one run reads: its local steps' minibatch rows and its evaluations (``work``:
-    its :func:`run_work`, where known already; an exact evaluation of a model that keeps
-    ``support`` non-zeros per class reads only those columns)."""
+class Layers(NamedTuple):
+    """A model's matrix products per sample: for each layer with parameters, (positions,
+    out, in): a dense layer's positions are 1, a convolution's its output's pixels."""
+
+    products: tuple[tuple[int, int, int], ...]
+    n_params: int
+    itemsize: int  # 8 (float64) or 4 (float32)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-adds of one sample's forward pass."""
+        return sum(p * o * i for p, o, i in self.products)
+
+
+_LAYERS: dict[tuple, Layers] = {}
+
+
+def layers(model: dict[str, Any], n_features: int, n_outputs: int) -> Layers:
+    """The products of a normalised model config on data of this width."""
+    key = (json.dumps(model, sort_keys=True, default=str), n_features, n_outputs)
+    found = _LAYERS.get(key)
+    if found is None:
+        from .model import Network
+
+        net = Network.from_config(model, n_features, n_outputs)
+        if net.kind == "cnn":
+            products = tuple(
+                (lay.outs[0] * lay.outs[1], *lay.params) for lay in net.cnn if lay.params
+            )
+        else:
+            products = tuple((1, o, i) for o, i in net.layers)
+        found = _LAYERS[key] = Layers(products, net.n_params, 4 if net.dtype == "float32" else 8)
+    return found
+
+
+def n_outputs(config: dict[str, Any], shape: DataShape) -> int:
+    """Outputs of the model: a softmax's classes, else one."""
+    return max(shape.n_classes, 2) if config["model"].get("loss") == "softmax" else 1
+
+
+def _product_seconds(m: float, n: int, k: int, itemsize: int, rates: Rates) -> float:
+    """One (m x k) @ (k x n) product of a network: the slower of its FLOPs and its bytes."""
+    flops = 2.0 * m * n * k
+    gemm = NETWORK_EFFICIENCY * (rates.sgemm if itemsize == 4 else rates.dgemm)
+    moved = (n * k + m * (n + k)) * itemsize
+    return max(flops / gemm, moved / rates.bandwidth)
+
+
+def step_seconds(config: dict[str, Any], shape: DataShape, rows: float, rates: Rates) -> float:
+    """One local step of one client on ``rows`` minibatch rows."""
+    outputs = n_outputs(config, shape)
+    if config["model"].get("kind", "linear") == "linear":
+        read = rows * shape.row_bytes / rates.bandwidth
+        flops = 4.0 * rows * shape.row_values * outputs
+        return max(read, flops / (LINEAR_FLOP_EFFICIENCY * rates.dgemm))
+    net = layers(config["model"], shape.cols, outputs)
+    seconds = 0.0
+    for n, (positions, out, fan_in) in enumerate(net.products):
+        one = _product_seconds(rows * positions, out, fan_in, net.itemsize, rates)
+        seconds += (3 if n else 2) * one + NETWORK_STEP_S
+    return seconds
+
+
+def evaluation_seconds(
+    config: dict[str, Any], shape: DataShape, work: RunWork, rates: Rates
+) -> float:
+    """One evaluation: the objective over the training rows and the test rows' accuracy."""
+    outputs = n_outputs(config, shape)
+    rows = shape.rows + shape.test_rows
+    losses = rows * outputs * SAMPLE_LOSS_S
+    if config["model"].get("kind", "linear") == "linear":
+        if shape.sparse:  # every stored value, once a class
+            read, values = rows * shape.row_bytes * outputs, rows * shape.row_values
+        else:  # the support's columns, once for every class
+            tau = shape.cols if work.support is None else min(work.support, shape.cols)
+            read, values = EVAL_READ_SHARE * rows * tau * 8.0, rows * tau
+        # a dense model's margins are one matrix product; a support's, gathered columns
+        rate = NETWORK_EFFICIENCY if work.support is None else LINEAR_FLOP_EFFICIENCY
+        flops = 2.0 * values * outputs / (rate * rates.dgemm)
+        forward = max(read / rates.bandwidth, flops)
+    else:
+        net = layers(config["model"], shape.cols, outputs)
+        block = 256.0  # the evaluation's rows per forward block
+        blocks = rows / block
+        forward = sum(
+            blocks * _product_seconds(block * p, o, i, net.itemsize, rates)
+            for p, o, i in net.products
+        )
+    return work.evaluations * (forward + losses)
+
+
+def n_params(config: dict[str, Any], shape: DataShape) -> int:
+    """The model's parameter count on this data."""
+    model = config["model"]
+    if model.get("kind", "linear") == "linear":  # the common case, without building it
+        return n_outputs(config, shape) * (shape.cols + bool(model.get("bias", False)))
+    return layers(model, shape.cols, n_outputs(config, shape)).n_params
+
+
+def run_seconds(
+    config: dict[str, Any],
+    shape: DataShape,
+    work: RunWork | None = None,
+    rates: Rates = NOMINAL,
+) -> float:
+    """Estimated core-seconds of one run alone, its job's start-up aside (``work``: its
+    :func:`run_work`, where known already)."""
     params = config["params"]
-    rounds = config["rounds"]
-    steps, support = run_work(config) if work is None else work
+    work = run_work(config) if work is None else work
     batch = params.get("batch_size")
     client_rows = shape.rows / max(shape.clients, 1)
     if batch is None or params.get("batch_growth", 1.0) != 1.0:
         rows_per_step = client_rows  # full batch, or growing towards it: bound by the client
     else:
         rows_per_step = min(batch, client_rows)
-    local = shape.clients * steps * rows_per_step * shape.row_bytes
-    classes = max(shape.n_classes, 1)
-    if shape.sparse:
-        evaluation = shape.nnz * 12.0 * classes
-    else:
-        tau = shape.cols if support is None else min(support, shape.cols)
-        evaluation = shape.rows * tau * 8.0 * classes
-    evaluations = math.ceil(rounds / sweep_default(config, "eval_every")) + 1
-    return rounds * local + evaluations * evaluation
-
-
-def run_seconds(config: dict[str, Any], shape: DataShape, work: RunWork | None = None) -> float:
-    """Estimated seconds of one run, its job's start-up aside."""
-    return run_bytes(config, shape, work) / BYTES_PER_SECOND + RUN_OVERHEAD_S
+    clients = shape.clients if work.clients is None else min(work.clients, shape.clients)
+    model_bytes = 8.0 * n_params(config, shape)
+    per_client = work.steps * step_seconds(config, shape, rows_per_step, rates)
+    per_client += (work.passes + 1) * model_bytes / rates.bandwidth  # + its share of the mean
+    evaluations = math.ceil(config["rounds"] / sweep_default(config, "eval_every")) + 1
+    return (
+        config["rounds"] * clients * per_client
+        + evaluations * evaluation_seconds(config, shape, work, rates)
+        + RUN_OVERHEAD_S
+    )
 
 
 def member_seconds(seconds: float) -> float:
@@ -148,6 +356,7 @@ def shard_seconds(
     work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
     cohorts: list[bool] | None = None,
+    rates: Rates = NOMINAL,
 ) -> float:
     """Estimated seconds of one job running ``configs`` one after another (``work``: each
     one's :func:`run_work`, where known already; ``siblings``: which runs share the
@@ -157,11 +366,10 @@ def shard_seconds(
     siblings = [False] * len(configs) if siblings is None else siblings
     cohorts = [False] * len(configs) if cohorts is None else cohorts
     # A planned configuration's seeds share its params mapping (sweep._plan_sweep), and cost
-    # the same: each is estimated once, not once per seed (the DAG's priorities of a
-    # million-run plan took 8 s per-run). The key holds the mapping's id while the mapping
-    # is alive (this call), with the other fields the estimate reads.
+    # the same: each is estimated once, not once per seed. The key holds the mapping's id
+    # while the mapping is alive (this call), with the other fields the estimate reads.
     known: dict[tuple, float] = {}
-    total = 0.0  # summed as before, then the start-up: the same float as per-run estimates
+    total = 0.0
     for c, w, sibling, member in zip(configs, work, siblings, cohorts, strict=True):
         if sibling:
             total += RUN_OVERHEAD_S
@@ -169,9 +377,53 @@ def shard_seconds(
         key = (id(c["params"]), c["rounds"], c.get("eval_every"), c.get("algorithm"), w)
         seconds = known.get(key)
         if seconds is None:
-            seconds = known[key] = run_seconds(c, shape, w)
+            seconds = known[key] = run_seconds(c, shape, w, rates)
         total += member_seconds(seconds) if member else seconds
-    return JOB_STARTUP_S + total
+    return rates.startup_s + total
+
+
+def run_state_bytes(config: dict[str, Any], shape: DataShape, work: RunWork) -> float:
+    """Memory one computation holds beyond its data: parameter vectors per client."""
+    return work.states * shape.clients * 8.0 * n_params(config, shape)
+
+
+def data_memory_bytes(config: dict[str, Any], shape: DataShape) -> float:
+    """A data set in a job's memory: image rows become float64 for the network kernels;
+    linear models read the memory-mapped arrays (charged once their pages are touched)."""
+    if config["model"].get("kind", "linear") != "linear" and not shape.sparse:
+        return 8.0 * (shape.rows + shape.test_rows) * shape.cols + shape.disk_bytes
+    return float(shape.disk_bytes)
+
+
+def job_memory_bytes(
+    configs: list[dict[str, Any]],
+    shape: DataShape,
+    work: list[RunWork] | None = None,
+    joins: list[bool] | None = None,
+) -> float:
+    """Peak memory of a job running ``configs`` (``joins``: which compute with the run
+    before them: their states add up)."""
+    if not configs:
+        return BASE_MEM_MB * 2**20
+    work = [None] * len(configs) if work is None else work
+    joins = [False] * len(configs) if joins is None else joins
+    known: dict[tuple, float] = {}
+    peak = group = 0.0
+    for c, w, join in zip(configs, work, joins, strict=True):
+        key = (id(c["params"]), c.get("algorithm"), w)
+        state = known.get(key)
+        if state is None:
+            state = known[key] = run_state_bytes(c, shape, run_work(c) if w is None else w)
+        group = group + state if join else state
+        peak = max(peak, group)
+    data = data_memory_bytes(configs[0], shape)
+    return BASE_MEM_MB * 2**20 + MEM_SAFETY * (data + peak)
+
+
+def run_disk_bytes(config: dict[str, Any]) -> float:
+    """A run's trace on disk (the run store's copy and the aggregated one)."""
+    evaluations = math.ceil(config["rounds"] / sweep_default(config, "eval_every")) + 1
+    return 2.0 * TRACE_ROW_BYTES * evaluations
 
 
 def shard_runtime_minutes(
@@ -180,30 +432,23 @@ def shard_runtime_minutes(
     work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
     cohorts: list[bool] | None = None,
+    rates: Rates = NOMINAL,
 ) -> int:
     """A SLURM time limit (minutes) for one job running ``configs`` one after another."""
-    seconds = shard_seconds(configs, shape, work, siblings, cohorts)
+    seconds = shard_seconds(configs, shape, work, siblings, cohorts, rates)
     return max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
 
 
-def job_mem_mb(shape: DataShape) -> int:
-    """Memory (MB) for a job working on one data set."""
-    return math.ceil(BASE_MEM_MB + MEM_SAFETY * shape.disk_bytes / 2**20)
-
-
-# Before a real data set is downloaded its shape is unknown (snakemake -n, say);
-# Snakemake evaluates the resources again once the job's input exists.
-UNKNOWN_RUNTIME_MIN = 240
-UNKNOWN_MEM_MB = 8192
-
-
-def known_shape(data_spec: dict[str, Any], data_dir: str | Path | None) -> DataShape | None:
-    """The shape of a prepared data folder, else of a synthetic spec, else None."""
-    if data_dir and (Path(data_dir) / "meta.json").is_file():
-        return data_shape(data_dir)
-    if data_spec.get("kind") == "synthetic":
-        return synthetic_shape(data_spec)
-    return None
+def job_mem_mb(
+    shape: DataShape,
+    configs: list[dict[str, Any]] | None = None,
+    work: list[RunWork] | None = None,
+    joins: list[bool] | None = None,
+) -> int:
+    """Memory (MB) for a job working on one data set (and running ``configs``)."""
+    if not configs:
+        return math.ceil(BASE_MEM_MB + MEM_SAFETY * shape.disk_bytes / 2**20)
+    return math.ceil(job_memory_bytes(configs, shape, work, joins) / 2**20)
 
 
 def job_resources(
@@ -213,10 +458,22 @@ def job_resources(
     work: list[RunWork] | None = None,
     siblings: list[bool] | None = None,
     cohorts: list[bool] | None = None,
+    partition: Any = "natural",
+    rates: Rates = NOMINAL,
 ) -> dict[str, int]:
-    """``runtime`` (minutes) and ``mem_mb`` for a job running ``configs`` on one data set."""
-    shape = known_shape(data_spec, data_dir)
+    """``runtime`` (minutes) and ``mem_mb`` for a job running ``configs`` on one data set
+    (a data set whose shape only its build can tell: as the largest the registry knows)."""
+    shape = known_shape(data_spec, data_dir, partition)
     if shape is None:
         return {"runtime": UNKNOWN_RUNTIME_MIN, "mem_mb": UNKNOWN_MEM_MB}
-    runtime = shard_runtime_minutes(configs, shape, work, siblings, cohorts)
-    return {"runtime": runtime, "mem_mb": job_mem_mb(shape)}
+    runtime = shard_runtime_minutes(configs, shape, work, siblings, cohorts, rates)
+    siblings = [False] * len(configs) if siblings is None else siblings
+    cohorts = [False] * len(configs) if cohorts is None else cohorts
+    joins = [a or b for a, b in zip(siblings, cohorts, strict=True)]
+    return {"runtime": runtime, "mem_mb": job_mem_mb(shape, configs, work, joins)}
+
+
+# A data set that only its build can size (a local file or folder; LEAF's writers): its jobs
+# ask for this until the data exists, when Snakemake evaluates their resources again.
+UNKNOWN_RUNTIME_MIN = 240
+UNKNOWN_MEM_MB = 8192

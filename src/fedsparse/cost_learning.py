@@ -1,7 +1,8 @@
 """Shard time limits that learn from the runs a sweep has finished, and grow on retries.
 
-The cost model (:mod:`fedsparse.cost`) estimates a shard job's time from the bytes its runs
-read; it errs, by a factor that depends on the algorithm (kernels that do more than read) and
+The cost model (:mod:`fedsparse.cost`) estimates a shard job's time from the work its runs
+do, at the rates measured on the host that submits the jobs
+(:func:`fedsparse.machine.host_rates`); it errs, by a factor that depends on the algorithm and
 the nodes. Every finished run records its measured seconds (``wall_time_s`` of its run
 summary), so the time limit of a shard job about to be submitted is the estimate with each
 algorithm's runs scaled by that algorithm's median of measured / estimated seconds over the
@@ -17,7 +18,7 @@ runs this sweep has finished so far (1 where none has). The evidence is read che
 A shard job killed at its time limit is retried (``retries`` in profiles/slurm) with the limit
 times its attempt number, so an underestimated job gets longer each time (and, as the store
 keeps every finished run, computes only what is left). ``FEDSPARSE_RUNTIME_SCALE`` multiplies
-every shard's time limit (e.g. 1.5 for nodes slower than the model's 4 GB/s; the tests use a
+every shard's time limit (e.g. 1.5 for nodes slower than the submitting host; the tests use a
 small value to force a one-minute limit), after the model's 10-minute floor and before the
 retry factor; SLURM's smallest limit, 1 minute, bounds it below.
 """
@@ -33,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from .cost import (
-    JOB_STARTUP_S,
     MIN_RUNTIME_MIN,
     RUN_OVERHEAD_S,
     RUNTIME_SAFETY,
@@ -47,6 +47,7 @@ from .cost import (
 )
 from .errors import ConfigError
 from .layout import Layout
+from .machine import NOMINAL, Rates, host_rates
 from .sweep import Plan, Run
 
 RUNTIME_SCALE_ENV = "FEDSPARSE_RUNTIME_SCALE"
@@ -87,6 +88,7 @@ def scaled_seconds(
     shape: DataShape,
     work: list[RunWork] | None,
     ratios: dict[str, float],
+    rates: Rates = NOMINAL,
 ) -> float:
     """Estimated seconds of one job running ``runs``: the cost model's estimate of each
     algorithm's runs (:func:`fedsparse.cost.shard_seconds`) times that algorithm's ratio."""
@@ -94,19 +96,19 @@ def scaled_seconds(
     by_algorithm: dict[str, list[int]] = defaultdict(list)
     for i, run in enumerate(runs):
         by_algorithm[run.config["algorithm"]].append(i)
-    total = JOB_STARTUP_S
+    total = rates.startup_s
     for algorithm, idx in by_algorithm.items():
         configs = [runs[i].config for i in idx]
         siblings = [runs[i].sibling for i in idx]
         cohorts = [runs[i].cohort for i in idx]  # a cohort's runs are one algorithm's
-        seconds = shard_seconds(configs, shape, [work[i] for i in idx], siblings, cohorts)
-        seconds -= JOB_STARTUP_S
+        seconds = shard_seconds(configs, shape, [work[i] for i in idx], siblings, cohorts, rates)
+        seconds -= rates.startup_s
         total += ratios.get(algorithm, 1.0) * seconds
     return total
 
 
 def limit_minutes(seconds: float, attempt: int = 1, scale: float = 1.0) -> int:
-    """A SLURM time limit for a job estimated at ``seconds``: the cost model's (×2, at
+    """A SLURM time limit for a job estimated at ``seconds``: the cost model's (×3, at
     least 10 minutes), times ``scale``, at least SLURM's minute, times ``attempt``."""
     base = max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
     return max(SLURM_MIN_RUNTIME_MIN, math.ceil(base * scale)) * max(int(attempt), 1)
@@ -123,6 +125,7 @@ class ShardRuntimes:
         self.layout = layout
         self.learn = learn
         self.scale = runtime_scale()  # read once: a bad value stops the workflow at its start
+        self.rates = host_rates() if learn else host_rates(measure_if_missing=False)
         self._samples: dict[str, list[tuple[str, float, float]]] = {}  # runs file -> samples
         self._shards_mtime: int | None = None
         self._shapes: dict[str, DataShape | None] = {}
@@ -133,7 +136,8 @@ class ShardRuntimes:
         """Minutes of time limit for ``shard``'s job at its ``attempt`` (1: the first)."""
         runs = self.plan.shards[shard]
         dataset = runs[0].dataset
-        shape = known_shape(self.plan.datasets[dataset]["data"], data_dir)
+        entry = self.plan.datasets[dataset]
+        shape = known_shape(entry["data"], data_dir, entry.get("partition", "natural"))
         if shape is None:  # a real data set not yet built: evaluated again once it is
             return UNKNOWN_RUNTIME_MIN * max(int(attempt), 1)
         self._shapes[dataset] = shape
@@ -146,7 +150,7 @@ class ShardRuntimes:
                 runs, work, own = self._left_to_run(shard, attempt, runs, work, shape)
                 samples += own
         ratios = median_ratios(samples)
-        seconds = scaled_seconds(runs, shape, work, ratios)
+        seconds = scaled_seconds(runs, shape, work, ratios, self.rates)
         return limit_minutes(seconds, attempt, self.scale)
 
     def ratios(self) -> dict[str, float]:
@@ -222,13 +226,15 @@ class ShardRuntimes:
         # a configuration's seeds share its params mapping in a plan made here (plan_sweep)
         key = (id(c["params"]), c["rounds"], c.get("eval_every"), c["algorithm"], work, shape)
         if key not in self._estimates:
-            self._estimates[key] = run_seconds(c, shape, work)
+            self._estimates[key] = run_seconds(c, shape, work, self.rates)
         return self._estimates[key]
 
     def _shape(self, dataset: str) -> DataShape | None:
         if dataset not in self._shapes:
-            spec = self.plan.datasets[dataset]["data"]
-            self._shapes[dataset] = known_shape(spec, self.layout.dataset(dataset))
+            entry = self.plan.datasets[dataset]
+            self._shapes[dataset] = known_shape(
+                entry["data"], self.layout.dataset(dataset), entry.get("partition", "natural")
+            )
         return self._shapes[dataset]
 
     def _left_to_run(

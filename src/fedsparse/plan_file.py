@@ -26,7 +26,16 @@ from .sweep import Plan, Run
 # (fedsparse.cost.run_work), so a job's Snakemake sizes its job without the algorithms; 4: each
 # run's sibling flag; 5: each run's model support (cost.RunWork), beside its steps
 # 6: each shard's digest (Plan.shard_digest), for a job's Snakemake
-PLAN_FILE_VERSION = "7"  # 7: each run's cohort flag (fedsparse.cohorts)
+# 7: each run's cohort flag (fedsparse.cohorts); 8: the rest of its cost.RunWork
+PLAN_FILE_VERSION = "8"
+WORK_COLUMNS = [  # cost.RunWork's fields, as the plan file keeps them
+    ("steps", "int32"),
+    ("support", "int32"),  # null: a dense model
+    ("clients", "int32"),  # null: every client
+    ("passes", "float32"),
+    ("states", "float32"),
+    ("evaluations", "float32"),
+]
 
 
 class PlanFileError(FedsparseError):
@@ -56,8 +65,7 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
             ("shard", pa.string()),
             ("run_id", pa.string()),
             ("config", pa.string()),
-            ("steps", pa.int32()),
-            ("support", pa.int32()),  # null: a dense model
+            *((name, pa.type_for_alias(kind)) for name, kind in WORK_COLUMNS),
             ("sibling", pa.bool_()),
             ("cohort", pa.bool_()),
         ],
@@ -85,8 +93,7 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
                 "shard": [shard] * len(runs),
                 "run_id": [r.run_id for r in runs],
                 "config": [texts(r.config) for r in runs],  # key order kept
-                "steps": [work[key].steps for key in keys],
-                "support": [work[key].support for key in keys],
+                **{name: [getattr(work[key], name) for key in keys] for name, _ in WORK_COLUMNS},
                 "sibling": [r.sibling for r in runs],
                 "cohort": [r.cohort for r in runs],
             }
@@ -132,8 +139,9 @@ def read_plan(path: str | Path, sweep: dict[str, Any]) -> Plan:
 
 
 def _shard_work(path: str | Path, shard: str, sweep: dict[str, Any]) -> list[RunWork]:
-    part = _read_part(path, shard, sweep, ["steps", "support"])
-    return [RunWork(*w) for w in zip(part["steps"], part["support"], strict=True)]
+    names = [name for name, _ in WORK_COLUMNS]
+    part = _read_part(path, shard, sweep, names)
+    return [RunWork(*w) for w in zip(*(part[name] for name in names), strict=True)]
 
 
 class _ShardsOnDemand(dict):

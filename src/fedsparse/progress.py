@@ -189,7 +189,8 @@ class SweepProgress:
         out = []
         for shard in plan.shards.values():
             ds = shard[0].dataset
-            shape = known_shape(plan.datasets[ds]["data"], data_root / ds)
+            entry = plan.datasets[ds]
+            shape = known_shape(entry["data"], data_root / ds, entry.get("partition", "natural"))
             for run in shard:
                 seconds = np.nan
                 if shape is not None:  # a time sibling costs only its trace's writing

@@ -1,10 +1,13 @@
 """Packing a sweep's runs into shards: one process, one cluster job each.
 
-By count (``shard_size`` runs a shard), or, with the sweep key ``shard_minutes``, by the cost
-model's estimate (:mod:`fedsparse.cost`): each shard of a data set then holds about that many
-estimated minutes of runs, so a sweep of short runs makes a few jobs of minutes each rather
-than many jobs that spend their time starting up (two Snakemake processes and a Python process
-with its kernels per job, seconds each). Either way ``max_shards`` caps the count: past it,
+By default as many shards as ``shard_size`` runs a shard make, cut so that each costs about
+the same by the cost model's estimate (:mod:`fedsparse.cost`): a data set of costly runs gets
+more of them, and a shard of slow runs is no longer left running alone while the other cores
+idle (where a data set's shape is unknown until it is built: by count). With the sweep key
+``shard_minutes``, each shard of a data set holds about that many estimated minutes of runs,
+so a sweep of short runs makes a few jobs of minutes each rather than many jobs that spend
+their time starting up (two Snakemake processes and a Python process with its kernels per
+job, seconds each). Either way ``max_shards`` caps the count: past it,
 shards grow. A shard holds runs of one data set, in plan order, so the seeds of a
 configuration stay together, and a run's time siblings (the same run under time models its
 algorithm does not read, computed once: :func:`fedsparse.experiment.run_results`) are never
@@ -88,6 +91,18 @@ def pack(
         total = sum(len(r) for r in runs_of.values())
         if total > max_shards * shard_size:
             shard_size = math.ceil(total / max_shards)
+        shares = balanced_counts(runs_of, costs_of, shard_size, siblings_of)
+        shards = {}
+        for ds, runs in runs_of.items():
+            costs, siblings = costs_of.get(ds), siblings_of.get(ds)
+            if ds in shares:
+                total_cost = math.fsum(costs)
+                bounds = cost_bounds(costs, total_cost / shares[ds] * (1 + 1e-9), siblings)
+            else:
+                bounds = count_bounds(len(runs), shard_size, siblings)
+            for k, (start, end) in enumerate(bounds):
+                shards[f"{ds}--{k:04d}"] = runs[start:end]
+        return shards
     else:
         wanted = sum(
             math.ceil(len(runs) / shard_size)
@@ -110,6 +125,31 @@ def pack(
         for k, (start, end) in enumerate(bounds):
             shards[f"{ds}--{k:04d}"] = runs[start:end]
     return shards
+
+
+def balanced_counts(
+    runs_of: dict[str, list[Any]],
+    costs_of: dict[str, list[float] | None],
+    shard_size: int,
+    siblings_of: dict[str, list[bool]],
+) -> dict[str, int]:
+    """How many shards each data set of known cost gets when shards are counted by
+    ``shard_size``: as many in all as by count, shared out in proportion to the data sets'
+    estimated cost (at least one each, at most one a computation), so that a data set of
+    costly runs gets more shards than one of cheap runs and every shard costs about the
+    same."""
+    costed = {ds: math.fsum(c) for ds, c in costs_of.items() if c is not None and c}
+    if not costed:
+        return {}
+    shards = sum(math.ceil(len(runs_of[ds]) / shard_size) for ds in costed)
+    total = math.fsum(costed.values())
+    out = {}
+    for ds, cost in costed.items():
+        siblings = siblings_of.get(ds) or [False] * len(runs_of[ds])
+        computations = len(siblings) - sum(siblings)
+        share = round(shards * cost / total) if total > 0 else 1
+        out[ds] = min(max(share, 1), computations)
+    return out
 
 
 def shard_digest(label: str, run_ids: list[str]) -> str:

@@ -152,16 +152,26 @@ class Plan:
     def shard_resources(self, shard: str, data_dir: str | Path) -> dict[str, int]:
         """SLURM ``runtime`` (minutes) and ``mem_mb`` for one shard job."""
         runs = self.shards[shard]
-        spec = self.datasets[runs[0].dataset]["data"]
+        entry = self.datasets[runs[0].dataset]
         configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
         cohorts = [r.cohort for r in runs]
-        return job_resources(configs, spec, data_dir, self._work(shard), siblings, cohorts)
+        return job_resources(
+            configs,
+            entry["data"],
+            data_dir,
+            self._work(shard),
+            siblings,
+            cohorts,
+            entry.get("partition", "natural"),
+        )
 
     def shard_priority(self, shard: str) -> int:
-        """Estimated seconds of a shard (0 if its data is not yet known): the scheduler
-        starts costly shards first, so no long shard is left running alone at the end."""
+        """Estimated seconds of a shard (0 if its data's shape is not known yet): the
+        scheduler starts costly shards first, so no long shard is left running alone at the
+        end."""
         runs = self.shards[shard]
-        shape = known_shape(self.datasets[runs[0].dataset]["data"], None)
+        entry = self.datasets[runs[0].dataset]
+        shape = known_shape(entry["data"], None, entry.get("partition", "natural"))
         if shape is None:
             return 0
         configs, siblings = [r.config for r in runs], [r.sibling for r in runs]
@@ -176,8 +186,13 @@ class Plan:
         spec = self.studies[study]
         trials = math.ceil(spec.settings.n_trials / spec.settings.n_workers) + 1  # + a re-queue
         configs = [spec.run_config(c, spec.seeds[0]) for c in spec.corners()]
-        costly = max(configs, key=lambda c: job_resources([c], spec.data, data_dir)["runtime"])
-        return job_resources([costly] * trials, spec.data, data_dir)
+        part = spec.partition
+
+        def runtime(c: dict[str, Any]) -> int:
+            return job_resources([c], spec.data, data_dir, partition=part)["runtime"]
+
+        costly = max(configs, key=runtime)
+        return job_resources([costly] * trials, spec.data, data_dir, partition=part)
 
 
 def plan_sweep(sweep: dict[str, Any]) -> Plan:
@@ -251,10 +266,11 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
         raise ConfigError(f"fuse: must be true or false, got {fuse!r}")
     plan = Plan(name=name, datasets=datasets)
     runs_of: dict[str, list[Run]] = {}
-    # each run's estimated seconds, for shard_minutes where the data's shape is known already
+    # each run's estimated seconds where the data's shape is known already: shards of about
+    # equal cost (fedsparse.sharding.pack)
     costs_of: dict[str, list[float] | None] = {}
     for ds_name, ds in datasets.items():
-        shape = known_shape(ds["data"], None) if shard_minutes else None
+        shape = known_shape(ds["data"], None, ds.get("partition", "natural"))
         # each computation (a run and its time siblings) with its runs' estimated seconds,
         # under its cohort's key (None: alone)
         computations: list[tuple[tuple[int, str] | None, list[Run], list[float] | None]] = []

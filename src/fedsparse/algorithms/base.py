@@ -17,6 +17,7 @@ import numpy as np
 
 from ..defaults import DEFAULT_TIME_MODEL
 from ..errors import ConfigError, did_you_mean
+from ..work import RunWork
 
 if TYPE_CHECKING:  # the problem (and with it the kernels) is imported where a run starts
     from ..problem import Problem
@@ -306,6 +307,16 @@ class Algorithm(ABC):
     def steps_per_round(cls, params: dict[str, Any]) -> int:
         """Minibatch gradients one client computes per round, for the cost estimate."""
         return int(params.get("local_steps", 1))
+
+    @classmethod
+    def work(cls, params: dict[str, Any]) -> RunWork:
+        """What a round of a run with these hyperparameters does, for the cost model
+        (:class:`fedsparse.cost.RunWork`): by default every client takes
+        :meth:`steps_per_round` steps, the model keeps :meth:`model_support` non-zeros per
+        class, and a client holds its local model and the broadcast one. An algorithm that
+        does more (selections, prox terms, personal models) or less (sampled clients) says
+        so here."""
+        return RunWork(int(cls.steps_per_round(params)), cls.model_support(params))
 
     @abstractmethod
     def setup(self) -> None:

@@ -48,6 +48,8 @@ class DataSet:
     files: dict[str, DataFile]  # "train", "test"
     papers: str  # key of the file the Fed-HT papers used
     note: str = ""
+    classes: int = 0  # a multiclass set's label count (0: binary or regression)
+    values_per_row: float | None = None  # mean stored values a row, where known (cost model)
 
     def file(self, which: str) -> DataFile:
         key = self.papers if which == "papers" else which
@@ -98,6 +100,8 @@ DATASETS: dict[str, DataSet] = {
             },
             papers="train",
             note="the papers use the 60,000-row training file (softmax, tau = 500 per class)",
+            classes=10,
+            values_per_row=150,  # about 19 % of the 784 pixels are not zero
         ),
         DataSet(
             "cifar10",
@@ -109,6 +113,8 @@ DATASETS: dict[str, DataSet] = {
             },
             papers="train",
             note="CIFAR-10's 32x32x3 images as 3,072 features (the gradient-sparsification paper)",
+            classes=10,
+            values_per_row=3_072,  # colour values are almost never exactly zero
         ),
         DataSet(
             "news20.binary",

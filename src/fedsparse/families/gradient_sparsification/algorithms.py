@@ -27,6 +27,7 @@ from ...algorithms.base import (
     Column,
     Hyperparameter,
     RoundCost,
+    RunWork,
     dense_bytes,
     sparse_bytes,
 )
@@ -278,6 +279,16 @@ class _GradientSparsification(Algorithm):
         elif not seq:
             out.pop("k_sequence", None)
         return out
+
+    @classmethod
+    def work(cls, params: dict[str, Any]) -> RunWork:
+        """A client adds its gradient to its residual (one vector a client) and offers the top
+        k of D (a radix selection: a few passes over the residual); the server aggregates the
+        offers. An online controller also probes the loss at a second model each round."""
+        work = super().work(params)
+        passes = 2.0 if cls.selection in ("periodic", "all") else 6.0
+        online = "k" in params and params.get("k_control", "fixed") != "fixed"
+        return work._replace(steps=work.steps + online, passes=passes, states=1.0)
 
     @classmethod
     def reads_time_model(cls, params: dict[str, Any]) -> bool:

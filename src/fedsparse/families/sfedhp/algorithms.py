@@ -31,6 +31,7 @@ from ...algorithms.base import (
     Column,
     Hyperparameter,
     RoundCost,
+    RunWork,
     count_nonzero,
     dense_bytes,
     vector_bits,
@@ -95,6 +96,17 @@ class ProxClients(Algorithm):
     config_label = (("stepsize", "γ"), ("local_steps", "K"), ("batch_size", "b"))
     trace_columns = (EDGE_BYTES_UP, EDGE_BYTES_DOWN, BITS, DENSITY, PM_DENSITY)
     zero_tol = 0.0
+    scores_personal = True  # its clients' personal models are scored at every evaluation
+
+    @classmethod
+    def work(cls, params: dict[str, Any]) -> RunWork:
+        """Clients keep personal models beside their local ones; where those are scored, an
+        evaluation is two forward passes over the data (the global model's, the personal
+        models')."""
+        work = super().work(params)
+        if not cls.scores_personal:
+            return work
+        return work._replace(states=3.0, evaluations=2.0)
 
     def _setup_clients(self) -> None:
         problem = self.problem
@@ -561,6 +573,8 @@ class HierFAVG(ProxClients):
             params["local_steps"] * params["edge_rounds"],
         )
 
+    scores_personal = False
+
     @property
     def personal_models(self) -> None:
         return None
@@ -623,6 +637,8 @@ class FedProx(FlatClients):
         self.add_bits(nnz_up, np.repeat(nnz_down, n))
         up = int(sum(vector_bytes(k, d) for k in nnz_up))
         return RoundCost(up, n * vector_bytes(nnz_down[0], d), params["local_steps"])
+
+    scores_personal = False
 
     @property
     def personal_models(self) -> None:

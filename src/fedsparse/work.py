@@ -1,0 +1,21 @@
+"""What an algorithm's round does, as the cost model (:mod:`fedsparse.cost`) counts it.
+
+Light at import: the algorithms declare it (their ``work`` hook), the plan file records it,
+and a cluster job's own Snakemake reads it back without the algorithms.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class RunWork(NamedTuple):
+    """The work an algorithm does in a round, beyond what the data and model decide (its
+    ``work`` hook declares it next to the algorithm)."""
+
+    steps: int  # minibatch gradients a computing client takes per round
+    support: int | None  # non-zeros per class its global model keeps (None: dense)
+    clients: int | None = None  # clients that compute in a round (None: all)
+    passes: float = 0.0  # passes over the model's parameters a computing client makes
+    states: float = 2.0  # parameter vectors the run keeps per client (memory)
+    evaluations: float = 1.0  # forward passes over the data an evaluation makes
