@@ -2,6 +2,8 @@
 
     python benchmarks/cost_model.py                 # every case (about 10 minutes)
     python benchmarks/cost_model.py --only mlp      # cases whose name holds "mlp"
+    python benchmarks/cost_model.py --results results/gs-quick \
+        --configfile config/gs-quick.yaml scripts/toy/gs-toy.yaml   # a finished sweep's jobs
 
 Each case is a run config; the benchmark loads its data once, runs it once for a couple of
 rounds (kernels compiled or loaded from numba's cache, buffers warmed), then at ``rounds``
@@ -216,13 +218,87 @@ def measure(spec: dict, rates) -> dict:
     }
 
 
+def finished_sweep(results: Path, configs: list[Path], rates) -> list[dict]:
+    """Each shard job of a finished sweep: its estimate at ``rates`` against the CPU time
+    Snakemake's benchmark file recorded for it (start-up, runs and their writing)."""
+    import yaml
+
+    from fedsparse.cost import known_shape, shard_seconds
+    from fedsparse.sweep import plan_sweep
+
+    def merge(into: dict, update: dict) -> None:  # as snakemake --configfile A B merges them
+        for key, value in update.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    sweep: dict = {}
+    for path in configs:
+        merge(sweep, yaml.safe_load(path.read_text()))
+    plan = plan_sweep(sweep)
+    rows = []
+    for shard, runs in plan.shards.items():
+        found = list((results / "benchmarks" / "shards").glob(f"{shard}.*.tsv"))
+        if len(found) != 1:
+            continue
+        fields = found[0].read_text().splitlines()
+        measured = dict(zip(fields[0].split("\t"), fields[-1].split("\t"), strict=True))
+        entry = plan.datasets[runs[0].dataset]
+        shape = known_shape(entry["data"], results / "data" / runs[0].dataset)
+        estimate = shard_seconds(
+            [r.config for r in runs],
+            shape,
+            siblings=[r.sibling for r in runs],
+            cohorts=[r.cohort for r in runs],
+            rates=rates,
+        )
+        cpu = float(measured["cpu_time"])
+        rows.append(
+            {
+                "shard": shard,
+                "runs": len(runs),
+                "measured_cpu_s": cpu,
+                "estimated_s": round(estimate, 2),
+                "ratio": round(estimate / cpu, 2) if cpu > 0 else None,
+                "max_rss_mb": float(measured["max_rss"]),
+            }
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="cases whose name contains this")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="instead: a finished sweep's folder, each shard job's estimate against its "
+        "measured CPU time (give the sweep's config files with --configfile)",
+    )
+    parser.add_argument("--configfile", type=Path, nargs="+", default=[])
     args = parser.parse_args()
     from fedsparse.machine import host_rates
     from fedsparse.problem import one_blas_thread
+
+    if args.results:
+        rows = finished_sweep(args.results, args.configfile, host_rates())
+        print(f"{'shard':40} {'runs':>4} {'measured':>9} {'estimated':>9} {'est/meas':>8}")
+        for row in rows:
+            print(
+                f"{row['shard']:40} {row['runs']:4d} {row['measured_cpu_s']:8.1f}s "
+                f"{row['estimated_s']:8.1f}s {row['ratio']:8.2f}"
+            )
+        measured = sum(r["measured_cpu_s"] for r in rows)
+        estimated = sum(r["estimated_s"] for r in rows)
+        print(
+            f"{'all':40} {sum(r['runs'] for r in rows):4d} {measured:8.1f}s {estimated:8.1f}s "
+            f"{estimated / measured:8.2f}"
+        )
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+        return
 
     one_blas_thread()
     write_sparse_file(SPARSE_FILE)

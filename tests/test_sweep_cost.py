@@ -122,3 +122,18 @@ def test_the_estimate_is_within_its_bound_of_the_measured_cpu_time(name, bound):
         time.sleep(0.1)
     ratio = best["estimated_s"] / best["measured_cpu_s"]
     assert 1 / bound <= ratio <= bound, best
+
+
+def test_the_papers_cost_table_is_the_models(monkeypatch):
+    # docs/reproducing.md prices every paper-length config at the model's fixed rates
+    from fedsparse.sweep_cost import cost_rows
+
+    text = (ROOT / "docs/reproducing.md").read_text()
+    block = text[text.index("<!-- cost table -->") : text.index("<!-- end cost table -->")]
+    shown = [line for line in block.splitlines() if line.startswith("| `config/")]
+    configs = [line.split("`")[1] for line in shown]
+    assert len(configs) >= 12
+    monkeypatch.chdir(ROOT)  # the table names the configs from the checkout's root
+    assert cost_rows(configs, NOMINAL) == shown
+    total = sum(float(line.split("|")[3].replace(",", "")) for line in shown)
+    assert f"about {round(total, -2):,.0f} core-hours" in text

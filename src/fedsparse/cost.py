@@ -47,7 +47,7 @@ from .defaults import sweep_default
 from .machine import NOMINAL, Rates
 from .work import RunWork
 
-RUN_OVERHEAD_S = 0.3  # trace assembly, Parquet write, summary
+RUN_OVERHEAD_S = 0.05  # trace assembly, Parquet write, summary
 # What a member of a cohort adds to the cohort's time, as a share of the same run alone: its
 # minibatch rows come from cache rather than memory, but its exact evaluations cost nearly
 # what they cost alone (docs/performance.md, cohorts).
@@ -63,6 +63,7 @@ NETWORK_EFFICIENCY = 0.5
 EVAL_READ_SHARE = 0.5
 SAMPLE_LOSS_S = 5e-9  # a loss (exp, log1p) per sample and output of an evaluation
 NETWORK_STEP_S = 2e-6  # a network step's fixed cost per layer (kernel calls, buffers)
+PROBE_CALL_S = 2e-5  # a one-row gradient called from Python (an online controller's probe)
 RUNTIME_SAFETY = 3.0  # time limits: estimate x this, so a model within 2x fits on a first try
 MIN_RUNTIME_MIN = 10
 BASE_MEM_MB = 1024  # Python, numba, pyarrow and per-run buffers
@@ -337,6 +338,9 @@ def run_seconds(
     model_bytes = 8.0 * n_params(config, shape)
     per_client = work.steps * step_seconds(config, shape, rows_per_step, rates)
     per_client += (work.passes + 1) * model_bytes / rates.bandwidth  # + its share of the mean
+    if work.probes:  # each a one-row step whose gradient fills a model-sized buffer
+        probe = step_seconds(config, shape, 1, rates) + model_bytes / rates.bandwidth
+        per_client += work.probes * (probe + PROBE_CALL_S)
     evaluations = math.ceil(config["rounds"] / sweep_default(config, "eval_every")) + 1
     return (
         config["rounds"] * clients * per_client

@@ -35,6 +35,7 @@ WORK_COLUMNS = [  # cost.RunWork's fields, as the plan file keeps them
     ("passes", "float32"),
     ("states", "float32"),
     ("evaluations", "float32"),
+    ("probes", "float32"),
 ]
 
 

@@ -142,13 +142,20 @@ def balanced_counts(
     if not costed:
         return {}
     shards = sum(math.ceil(len(runs_of[ds]) / shard_size) for ds in costed)
-    total = math.fsum(costed.values())
-    out = {}
-    for ds, cost in costed.items():
+    total = math.fsum(costed.values()) or 1.0
+    cap = {}
+    for ds in costed:
         siblings = siblings_of.get(ds) or [False] * len(runs_of[ds])
-        computations = len(siblings) - sum(siblings)
-        share = round(shards * cost / total) if total > 0 else 1
-        out[ds] = min(max(share, 1), computations)
+        cap[ds] = len(siblings) - sum(siblings)  # computations: a shard holds at least one
+    # one each, the rest by largest remainder of the data sets' shares of the cost
+    out = dict.fromkeys(costed, 1)
+    share = {ds: shards * cost / total for ds, cost in costed.items()}
+    for _ in range(shards - len(costed)):
+        open_ = [ds for ds in costed if out[ds] < cap[ds]]
+        if not open_:
+            break
+        ds = max(open_, key=lambda d: (share[d] - out[d], -list(costed).index(d)))
+        out[ds] += 1
     return out
 
 

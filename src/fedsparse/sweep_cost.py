@@ -229,3 +229,28 @@ def describe(
         f"GFLOP/s, memory {r.bandwidth / 1e9:.1f} GB/s a core, job start-up {r.startup_s:.0f} s)"
     )
     return lines
+
+
+def hours(seconds: float) -> str:
+    """Core-hours as a table shows them: 2,324; 59; 0.86."""
+    value = seconds / 3600
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def cost_rows(config_files: list[str], rates: Rates) -> list[str]:
+    """A Markdown table row per sweep config: its runs, core-hours, the largest job's memory
+    and its longest job (docs/reproducing.md keeps the table of the papers' configs)."""
+    import yaml
+
+    from .sweep import plan_sweep
+
+    rows = []
+    for path in config_files:
+        with open(path) as fh:
+            plan = plan_sweep(yaml.safe_load(fh))
+        cost = sweep_cost(plan, rates)
+        rows.append(
+            f"| `{path}` | {cost.runs:,} | {hours(cost.core_seconds)} | "
+            f"{size(cost.memory_bytes)} | {duration(cost.longest_job_seconds)} |"
+        )
+    return rows

@@ -19,3 +19,4 @@ class RunWork(NamedTuple):
     passes: float = 0.0  # passes over the model's parameters a computing client makes
     states: float = 2.0  # parameter vectors the run keeps per client (memory)
     evaluations: float = 1.0  # forward passes over the data an evaluation makes
+    probes: float = 0.0  # one-row gradients a client computes per round (an online k's losses)

@@ -34,6 +34,10 @@ def facts(data: dict[str, Any], partition: Any) -> Facts | None:
     them; None where only the built data can tell."""
     kind = data["kind"]
     clients = partition.get("clients") if isinstance(partition, dict) else None
+    if isinstance(partition, dict) and partition.get("kind") == "papers":
+        # clusters x parts, parts_per_client parts a client (fedsparse.data.partition)
+        parts = partition.get("clusters", 10) * partition.get("parts", 20)
+        clients = parts // max(partition.get("parts_per_client", 2), 1)
     if kind == "synthetic":
         task = "regression" if data["task"] == "linear" else "binary"
         return Facts(task, data["dim"], 0, clients or data["clients"])

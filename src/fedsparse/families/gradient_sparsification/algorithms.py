@@ -284,11 +284,12 @@ class _GradientSparsification(Algorithm):
     def work(cls, params: dict[str, Any]) -> RunWork:
         """A client adds its gradient to its residual (one vector a client) and offers the top
         k of D (a radix selection: a few passes over the residual); the server aggregates the
-        offers. An online controller also probes the loss at a second model each round."""
+        offers. An online controller also takes each client's loss on one of its rows at the
+        last, the new and the auxiliary model: three one-row gradients a client a round."""
         work = super().work(params)
         passes = 2.0 if cls.selection in ("periodic", "all") else 6.0
-        online = "k" in params and params.get("k_control", "fixed") != "fixed"
-        return work._replace(steps=work.steps + online, passes=passes, states=1.0)
+        online = "k" in params and params.get("k_control", "fixed") in SEARCH
+        return work._replace(passes=passes, states=1.0, probes=3.0 if online else 0.0)
 
     @classmethod
     def reads_time_model(cls, params: dict[str, Any]) -> bool:
