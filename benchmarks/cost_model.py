@@ -236,9 +236,20 @@ def finished_sweep(results: Path, configs: list[Path], rates) -> list[dict]:
     sweep: dict = {}
     for path in configs:
         merge(sweep, yaml.safe_load(path.read_text()))
+    import pyarrow.parquet as pq
+
     plan = plan_sweep(sweep)
+    # the shards as the sweep ran them (an older plan may have cut them elsewhere), each run
+    # with its flags in today's plan
+    planned = {r.run_id: r for r in plan.runs}
+    ran = pq.read_table(results / "runs.parquet", columns=["run_id", "shard"]).to_pydict()
+    shards: dict[str, list] = {}
+    for run_id, shard in zip(ran["run_id"], ran["shard"], strict=True):
+        shards.setdefault(shard, []).append(planned[run_id])
+    order = {r.run_id: i for i, r in enumerate(plan.runs)}
     rows = []
-    for shard, runs in plan.shards.items():
+    for shard, runs in shards.items():
+        runs.sort(key=lambda r: order[r.run_id])
         found = list((results / "benchmarks" / "shards").glob(f"{shard}.*.tsv"))
         if len(found) != 1:
             continue

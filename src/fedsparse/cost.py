@@ -57,13 +57,15 @@ COHORT_MEMBER_SHARE = 0.6
 # products; a network's products reach about half the matrix-product peak (small, thin
 # layers, activations and their derivatives between products).
 LINEAR_FLOP_EFFICIENCY = 0.2
-NETWORK_EFFICIENCY = 0.5
+NETWORK_EFFICIENCY = 0.8  # dense layers' products
+CONV_EFFICIENCY = 0.45  # a convolution's products (im2col, narrow channels)
 # A linear model's evaluations are scored several rounds at a time and consecutive models
 # share most of their support: the support's columns come from memory about once per two.
 EVAL_READ_SHARE = 0.5
 SAMPLE_LOSS_S = 5e-9  # a loss (exp, log1p) per sample and output of an evaluation
 NETWORK_STEP_S = 2e-6  # a network step's fixed cost per layer (kernel calls, buffers)
 PROBE_CALL_S = 2e-5  # a one-row gradient called from Python (an online controller's probe)
+OFFER_S = 5e-8  # an offered element: selected, sent, scattered into the aggregate, chosen
 RUNTIME_SAFETY = 3.0  # time limits: estimate x this, so a model within 2x fits on a first try
 MIN_RUNTIME_MIN = 10
 BASE_MEM_MB = 1024  # Python, numba, pyarrow and per-run buffers
@@ -259,10 +261,13 @@ def n_outputs(config: dict[str, Any], shape: DataShape) -> int:
     return max(shape.n_classes, 2) if config["model"].get("loss") == "softmax" else 1
 
 
-def _product_seconds(m: float, n: int, k: int, itemsize: int, rates: Rates) -> float:
+def _product_seconds(
+    m: float, n: int, k: int, itemsize: int, rates: Rates, conv: bool = False
+) -> float:
     """One (m x k) @ (k x n) product of a network: the slower of its FLOPs and its bytes."""
     flops = 2.0 * m * n * k
-    gemm = NETWORK_EFFICIENCY * (rates.sgemm if itemsize == 4 else rates.dgemm)
+    efficiency = CONV_EFFICIENCY if conv else NETWORK_EFFICIENCY
+    gemm = efficiency * (rates.sgemm if itemsize == 4 else rates.dgemm)
     moved = (n * k + m * (n + k)) * itemsize
     return max(flops / gemm, moved / rates.bandwidth)
 
@@ -277,7 +282,7 @@ def step_seconds(config: dict[str, Any], shape: DataShape, rows: float, rates: R
     net = layers(config["model"], shape.cols, outputs)
     seconds = 0.0
     for n, (positions, out, fan_in) in enumerate(net.products):
-        one = _product_seconds(rows * positions, out, fan_in, net.itemsize, rates)
+        one = _product_seconds(rows * positions, out, fan_in, net.itemsize, rates, positions > 1)
         seconds += (3 if n else 2) * one + NETWORK_STEP_S
     return seconds
 
@@ -304,7 +309,7 @@ def evaluation_seconds(
         block = 256.0  # the evaluation's rows per forward block
         blocks = rows / block
         forward = sum(
-            blocks * _product_seconds(block * p, o, i, net.itemsize, rates)
+            blocks * _product_seconds(block * p, o, i, net.itemsize, rates, p > 1)
             for p, o, i in net.products
         )
     return work.evaluations * (forward + losses)
@@ -338,6 +343,7 @@ def run_seconds(
     model_bytes = 8.0 * n_params(config, shape)
     per_client = work.steps * step_seconds(config, shape, rows_per_step, rates)
     per_client += (work.passes + 1) * model_bytes / rates.bandwidth  # + its share of the mean
+    per_client += work.offered_share * n_params(config, shape) * OFFER_S
     if work.probes:  # each a one-row step whose gradient fills a model-sized buffer
         probe = step_seconds(config, shape, 1, rates) + model_bytes / rates.bandwidth
         per_client += work.probes * (probe + PROBE_CALL_S)

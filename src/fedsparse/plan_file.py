@@ -36,6 +36,7 @@ WORK_COLUMNS = [  # cost.RunWork's fields, as the plan file keeps them
     ("states", "float32"),
     ("evaluations", "float32"),
     ("probes", "float32"),
+    ("offered_share", "float32"),
 ]
 
 

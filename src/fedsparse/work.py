@@ -20,3 +20,4 @@ class RunWork(NamedTuple):
     states: float = 2.0  # parameter vectors the run keeps per client (memory)
     evaluations: float = 1.0  # forward passes over the data an evaluation makes
     probes: float = 0.0  # one-row gradients a client computes per round (an online k's losses)
+    offered_share: float = 0.0  # elements a client offers a round, as a share of the parameters
