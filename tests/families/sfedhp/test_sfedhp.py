@@ -768,7 +768,7 @@ TOY = {
 @pytest.mark.parametrize("name", list(TOY))
 def test_every_method_writes_a_full_trace(name):
     from fedsparse.config import normalize_run_config
-    from fedsparse.cost import run_bytes
+    from fedsparse.cost import run_work
     from fedsparse.experiment import run_trace
 
     data = with_client_tests(make_data("softmax", sizes=(7, 9, 6, 8), d=8, seed=3))
@@ -791,12 +791,7 @@ def test_every_method_writes_a_full_trace(name):
     assert tr["edge_bytes_up"].notna().all() == (name in ("sfedhp", "hierfavg"))
     steps = ALGORITHMS[name].steps_per_round(cfg["params"])
     assert tr["local_iterations"].iloc[-1] == 3 * steps
-    # the cost estimate charges every minibatch gradient: rounds x clients x steps x rows x 64 B,
-    # plus 4 evaluations of 100 rows x 8 columns x 3 classes
-    assert run_bytes(cfg, _shape()) == 3 * 4 * steps * 3 * 64 + 4 * 100 * 8 * 8 * 3
-
-
-def _shape():
-    from fedsparse.cost import DataShape
-
-    return DataShape(100, 8, 800, False, 4, 3, 6400)
+    # the cost model charges what the trace shows: every minibatch gradient, and a second
+    # forward pass an evaluation where personal models are scored
+    work = run_work(cfg)
+    assert (work.steps, work.evaluations) == (steps, 2 if personal else 1)
