@@ -226,7 +226,15 @@ def run_ids(cfg: dict[str, Any], seeds: list[int]) -> list[str]:
     seed put in place (a sweep's seeds share everything else: 50 seeds, one JSON dump)."""
     text = identity_text({**cfg, "seed": SEED_MARK})
     head, tail = text.split(f'"seed":{SEED_MARK}')
-    return [hashlib.sha256(f'{head}"seed":{int(s)}{tail}'.encode()).hexdigest()[:16] for s in seeds]
+    # the text before the seed is hashed once, each seed's hash goes on from a copy of it
+    before = hashlib.sha256(f'{head}"seed":'.encode())
+    after = tail.encode()
+    ids = []
+    for s in seeds:
+        h = before.copy()
+        h.update(b"%d%s" % (int(s), after))
+        ids.append(h.hexdigest()[:16])
+    return ids
 
 
 def identity_text(cfg: dict[str, Any]) -> str:
