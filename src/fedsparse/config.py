@@ -120,11 +120,23 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return loaded
 
 
-def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
-    """Validate a run config and return its canonical form (defaults filled in)."""
+def normalize_run_config(raw: dict[str, Any], like: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate a run config and return its canonical form (defaults filled in).
+
+    ``like``: the canonical form of a run config that differs from ``raw`` in its ``params``
+    alone (a sweep's configurations of one data set, algorithm and time model): only the
+    params are normalised and checked, and the rest is ``like``'s (the same objects).
+    """
     from .algorithms import ALGORITHMS
     from .problem import LOSS_TASKS
 
+    if like is not None:
+        cls = ALGORITHMS[like["algorithm"]]
+        cfg = {**like, "params": cls.canonical_params(cls.validate_params(raw["params"]))}
+        clients = known_clients(cfg["dataset"], cfg["partition"])
+        if clients is not None:
+            cls.check_clients(cfg["params"], clients)
+        return cfg
     if not isinstance(raw, dict):
         raise ConfigError("config: must be a mapping")
     check_keys(raw, RUN_KEYS, "config")

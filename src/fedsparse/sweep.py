@@ -269,12 +269,15 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
         # time siblings: per time model its normalised config and its seeds' run ids) and
         # that computation's runs' estimated seconds
         configurations: list[_Configuration] = []
+        # per algorithm and time model, its first configuration's normalised config: the
+        # others differ from it in their params alone, and share the rest
+        first: dict[tuple[str, int], dict[str, Any]] = {}
         for algo, overrides in _override_sets(algorithms):
             axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
                 params = dict(zip(axes, values, strict=True))
                 block = []  # per time model: its normalised config and its seeds' run ids
-                for timing in timings:
+                for t, timing in enumerate(timings):
                     raw = {
                         "sweep": name,
                         "dataset": ds["data"],
@@ -292,7 +295,8 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
                         raw["time_model"] = timing
                     # normalised once: the seeds' configs differ in the seed alone, and share
                     # the rest (a million-run plan holds one config's parts per 50 seeds)
-                    cfg = normalize_run_config(raw)
+                    cfg = normalize_run_config(raw, first.get((algo, t)))
+                    first.setdefault((algo, t), cfg)
                     rids = run_ids(cfg, seeds)
                     block.append((cfg, rids))
                     distinct_ids.update(rids)
