@@ -6,7 +6,8 @@
 The grid is the default sweep's (config/config.yaml) data sets and algorithms x ``--steps`` step
 sizes x ``--local-steps`` local-step counts x ``--sparsity`` sparsity levels x ``--seeds`` seeds
 (Distributed-IHT keeps its one local step). Every figure is measured in a process of its own,
-this checkout's fedsparse (src/) on its path; wall and CPU seconds:
+this checkout's fedsparse (src/) on its path; wall and CPU seconds (and the peak resident
+memory of each process):
 
   plan         plan_checked (what the workflow's main Snakemake process does first), by phase:
                plan_sweep, check_plan, and the plan file the workflow writes before its first
@@ -94,15 +95,17 @@ def run_measured(args: list[str], cwd: Path | None = None) -> tuple[dict[str, fl
         out.seek(0), err.seek(0)
         if proc.returncode:
             raise RuntimeError(f"{' '.join(map(str, args[:8]))} failed:\n{err.read()[-2000:]}")
-        return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime}, out.read()
+        cpu = usage.ru_utime + usage.ru_stime
+        return {"wall_s": wall, "cpu_s": cpu, "peak_mb": usage.ru_maxrss / 1024}, out.read()
 
 
-def _line(label: str, wall: float, cpu: float) -> str:
-    return f"  {label:<22} wall {wall:7.2f} s  cpu {cpu:7.2f} s"
+def _line(label: str, m: dict[str, float]) -> str:
+    peak = f"  peak {m['peak_mb']:6.0f} MB" if "peak_mb" in m else ""
+    return f"  {label:<22} wall {m['wall_s']:7.2f} s  cpu {m['cpu_s']:7.2f} s{peak}"
 
 
 def _best(rows: list[dict[str, float]]) -> dict[str, float]:
-    return {k: min(r[k] for r in rows) for k in ("wall_s", "cpu_s")}
+    return {k: min(r[k] for r in rows) for k in rows[0]}
 
 
 def bench(cfg: dict, repeat: int, dry_run: bool) -> dict:
@@ -125,7 +128,7 @@ def bench(cfg: dict, repeat: int, dry_run: bool) -> dict:
             out["plan"].append(phases)
             print(f"run {i + 1} of {repeat}:", flush=True)
             for name, m in phases.items():
-                print(_line(name, m["wall_s"], m["cpu_s"]), flush=True)
+                print(_line(name, m), flush=True)
             if dry_run:
                 snakemake = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
                 args = [*snakemake, "--configfile", str(config), "-n", "--quiet"]
@@ -133,15 +136,15 @@ def bench(cfg: dict, repeat: int, dry_run: bool) -> dict:
                 folder.mkdir()
                 m, _ = run_measured(args, cwd=folder)
                 out["snakemake -n"].append(m)
-                print(_line("snakemake -n", m["wall_s"], m["cpu_s"]), flush=True)
+                print(_line("snakemake -n", m), flush=True)
     if repeat > 1:
         print(f"best of {repeat}:")
         for name in out["plan"][0]:
             best = _best([p[name] for p in out["plan"]])
-            print(_line(name, best["wall_s"], best["cpu_s"]))
+            print(_line(name, best))
         if dry_run:
             best = _best(out["snakemake -n"])
-            print(_line("snakemake -n", best["wall_s"], best["cpu_s"]))
+            print(_line("snakemake -n", best))
     return out
 
 
