@@ -388,3 +388,49 @@ def test_config_files_read_exponent_notation_as_numbers(tmp_path):
         "grid": {"stepsize": [1e-3, 1e-4, -300.0, 0.05, 0.1]},
         "sweep": "1e3x",
     }
+
+
+def test_a_config_normalised_like_another_is_its_own_normalisation():
+    """The planner normalises a data set's configurations of one algorithm from the first:
+    the params alone are normalised and checked, the rest is taken from it."""
+    raw = {
+        "dataset": dict(SMALL_LINEAR, clients=6),
+        "algorithm": "sfedhp",
+        "rounds": 3,
+        "params": {"edges": 2, "stepsize": 0.1},
+        "time_model": {"exchange_time": 10},
+    }
+    first = normalize_run_config(raw)
+    for params in ({"edges": 3, "stepsize": 0.01}, {"edges": 6, "sampled_edges": 2}):
+        alone = normalize_run_config({**raw, "params": params})
+        like = normalize_run_config({**raw, "params": params}, first)
+        assert like == alone and list(like) == list(alone)  # key order: the plan file's text
+        assert like["dataset"] is first["dataset"] and like["params"] is not first["params"]
+    for params in ({"edges": 4}, {"edges": 2, "stepsize": -1}):  # 4 edges, 6 clients
+        with pytest.raises(ConfigError) as alone:
+            normalize_run_config({**raw, "params": params})
+        with pytest.raises(ConfigError) as like:
+            normalize_run_config({**raw, "params": params}, first)
+        assert str(like.value) == str(alone.value)
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_a_bad_configuration_among_good_ones_fails_the_check_whatever_its_seeds_share(fuse):
+    """check_plan checks each configuration once, though its seeds share its params and it
+    shares its data set's parts with the configurations before it."""
+    from fedsparse.sweep import plan_checked
+
+    cfg = {
+        "sweep": "later",
+        "rounds": 2,
+        "seeds": [0, 1, 2],
+        "fuse": fuse,
+        "datasets": {"d": {"data": dict(SMALL_LINEAR)}},
+        "algorithms": {"fedht": {}, "fediterht": {"sparsity": [5, 10_000]}},
+        "grid": {"stepsize": [0.1, 0.01], "local_steps": [1, 2], "sparsity": [5]},
+    }
+    plan = plan_sweep(cfg)
+    bad = [r for r in plan.runs if r.config["params"]["sparsity"] == 10_000]
+    assert len(bad) == 4 * 3 and len({id(r.config["params"]) for r in bad}) == 4
+    with pytest.raises(ConfigError, match=r"^algorithms\.fediterht\.sparsity: 10000 is larger"):
+        plan_checked(cfg)

@@ -115,7 +115,7 @@ def test_the_estimate_is_within_its_bound_of_the_measured_cpu_time(name, bound):
     one_blas_thread()
     rates = measure()
     best = None
-    for _ in range(2):  # the better of two: a busy moment of a shared machine costs less
+    for _ in range(3):  # the best of three: a busy moment of a shared machine costs less
         row = cost_model.measure(spec, rates)
         if best is None or row["measured_cpu_s"] < best["measured_cpu_s"]:
             best = row

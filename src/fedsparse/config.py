@@ -120,11 +120,23 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return loaded
 
 
-def normalize_run_config(raw: dict[str, Any]) -> dict[str, Any]:
-    """Validate a run config and return its canonical form (defaults filled in)."""
+def normalize_run_config(raw: dict[str, Any], like: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate a run config and return its canonical form (defaults filled in).
+
+    ``like``: the canonical form of a run config that differs from ``raw`` in its ``params``
+    alone (a sweep's configurations of one data set, algorithm and time model): only the
+    params are normalised and checked, and the rest is ``like``'s (the same objects).
+    """
     from .algorithms import ALGORITHMS
     from .problem import LOSS_TASKS
 
+    if like is not None:
+        cls = ALGORITHMS[like["algorithm"]]
+        cfg = {**like, "params": cls.canonical_params(cls.validate_params(raw["params"]))}
+        clients = known_clients(cfg["dataset"], cfg["partition"])
+        if clients is not None:
+            cls.check_clients(cfg["params"], clients)
+        return cfg
     if not isinstance(raw, dict):
         raise ConfigError("config: must be a mapping")
     check_keys(raw, RUN_KEYS, "config")
@@ -226,7 +238,15 @@ def run_ids(cfg: dict[str, Any], seeds: list[int]) -> list[str]:
     seed put in place (a sweep's seeds share everything else: 50 seeds, one JSON dump)."""
     text = identity_text({**cfg, "seed": SEED_MARK})
     head, tail = text.split(f'"seed":{SEED_MARK}')
-    return [hashlib.sha256(f'{head}"seed":{int(s)}{tail}'.encode()).hexdigest()[:16] for s in seeds]
+    # the text before the seed is hashed once, each seed's hash goes on from a copy of it
+    before = hashlib.sha256(f'{head}"seed":'.encode())
+    after = tail.encode()
+    ids = []
+    for s in seeds:
+        h = before.copy()
+        h.update(b"%d%s" % (int(s), after))
+        ids.append(h.hexdigest()[:16])
+    return ids
 
 
 def identity_text(cfg: dict[str, Any]) -> str:

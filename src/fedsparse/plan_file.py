@@ -111,7 +111,9 @@ class _ConfigTexts:
         self.templates: dict[tuple[int, ...], tuple[str, str]] = {}
 
     def __call__(self, config: dict[str, Any]) -> str:
-        key = tuple(id(v) for k, v in config.items() if k != "seed")
+        rest = config.copy()
+        del rest["seed"]
+        key = tuple(map(id, rest.values()))
         if key not in self.templates:
             text = json.dumps({**config, "seed": SEED_MARK})
             head, tail = text.split(f'"seed": {SEED_MARK}')

@@ -34,7 +34,8 @@ import gc
 import itertools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ SWEEP_KEYS = (
     "seeds",
     "shard_size",
     "max_shards",
-    "shard_minutes",  # estimated minutes of runs a shard (fedsparse.sharding); absent: by count
+    "shard_minutes",  # estimated minutes of runs a shard (fedsparse.sharding); absent: shard_size
     "datasets",
     "algorithms",
     "grid",
@@ -195,17 +196,24 @@ class Plan:
         return job_resources([costly] * trials, spec.data, data_dir, partition=part)
 
 
-def plan_sweep(sweep: dict[str, Any]) -> Plan:
-    """Validate ``sweep`` and expand it; ConfigError names the offending key."""
-    # A million runs are millions of new objects, none in a reference cycle: the cyclic
-    # garbage collector's passes over them cost 40 % of the plan and free nothing.
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while a plan is made and checked: a million runs are
+    millions of new objects, none in a reference cycle, and each of its passes over them
+    costs seconds and frees nothing."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _plan_sweep(sweep)
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def plan_sweep(sweep: dict[str, Any]) -> Plan:
+    """Validate ``sweep`` and expand it; ConfigError names the offending key."""
+    with _no_cyclic_gc():
+        return _plan_sweep(sweep)
 
 
 def _plan_sweep(sweep: dict[str, Any]) -> Plan:
@@ -269,17 +277,23 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
     # each run's estimated seconds where the data's shape is known already: shards of about
     # equal cost (fedsparse.sharding.pack)
     costs_of: dict[str, list[float] | None] = {}
+    joins_of: dict[str, list[bool]] = {}  # each run's Run.joins
+    run_count, distinct_ids = 0, set()
     for ds_name, ds in datasets.items():
         shape = known_shape(ds["data"], None, ds.get("partition", "natural"))
-        # each computation (a run and its time siblings) with its runs' estimated seconds,
-        # under its cohort's key (None: alone)
-        computations: list[tuple[tuple[int, str] | None, list[Run], list[float] | None]] = []
+        # each configuration: its cohort key (None: alone), its computation (a run and its
+        # time siblings: per time model its normalised config and its seeds' run ids) and
+        # that computation's runs' estimated seconds
+        configurations: list[_Configuration] = []
+        # per algorithm and time model, its first configuration's normalised config: the
+        # others differ from it in their params alone, and share the rest
+        first: dict[tuple[str, int], dict[str, Any]] = {}
         for algo, overrides in _override_sets(algorithms):
             axes = _axes(algo, {**grid, **ds.get("grid", {})}, overrides)
             for values in itertools.product(*axes.values()):
                 params = dict(zip(axes, values, strict=True))
                 block = []  # per time model: its normalised config and its seeds' run ids
-                for timing in timings:
+                for t, timing in enumerate(timings):
                     raw = {
                         "sweep": name,
                         "dataset": ds["data"],
@@ -297,35 +311,32 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
                         raw["time_model"] = timing
                     # normalised once: the seeds' configs differ in the seed alone, and share
                     # the rest (a million-run plan holds one config's parts per 50 seeds)
-                    cfg = normalize_run_config(raw)
-                    block.append((cfg, run_ids(cfg, seeds)))
+                    cfg = normalize_run_config(raw, first.get((algo, t)))
+                    first.setdefault((algo, t), cfg)
+                    rids = run_ids(cfg, seeds)
+                    block.append((cfg, rids))
+                    distinct_ids.update(rids)
+                    run_count += len(rids)
                 seconds = [None if shape is None else run_seconds(c, shape) for c, _ in block]
                 if len(block) > 1 and not _reads_time_model(algo, block[0][0]["params"]):
                     # time siblings: one computation per seed (never split between shards)
                     key = cohort_key(block[0][0]) if fuse else None
-                    for s, seed in enumerate(seeds):
-                        group = [
-                            Run(rids[s], {**cfg, "seed": seed}, sibling=t > 0)
-                            for t, (cfg, rids) in enumerate(block)
-                        ]
-                        costs = (
-                            None
-                            if shape is None
-                            else [seconds[0]] + [RUN_OVERHEAD_S] * (len(block) - 1)
-                        )
-                        computations.append((_seeded(key, seed), group, costs))
+                    costs = (
+                        None
+                        if shape is None
+                        else [seconds[0]] + [RUN_OVERHEAD_S] * (len(block) - 1)
+                    )
+                    configurations.append((key, block, costs))
                     continue
                 for (cfg, rids), cost in zip(block, seconds, strict=True):
                     key = cohort_key(cfg) if fuse else None
-                    for seed, rid in zip(seeds, rids, strict=True):
-                        run = Run(rid, {**cfg, "seed": seed})
-                        computations.append((_seeded(key, seed), [run], [cost]))
-        runs_of[ds_name], costs_of[ds_name] = _in_cohorts(computations, shape is not None)
+                    configurations.append((key, [(cfg, rids)], [cost]))
+        runs_of[ds_name], costs_of[ds_name], joins_of[ds_name] = _in_cohorts(
+            configurations, seeds, shape is not None
+        )
     target_s = None if shard_minutes is None else 60 * shard_minutes
-    siblings_of = {ds: [r.joins for r in runs] for ds, runs in runs_of.items()}
-    plan.shards = pack(runs_of, costs_of, shard_size, max_shards, target_s, siblings_of)
-    ids = [r.run_id for r in plan.runs]
-    if len(set(ids)) != len(ids):
+    plan.shards = pack(runs_of, costs_of, shard_size, max_shards, target_s, joins_of)
+    if len(distinct_ids) != run_count:
         raise ConfigError("grid: the sweep lists the same run twice (duplicate values?)")
     return plan
 
@@ -335,8 +346,9 @@ def plan_checked(sweep: dict[str, Any]) -> Plan:
     allows before the data is built (:mod:`fedsparse.checks`): the workflow's planning."""
     from .checks import check_plan
 
-    plan = plan_sweep(sweep)
-    check_plan(plan, sweep)
+    with _no_cyclic_gc():
+        plan = plan_sweep(sweep)
+        check_plan(plan, sweep)
     return plan
 
 
@@ -345,11 +357,17 @@ def plan_or_exit(sweep: dict[str, Any], config_files: list[str]) -> Plan:
     the config file and the key, exit status 1, before anything is written."""
     import sys
 
-    try:
-        return plan_checked(sweep)
-    except FedsparseError as exc:
-        where = ", ".join(str(f) for f in config_files) or "--config"
-        sys.exit(f"fedsparse: invalid sweep config ({where}): {exc}")
+    with _no_cyclic_gc():
+        try:
+            plan = plan_checked(sweep)
+        except FedsparseError as exc:
+            where = ", ".join(str(f) for f in config_files) or "--config"
+            sys.exit(f"fedsparse: invalid sweep config ({where}): {exc}")
+        # The plan lives as long as the Snakemake process: its objects leave the collector's
+        # generations for good (gc.freeze), or every later pass (the job graph's, the exit's)
+        # would walk them again, seconds each for a million runs.
+        gc.freeze()
+    return plan
 
 
 def _datasets(value: Any) -> dict[str, dict[str, Any]]:
@@ -391,7 +409,8 @@ def _datasets(value: Any) -> dict[str, dict[str, Any]]:
 
 
 def _shard_minutes(sweep: dict[str, Any]) -> float | None:
-    """The sweep's ``shard_minutes``, validated (None where absent: shards by count)."""
+    """The sweep's ``shard_minutes``, validated (None where absent: as many shards as
+    ``shard_size`` makes)."""
     if "shard_minutes" not in sweep:
         return None
     value = sweep["shard_minutes"]
@@ -457,33 +476,66 @@ def _override_sets(algorithms: dict[str, Any]) -> list[tuple[str, dict[str, Any]
     ]
 
 
-def _seeded(key: str | None, seed: int) -> tuple[int, str] | None:
-    """A configuration's cohort key for one of its seeds (a cohort is one seed's)."""
-    return None if key is None else (seed, key)
+# A configuration of a data set's plan: its cohort key (None: it computes alone), its
+# computation (per time model its normalised config and its seeds' run ids: a run and its
+# time siblings) and that computation's runs' estimated seconds (None: not known).
+_Configuration = tuple[str | None, list[tuple[dict[str, Any], list[str]]], list[float] | None]
 
 
 def _in_cohorts(
-    computations: list[tuple[tuple[int, str] | None, list[Run], list[float] | None]], costed: bool
-) -> tuple[list[Run], list[float] | None]:
-    """The runs of a data set in plan order, each cohort's computations side by side (at most
-    cohorts.MAX_MEMBERS a cohort, in the order of their first appearance), its members after
-    the first flagged ``cohort`` and charged :func:`fedsparse.cost.member_seconds`; and their
-    estimated seconds (None: not ``costed``)."""
-    groups: dict[Any, list[tuple[list[Run], list[float] | None]]] = {}
-    for i, (key, runs, costs) in enumerate(computations):
-        groups.setdefault(i if key is None else key, []).append((runs, costs))
+    configurations: list[_Configuration], seeds: list[int], costed: bool
+) -> tuple[list[Run], list[float] | None, list[bool]]:
+    """The runs of a data set in plan order, each configuration's seeds one after another,
+    and each cohort's computations side by side: a cohort is one seed's computations of one
+    key (at most cohorts.MAX_MEMBERS a cohort, in the order of the configurations), a key's
+    cohorts go in seed order where its first configuration is, its members after the first
+    flagged ``cohort`` and charged :func:`fedsparse.cost.member_seconds`. With the runs,
+    their estimated seconds (None: not ``costed``) and their :attr:`Run.joins` flags."""
+    keyed: dict[str, list[_Configuration]] = {}
+    order: list[list[_Configuration]] = []  # a configuration alone, or a key's configurations
+    for configuration in configurations:
+        key = configuration[0]
+        if key is None:
+            order.append([configuration])
+        elif key in keyed:
+            keyed[key].append(configuration)
+        else:
+            keyed[key] = [configuration]
+            order.append(keyed[key])
     out: list[Run] = []
     out_costs: list[float] | None = [] if costed else None
-    for members in groups.values():
-        for k, (runs, costs) in enumerate(members):
-            joins = k % MAX_MEMBERS > 0
-            if joins:
-                runs[0].cohort = True
-            out += runs
+    out_joins: list[bool] = []
+    for members in order:
+        joining = [k % MAX_MEMBERS > 0 for k in range(len(members))]
+        if any(len(block) > 1 for _, block, _ in members):  # time siblings
+            for s, seed in enumerate(seeds):
+                for (_, block, costs), joins in zip(members, joining, strict=True):
+                    for t, (cfg, rids) in enumerate(block):
+                        out.append(Run(rids[s], {**cfg, "seed": seed}, t > 0, joins and t == 0))
+                        out_joins.append(joins or t > 0)
+                    if out_costs is not None:
+                        out_costs.append(member_seconds(costs[0]) if joins else costs[0])
+                        out_costs += costs[1:]
+        elif len(members) == 1:  # one run per seed, alone
+            (_, [(cfg, rids)], costs) = members[0]
+            out += [Run(rid, {**cfg, "seed": seed}) for seed, rid in zip(seeds, rids, strict=True)]
+            out_joins += [False] * len(seeds)
             if out_costs is not None:
-                out_costs.append(member_seconds(costs[0]) if joins else costs[0])
-                out_costs += costs[1:]
-    return out, out_costs
+                out_costs += [costs[0]] * len(seeds)
+        else:  # one run per seed and configuration: each seed's cohort(s)
+            firsts = [block[0] for _, block, _ in members]
+            for s, seed in enumerate(seeds):
+                out += [
+                    Run(rids[s], {**cfg, "seed": seed}, False, joins)
+                    for (cfg, rids), joins in zip(firsts, joining, strict=True)
+                ]
+                out_joins += joining
+                if out_costs is not None:
+                    out_costs += [
+                        member_seconds(costs[0]) if joins else costs[0]
+                        for (_, _, costs), joins in zip(members, joining, strict=True)
+                    ]
+    return out, out_costs, out_joins
 
 
 def _reads_time_model(algo: str, params: dict[str, Any]) -> bool:
