@@ -15,6 +15,7 @@ if not workflow.overwrite_configfiles:
 localrules:
     all,
     aggregate,
+    aggregate_inputs,
     report,
     optuna_study,
     optuna_export,
@@ -36,4 +37,7 @@ rule all:
         # then the aggregate and the report, with or without .snakemake/ (workflow/rules/run.smk)
         SHARD_TRACES,
         SHARD_RUNS,
+        # every study's marker, named by the digest of its settings (workflow/rules/tune.smk),
+        # for the same reason: an edited study's workers, export and holdout run again
+        STUDY_MARKERS,
     default_target: True

@@ -118,10 +118,11 @@ def test_dry_run_of_the_quick_config_plans_the_expected_jobs(tmp_path):
     assert counts == {
         "make_data": 3,
         "run_shard": 3,
+        "aggregate_inputs": 1,  # the names of the aggregate's inputs, recorded (aggregate.smk)
         "aggregate": 1,
         "report": 1,
         "all": 1,
-        "total": 9,
+        "total": 10,
     }
 
 
@@ -203,13 +204,18 @@ def test_bad_data_found_in_the_data_job_is_one_line_in_the_log_snakemake_names(t
     cfg["grid"]["sparsity"] = [1]
     proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)), check=False)
     assert proc.returncode != 0
-    log = tmp_path / "results/tiny/logs/data/svm.log"
+    from fedsparse.sweep import plan_sweep
+
+    # named as the data set's build, by the digest of its spec
+    digest = plan_sweep(cfg).data_digest("svm")
+    log = tmp_path / f"results/tiny/logs/data/svm.{digest}.log"
     assert str(log.relative_to(tmp_path)) in proc.stdout + proc.stderr  # the log it names
     errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
     assert len(errors) == 1, log.read_text()
     assert "rows.svm: 1 of 2 rows have no qid:<client> field" in errors[0]
     assert "Traceback" not in log.read_text()
     assert not (tmp_path / "results/tiny/data/svm").exists()
+    assert not (tmp_path / f"results/tiny/data/svm.{digest}").exists()
     assert not (tmp_path / "results/tiny/store").exists()
 
 
@@ -243,7 +249,7 @@ def finished(tmp_path_factory) -> Path:
 # in use, the file system, "Building DAG of jobs...", the shell, the cores, the thread
 # scaling, the conda note and the job stats table (a title, two header lines, a line per
 # rule, the total, a blank line)
-SNAKEMAKE_PREAMBLE = 7 + 3 + 9 + 2
+SNAKEMAKE_PREAMBLE = 7 + 3 + 10 + 2
 
 
 def test_the_console_is_a_line_per_progress_interval_between_a_start_and_an_end(finished):

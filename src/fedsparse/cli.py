@@ -57,7 +57,35 @@ def _cmd_check(args: argparse.Namespace) -> int:
             f"{names}: a valid sweep: {counted(len(plan.runs), 'run')} in "
             f"{counted(len(plan.shards), 'shard')} over {counted(len(plan.datasets), 'data set')}"
         )
+    if args.digests:
+        for line in _digest_lines(plan, merged):
+            print(line)
     return 0
+
+
+def _digest_lines(plan, sweep: dict) -> list[str]:
+    """What names each input of the sweep (docs/sweeps.md, "What decides that a step
+    reruns") and whether its results folder holds it: a missing one is built or run."""
+    from .layout import Layout
+
+    L = Layout.of_sweep(sweep)
+
+    def state(path: Path) -> str:
+        return f"present: {path}" if path.exists() else f"missing (snakemake makes it): {path}"
+
+    lines = [
+        f"data set {name}: spec digest {plan.data_digest(name)}, "
+        + state(L.dataset_build(name, plan.data_digest(name)))
+        for name in plan.datasets
+    ]
+    done = sum(L.shard_runs(s, plan.shard_digest(s)).is_file() for s in plan.shards)
+    if plan.shards:
+        lines.append(f"shards: {done} of {len(plan.shards)} present in {L.shards}")
+    lines += [
+        f"study {name}: settings digest {spec.digest}, " + state(L.study_marker(name, spec.digest))
+        for name, spec in plan.studies.items()
+    ]
+    return lines
 
 
 def _merge(into: dict, update: dict) -> None:
@@ -269,6 +297,12 @@ def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("configs", type=Path, nargs="+", help="YAML or JSON config files")
+    p.add_argument(
+        "--digests",
+        action="store_true",
+        help="also list each data set's and study's digest and whether the results folder "
+        "holds its build (what decides that a step reruns)",
+    )
     p.set_defaults(func=_cmd_check)
     if only_run:
         return parser

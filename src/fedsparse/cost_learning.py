@@ -228,7 +228,8 @@ class ShardRuntimes:
     def _shape(self, dataset: str) -> DataShape | None:
         if dataset not in self._shapes:
             spec = self.plan.datasets[dataset]["data"]
-            self._shapes[dataset] = known_shape(spec, self.layout.dataset(dataset))
+            build = self.layout.dataset_build(dataset, self.plan.data_digest(dataset))
+            self._shapes[dataset] = known_shape(spec, build)
         return self._shapes[dataset]
 
     def _left_to_run(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import socket
 import sys
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import numba
 
 from .atomic import atomic_write
 from .data import save_dataset
+from .data.identity import entry_digest
 from .defaults import sweep_default
 from .errors import FedsparseError
 from .experiment import prepare_dataset
@@ -142,6 +144,11 @@ def make_data(
     job never plans the sweep); without it the sweep is planned here. A partitioned data
     set's directory also holds ``partition_stats.csv`` (rows, labels and clusters per client)
     and ``embedding.csv`` (a 2-D t-SNE of a row sample), which the report shows.
+
+    The folder records the digest of the spec it holds (fedsparse.data.identity) and each
+    file's stamp, and is written whole or not at all (an earlier build is left alone until
+    then). Built as ``<data>/<name>.<digest>`` (the workflow's name for it), the link
+    ``<data>/<name>`` is then pointed at it (:func:`link_latest`).
     """
     if spec is None:
         spec = plan_sweep(sweep).datasets[dataset]
@@ -157,17 +164,47 @@ def make_data(
     )
     data = prepared.data
     config = {**spec, "source_file": prepared.source} if prepared.source else spec
-    save_dataset(data, out_dir, config=config)
+    tables = {}
     if prepared.partition is not None:
-        prepared.partition.stats.to_csv(Path(out_dir) / "partition_stats.csv", index=False)
+        tables["partition_stats.csv"] = prepared.partition.stats
     if prepared.embedding is not None:
-        prepared.embedding.to_csv(Path(out_dir) / "embedding.csv", index=False)
+        tables["embedding.csv"] = prepared.embedding
+    digest = entry_digest(spec)
+    save_dataset(data, out_dir, config=config, digest=digest, tables=tables)
+    out_dir = Path(out_dir)
+    if out_dir.name == f"{dataset}.{digest}":
+        link_latest(out_dir, dataset)
     log.info(
-        "data set %s: %d clients, %d samples (+%d test), %d features -> %s",
+        "data set %s (spec digest %s): %d clients, %d samples (+%d test), %d features -> %s",
         dataset,
+        digest,
         data.n_clients,
         data.n_samples,
         data.y_test.shape[0] if data.has_test else 0,
         data.n_features,
         out_dir,
     )
+
+
+def link_latest(build: Path, dataset: str) -> None:
+    """Point ``<data>/<dataset>`` at the data set's ``build`` (a relative link, replaced
+    atomically: a copied results folder keeps it). A folder there (built by a fedsparse
+    before data digests, or a copy that followed the link) is deleted; its runs stay in the
+    store."""
+    link = build.parent / dataset
+    if link.is_dir() and not link.is_symlink():
+        logging.getLogger("fedsparse.data").info(
+            "data set %s: replacing the folder %s (not a link: built before data digests, or "
+            "copied) by a link to %s",
+            dataset,
+            link,
+            build.name,
+        )
+        aside = link.with_name(f".{dataset}.old-{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):  # another job's, meanwhile
+            os.replace(link, aside)
+        shutil.rmtree(aside, ignore_errors=True)
+    tmp = link.with_name(f".{dataset}.link-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    os.symlink(build.name, tmp)
+    os.replace(tmp, link)

@@ -1,7 +1,12 @@
+# The runs table and traces have fixed names. The aggregate also reads the names of its inputs
+# in the plan (common.smk: AGGREGATE_INPUTS), a file rewritten whenever they change: a sweep
+# edit that adds, drops or changes a shard or a study makes it newer than the runs table, so
+# Snakemake aggregates again, with or without .snakemake/, whatever target it is given.
 rule aggregate:
     input:
         traces=SHARD_TRACES + STUDY_TRACES,
         runs=SHARD_RUNS + STUDY_RUNS,
+        inputs=L.aggregate_inputs,
     output:
         traces=directory(L.traces),
         runs=L.runs,
@@ -13,3 +18,13 @@ rule aggregate:
         L.benchmark("aggregate")
     script:
         "../scripts/aggregate.py"
+
+
+# the record, in a results folder that has none yet (the Snakefile rewrites it when it changed)
+rule aggregate_inputs:
+    output:
+        L.aggregate_inputs,
+    log:
+        L.log("aggregate-inputs"),
+    run:
+        record_inputs(output[0], AGGREGATE_INPUTS)
