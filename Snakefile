@@ -15,7 +15,6 @@ if not workflow.overwrite_configfiles:
 localrules:
     all,
     aggregate,
-    aggregate_inputs,
     report,
     optuna_study,
     optuna_export,

@@ -118,11 +118,10 @@ def test_dry_run_of_the_quick_config_plans_the_expected_jobs(tmp_path):
     assert counts == {
         "make_data": 3,
         "run_shard": 3,
-        "aggregate_inputs": 1,  # the names of the aggregate's inputs, recorded (aggregate.smk)
         "aggregate": 1,
         "report": 1,
         "all": 1,
-        "total": 10,
+        "total": 9,
     }
 
 
@@ -249,7 +248,7 @@ def finished(tmp_path_factory) -> Path:
 # in use, the file system, "Building DAG of jobs...", the shell, the cores, the thread
 # scaling, the conda note and the job stats table (a title, two header lines, a line per
 # rule, the total, a blank line)
-SNAKEMAKE_PREAMBLE = 7 + 3 + 10 + 2
+SNAKEMAKE_PREAMBLE = 7 + 3 + 9 + 2
 
 
 def test_the_console_is_a_line_per_progress_interval_between_a_start_and_an_end(finished):

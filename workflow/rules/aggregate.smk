@@ -6,7 +6,7 @@ rule aggregate:
     input:
         traces=SHARD_TRACES + STUDY_TRACES,
         runs=SHARD_RUNS + STUDY_RUNS,
-        inputs=L.aggregate_inputs,
+        inputs=aggregate_record,
     output:
         traces=directory(L.traces),
         runs=L.runs,
@@ -18,13 +18,3 @@ rule aggregate:
         L.benchmark("aggregate")
     script:
         "../scripts/aggregate.py"
-
-
-# the record, in a results folder that has none yet (the Snakefile rewrites it when it changed)
-rule aggregate_inputs:
-    output:
-        L.aggregate_inputs,
-    log:
-        L.log("aggregate-inputs"),
-    run:
-        record_inputs(output[0], AGGREGATE_INPUTS)

@@ -59,7 +59,8 @@ STUDY_MARKERS = [L.study_marker(s, PLAN.studies[s].digest) for s in STUDIES]
 # what the runs table holds: its inputs by their names in the results folder (shard files carry
 # their digests), recorded where the aggregate reads it when they changed: here in an existing
 # results folder, by the process that plans (a cluster job's own Snakemake has the same plan);
-# in a new one (no runs table yet: a dry run or --lint writes nothing) by rule aggregate_inputs
+# in a new one (a dry run or --lint writes nothing) when the aggregate's inputs are asked for
+# (aggregate_record)
 AGGREGATE_INPUTS = input_names(L.root, SHARD_TRACES + SHARD_RUNS + STUDY_TRACES + STUDY_RUNS)
 if not workflow.remote_exec and L.root.is_dir():
     record_inputs(L.aggregate_inputs, AGGREGATE_INPUTS)
@@ -84,6 +85,27 @@ onsuccess:
 
 onerror:
     CONSOLE.stopped(PROGRESS)
+
+
+def aggregate_record(wildcards):
+    """The record of the aggregate's inputs (AGGREGATE_INPUTS), always one of them: one that
+    appeared on a later run would change the input set Snakemake records, and rerun the
+    aggregate of a finished sweep. A new results folder has none: it is written here, when the
+    Snakemake process that is about to run jobs builds the DAG; a dry run, a summary or a
+    cluster job's own Snakemake writes nothing (and, no rule making it, does not ask for it).
+
+    Not a rule's output: such a job ran only in a process that planned before the folder
+    existed. Of two Snakemake processes on one results folder, one then ran a job the other
+    did not (a run directive's job is a whole Snakemake start, ~15 s), so they drifted apart, and
+    the one behind reran jobs the other had finished: Snakemake deletes a job's outputs before
+    it runs it, and the other's aggregate found a shard's file gone."""
+    path = L.aggregate_inputs
+    if path.is_file():
+        return path
+    if workflow.executor_plugin is None or workflow.dryrun or workflow.remote_exec:
+        return []
+    record_inputs(path, AGGREGATE_INPUTS)
+    return path
 
 
 def shard_data(wildcards):
