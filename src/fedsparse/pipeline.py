@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from .atomic import atomic_write
 from .data import save_dataset
 from .data.identity import entry_digest
 from .defaults import sweep_default
-from .errors import FedsparseError
+from .errors import DataError, FedsparseError
 from .experiment import prepare_dataset
 from .sweep import plan_sweep
 
@@ -208,3 +209,58 @@ def link_latest(build: Path, dataset: str) -> None:
     tmp.unlink(missing_ok=True)
     os.symlink(build.name, tmp)
     os.replace(tmp, link)
+
+
+# How long the aggregate waits for an input that vanished while it read (aggregate_shards)
+INPUT_PATIENCE_S = 120.0
+
+
+def aggregate_shards(
+    trace_files: list[str | Path],
+    run_files: list[str | Path],
+    traces_dir: str | Path,
+    runs_path: str | Path,
+    patience_s: float = INPUT_PATIENCE_S,
+    poll_s: float = 0.2,
+) -> None:
+    """:func:`fedsparse.aggregate.aggregate`, started over where an input vanished while it read.
+
+    Snakemake deletes a job's outputs before it runs the job. A second Snakemake process on the
+    results folder that reruns a shard the first one finished (it planned before the files were
+    there) deletes them while the first one's aggregate may be reading, and its job then writes
+    the same files again: a shard file is named by the digest of its runs, which are in the
+    store. The aggregate waits up to ``patience_s`` for every input to be back, then starts over
+    (its outputs are written aside and renamed, so a pass cut short leaves nothing); an input
+    still missing then is a DataError naming it.
+    """
+    from .aggregate import aggregate  # pyarrow.dataset: not in every job's start (0.6 s)
+
+    inputs = [Path(p) for p in (*run_files, *trace_files)]
+    log = logging.getLogger("fedsparse.aggregate")
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            aggregate(trace_files, run_files, traces_dir, runs_path)
+            return
+        except FileNotFoundError as exc:
+            missing = [p for p in inputs if not p.exists()]
+            if not missing and not any(str(p) in str(exc) for p in inputs):
+                raise  # not an input of ours
+            if missing:
+                log.info(
+                    "%s is gone (another Snakemake process on this results folder reruns its "
+                    "job?); waiting up to %.0f s for it to be written again",
+                    missing[0],
+                    max(0.0, deadline - time.monotonic()),
+                )
+            while missing and time.monotonic() < deadline:
+                time.sleep(poll_s)
+                missing = [p for p in missing if not p.exists()]
+            if missing or time.monotonic() >= deadline:
+                gone = missing[0] if missing else exc
+                raise DataError(
+                    f"{gone}: an input of the aggregate, gone while it read it and not written "
+                    f"again within {patience_s:g} s (another Snakemake process on this results "
+                    "folder reran its job and did not finish it?); run snakemake again"
+                ) from None
+            log.info("every input is back; aggregating again")
