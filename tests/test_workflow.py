@@ -125,6 +125,23 @@ def test_dry_run_of_the_quick_config_plans_the_expected_jobs(tmp_path):
     }
 
 
+def test_the_jobs_planned_do_not_depend_on_whether_the_results_folder_exists(tmp_path):
+    """Two Snakemake processes on one results folder plan the same jobs whichever planned
+    first: a job that only a process planning before the folder existed ran (for the record of
+    the aggregate's inputs) put that process a Snakemake start behind the other, and it then
+    reran jobs the other had finished, deleting their outputs as the other's aggregate read
+    them."""
+    results = tmp_path / "shared-results"
+    cfg = {**yaml.safe_load(yaml.safe_dump(TINY)), "results": str(results)}
+    counts = []
+    for name in ("first", "second"):
+        path = write_config(tmp_path / name, cfg)
+        proc = snakemake(tmp_path / name, "-n", "--configfile", str(path))
+        counts.append(job_counts(proc.stdout))
+        results.mkdir(exist_ok=True)  # as the first process's onstart makes it
+    assert counts[0] == counts[1]
+
+
 def test_dry_run_of_the_default_config(tmp_path):
     proc = snakemake(tmp_path, "-n", "--configfile", str(ROOT / "config/config.yaml"))
     counts = job_counts(proc.stdout)
