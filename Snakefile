@@ -36,4 +36,7 @@ rule all:
         # then the aggregate and the report, with or without .snakemake/ (workflow/rules/run.smk)
         SHARD_TRACES,
         SHARD_RUNS,
+        # every study's marker, named by the digest of its settings (workflow/rules/tune.smk),
+        # for the same reason: an edited study's workers, export and holdout run again
+        STUDY_MARKERS,
     default_target: True

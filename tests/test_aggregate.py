@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from fedsparse.aggregate import (
     write_traces_dataset,
 )
 from fedsparse.errors import DataError
+from fedsparse.pipeline import aggregate_shards
 from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
 from fedsparse.sweep import plan_sweep
 
@@ -103,6 +107,67 @@ def test_a_torn_shard_file_is_one_line_naming_it_and_nothing_is_written(shards, 
         aggregate(trace_files, run_files, out / "traces", out / "runs.parquet")
     message = str(exc.value)
     assert message.startswith(f"{torn}: not a readable shard file (") and "\n" not in message
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def _copied(shards, folder: Path) -> tuple[list[Path], list[Path]]:
+    folder.mkdir()
+    copies = [[folder / f.name for f in files] for files in shards]
+    for files, copied in zip(shards, copies, strict=True):
+        for f, c in zip(files, copied, strict=True):
+            shutil.copy(f, c)
+    return copies[0], copies[1]
+
+
+def _vanishing(monkeypatch, path: Path, back_after: float | None) -> list[int]:
+    """Make ``path`` vanish once the runs table is read (as another Snakemake process deletes
+    a shard's files to rerun its job), and come back ``back_after`` s later (None: never)."""
+    calls, stage = [], agg.stage_traces
+
+    def stage_then(batches, traces_dir):
+        calls.append(1)
+        if len(calls) == 1:
+            aside = path.with_name(f".{path.name}.aside")
+            os.replace(path, aside)
+            if back_after is not None:
+                threading.Timer(back_after, os.replace, (aside, path)).start()
+        return stage(batches, traces_dir)
+
+    monkeypatch.setattr(agg, "stage_traces", stage_then)
+    return calls
+
+
+def _outputs(folder: Path) -> dict[str, str]:
+    return {k: v for k, v in file_digests(folder).items() if not k.startswith("shards/")}
+
+
+def test_an_input_written_again_while_the_aggregate_reads_it_is_waited_for(
+    shards, tmp_path, monkeypatch
+):
+    trace_files, run_files = _copied(shards, tmp_path / "shards")
+    want = tmp_path / "want"
+    aggregate(trace_files, run_files, want / "traces", want / "runs.parquet")
+    calls = _vanishing(monkeypatch, trace_files[1], back_after=0.5)
+    out = tmp_path / "out"
+    aggregate_shards(trace_files, run_files, out / "traces", out / "runs.parquet")
+    assert len(calls) == 2  # started over once the file was back
+    assert _outputs(out) == _outputs(want)
+    assert not list(out.glob(".*"))  # the first pass's staged files are gone
+
+
+def test_an_input_gone_for_good_is_one_line_naming_it_and_nothing_is_written(
+    shards, tmp_path, monkeypatch
+):
+    trace_files, run_files = _copied(shards, tmp_path / "shards")
+    _vanishing(monkeypatch, trace_files[1], back_after=None)
+    out = tmp_path / "out"
+    with pytest.raises(DataError) as exc:
+        aggregate_shards(
+            trace_files, run_files, out / "traces", out / "runs.parquet", patience_s=0.5
+        )
+    message = str(exc.value)
+    assert message.startswith(f"{trace_files[1]}: an input of the aggregate, gone while it read")
+    assert "\n" not in message
     assert not out.exists() or list(out.iterdir()) == []
 
 

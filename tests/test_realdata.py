@@ -173,9 +173,10 @@ def test_whole_softmax_sweep_on_digits_served_from_loopback(finished, server):
     assert set(acc["algorithm"]) == {"fedht", "fediterht", "distiht"}
     parts = pd.read_csv(res / "report/tables/partitions.csv").set_index("dataset")
     assert parts.loc["digits", "clients"] == 100 and parts.loc["digits-dirichlet", "clients"] == 10
-    log = (res / "logs/data/digits.log").read_text() + (
-        res / "logs/data/digits-dirichlet.log"
-    ).read_text()
+    # a data set's log is named as its build, data/<name>.<digest>
+    (one,) = (res / "logs/data").glob("digits.*.log")
+    (two,) = (res / "logs/data").glob("digits-dirichlet.*.log")
+    log = one.read_text() + two.read_text()
     assert re.search(r"100 clients, \d+ samples \(\+\d+ test\)", log)
 
 

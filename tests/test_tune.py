@@ -824,3 +824,48 @@ def test_two_objective_study_with_two_workers_reaches_exactly_n_trials(tmp_path,
         )
     held_acc = table["holdout final_test_accuracy"]
     assert held_acc.between(0, 1).all()
+
+
+def test_an_edited_study_on_a_copied_results_folder_is_refused_or_extended_never_mixed(tmp_path):
+    """Issue 50: a results folder copied without Snakemake's records (.snakemake/) and a study
+    edited in place. An edited search space stops with one line naming the study, before any
+    trial of it; a larger budget extends the study."""
+    cfg = tune_cfg(n_trials=2, n_workers=1)
+    cfg["rounds"] = 10
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+    (first / "sweep.yaml").write_text(yaml.safe_dump(cfg))
+    snakemake(first, "--configfile", str(first / "sweep.yaml"))
+    shutil.copytree(first / "results", second / "results", symlinks=True)
+    res = Layout(second / Layout.of_sweep(cfg).root)
+    spec = study_spec(cfg, STUDY)
+
+    def trials() -> int:
+        return len(load_study(spec, open_storage(spec, res.root)).trials)
+
+    space = copy.deepcopy(cfg)
+    space["space"]["stepsize"]["high"] = 5e-3
+    path = second / "sweep.yaml"
+    path.write_text(yaml.safe_dump(space))
+    proc = snakemake(second, "--configfile", str(path), check=False)
+    assert proc.returncode != 0
+    digest = plan_sweep(space).studies[STUDY].digest
+    errors = [
+        line
+        for line in res.study_log(STUDY, f"study.{digest}").read_text().splitlines()
+        if " ERROR " in line
+    ]
+    assert len(errors) == 1 and f"study {STUDY}: the stored study has a different" in errors[0]
+    assert trials() == 2  # no trial of the edited space
+
+    budget = tune_cfg(n_trials=3, n_workers=1)
+    budget["rounds"] = 10
+    path.write_text(yaml.safe_dump(budget))
+    snakemake(second, "--configfile", str(path))
+    assert trials() == 3
+    runs = pd.read_parquet(res.runs)
+    assert runs[runs.trial_state.isin(FINISHED)].trial_number.nunique() == 3
+    assert [p.name for p in res.study(STUDY).glob("study*.json")] == [
+        f"study.{plan_sweep(budget).studies[STUDY].digest}.json"
+    ]

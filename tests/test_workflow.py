@@ -125,6 +125,23 @@ def test_dry_run_of_the_quick_config_plans_the_expected_jobs(tmp_path):
     }
 
 
+def test_the_jobs_planned_do_not_depend_on_whether_the_results_folder_exists(tmp_path):
+    """Two Snakemake processes on one results folder plan the same jobs whichever planned
+    first: a job that only a process planning before the folder existed ran (for the record of
+    the aggregate's inputs) put that process a Snakemake start behind the other, and it then
+    reran jobs the other had finished, deleting their outputs as the other's aggregate read
+    them."""
+    results = tmp_path / "shared-results"
+    cfg = {**yaml.safe_load(yaml.safe_dump(TINY)), "results": str(results)}
+    counts = []
+    for name in ("first", "second"):
+        path = write_config(tmp_path / name, cfg)
+        proc = snakemake(tmp_path / name, "-n", "--configfile", str(path))
+        counts.append(job_counts(proc.stdout))
+        results.mkdir(exist_ok=True)  # as the first process's onstart makes it
+    assert counts[0] == counts[1]
+
+
 def test_dry_run_of_the_default_config(tmp_path):
     proc = snakemake(tmp_path, "-n", "--configfile", str(ROOT / "config/config.yaml"))
     counts = job_counts(proc.stdout)
@@ -203,13 +220,18 @@ def test_bad_data_found_in_the_data_job_is_one_line_in_the_log_snakemake_names(t
     cfg["grid"]["sparsity"] = [1]
     proc = snakemake(tmp_path, "--configfile", str(write_config(tmp_path, cfg)), check=False)
     assert proc.returncode != 0
-    log = tmp_path / "results/tiny/logs/data/svm.log"
+    from fedsparse.sweep import plan_sweep
+
+    # named as the data set's build, by the digest of its spec
+    digest = plan_sweep(cfg).data_digest("svm")
+    log = tmp_path / f"results/tiny/logs/data/svm.{digest}.log"
     assert str(log.relative_to(tmp_path)) in proc.stdout + proc.stderr  # the log it names
     errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
     assert len(errors) == 1, log.read_text()
     assert "rows.svm: 1 of 2 rows have no qid:<client> field" in errors[0]
     assert "Traceback" not in log.read_text()
     assert not (tmp_path / "results/tiny/data/svm").exists()
+    assert not (tmp_path / f"results/tiny/data/svm.{digest}").exists()
     assert not (tmp_path / "results/tiny/store").exists()
 
 

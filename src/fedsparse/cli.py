@@ -67,6 +67,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         )
     for line in describe(cost, args.nodes, args.node_cores):
         print(line)
+    if args.digests:
+        for line in _digest_lines(plan, merged):
+            print(line)
     return 0
 
 
@@ -100,6 +103,31 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
     return value
+
+
+def _digest_lines(plan, sweep: dict) -> list[str]:
+    """What names each input of the sweep (docs/sweeps.md, "What decides that a step
+    reruns") and whether its results folder holds it: a missing one is built or run."""
+    from .layout import Layout
+
+    L = Layout.of_sweep(sweep)
+
+    def state(path: Path) -> str:
+        return f"present: {path}" if path.exists() else f"missing (snakemake makes it): {path}"
+
+    lines = [
+        f"data set {name}: spec digest {plan.data_digest(name)}, "
+        + state(L.dataset_build(name, plan.data_digest(name)))
+        for name in plan.datasets
+    ]
+    done = sum(L.shard_runs(s, plan.shard_digest(s)).is_file() for s in plan.shards)
+    if plan.shards:
+        lines.append(f"shards: {done} of {len(plan.shards)} present in {L.shards}")
+    lines += [
+        f"study {name}: settings digest {spec.digest}, " + state(L.study_marker(name, spec.digest))
+        for name, spec in plan.studies.items()
+    ]
+    return lines
 
 
 def _merge(into: dict, update: dict) -> None:
@@ -327,6 +355,12 @@ def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
         type=_positive_int,
         default=32,
         help="cores of a cluster node, for --nodes (default: 32)",
+    )
+    p.add_argument(
+        "--digests",
+        action="store_true",
+        help="also list each data set's and study's digest and whether the results folder "
+        "holds its build (what decides that a step reruns)",
     )
     p.set_defaults(func=_cmd_check)
     if only_run:

@@ -38,6 +38,7 @@ from .data.defaults import (
     TASKS,
     TEST_POOLS,
 )
+from .data.identity import without_locations
 from .defaults import DEFAULT_TIME_MODEL, SWEEP_DEFAULTS
 from .errors import ConfigError, did_you_mean
 
@@ -61,8 +62,8 @@ DEFAULT_DIVERGENCE_FACTOR = SWEEP_DEFAULTS["divergence_factor"]
 # canonical config (run ids unchanged).
 
 # Where a file comes from does not change which run it is: results from a mirror, a
-# local copy or the site share run ids (the data's SHA-256 is checked instead).
-LOCATION_KEYS = ("path", "mirror")
+# local copy or the site share run ids (the data's SHA-256 is checked instead); nor which data
+# folder it is (fedsparse.data.identity).
 DEFAULT_LOSS = {"regression": "least_squares", "binary": "logistic", "multiclass": "softmax"}
 
 
@@ -254,10 +255,8 @@ def identity_text(cfg: dict[str, Any]) -> str:
     locations replaced by the content they name."""
     identity = {k: v for k, v in cfg.items() if k != "sweep"}
     ds = identity.get("dataset")
-    if isinstance(ds, dict) and (
-        ds.get("kind") == "svmlight" or (ds.get("kind") == "idx" and ds.get("source"))
-    ):
-        identity["dataset"] = {k: v for k, v in ds.items() if k not in LOCATION_KEYS}
+    if isinstance(ds, dict):
+        identity["dataset"] = without_locations(ds)
     init = identity.get("model", {}).get("init", {})
     if init.get("kind") == "file":  # the file's SHA-256 identifies it, not where it lies
         identity["model"] = {**identity["model"], "init": {**init, "path": None}}

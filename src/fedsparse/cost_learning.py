@@ -232,8 +232,9 @@ class ShardRuntimes:
     def _shape(self, dataset: str) -> DataShape | None:
         if dataset not in self._shapes:
             entry = self.plan.datasets[dataset]
+            build = self.layout.dataset_build(dataset, self.plan.data_digest(dataset))
             self._shapes[dataset] = known_shape(
-                entry["data"], self.layout.dataset(dataset), entry.get("partition", "natural")
+                entry["data"], build, entry.get("partition", "natural")
             )
         return self._shapes[dataset]
 

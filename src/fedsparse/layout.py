@@ -11,6 +11,9 @@ say ``L.shard_traces("{shard}", "{digest}")`` and get ``RESULTS/shards/{shard}.{
 A shard's files carry, beside its name, the digest of the runs it holds
 (:func:`fedsparse.sharding.shard_digest`): an edited plan asks for files of other names, so
 whether a shard is done is read from the folder alone, with or without Snakemake's records.
+So does a data set's build, the digest of the spec it was built from
+(:func:`fedsparse.data.identity.data_digest`): ``data/<name>.<digest>/``, and ``data/<name>``
+a link to its latest build.
 
 A lowest-layer module like :mod:`fedsparse.defaults` (it imports nothing else of the
 package): a cluster job's Snakemake reads it before anything else.
@@ -92,7 +95,31 @@ class Layout:
         return self.root / "data"
 
     def dataset(self, name: str) -> Path:
+        """The data set's latest build: a link to its :meth:`dataset_build` (a folder, in
+        results folders of fedsparse before data digests). Readers that know their config
+        ask for the build by digest; this name is for people and the report."""
         return self.data / name
+
+    def dataset_build(self, name: str, digest: str) -> Path:
+        """The data set built from the spec of ``digest`` (fedsparse.data.identity)."""
+        return dataset_in(self.data, name, digest)
+
+    def datasets_latest(self) -> dict[str, Path]:
+        """Data set name -> its latest build, once each: ``data/<name>`` (the link, or a
+        folder of a fedsparse before data digests), else a build whose link is gone."""
+        if not self.data.is_dir():
+            return {}
+        found = {p.name: p for p in self.data.iterdir() if not p.name.startswith(".")}
+        build = re.compile(rf"(.+)\.[0-9a-f]{{{SHARD_DIGEST_CHARS}}}")
+        out = {}
+        for name, path in sorted(found.items()):
+            match = build.fullmatch(name)
+            if match and path.is_dir() and not path.is_symlink():
+                if match[1] not in found:
+                    out.setdefault(match[1], path)
+            elif path.is_dir():
+                out[name] = path
+        return dict(sorted(out.items()))
 
     # ------------------------------------------------------------------ grid runs
     @property
@@ -111,6 +138,12 @@ class Layout:
     @property
     def plan_file(self) -> Path:
         return self.shards / PLAN_FILE
+
+    @property
+    def aggregate_inputs(self) -> Path:
+        """The names of the aggregate's inputs in the plan (fedsparse.sharding.record_inputs):
+        rewritten when they change, so newer than a runs table of other inputs."""
+        return self.shards / "aggregate.inputs.json"
 
     def shard_traces(self, shard: str, digest: str) -> Path:
         """``digest``: of the runs the file holds (fedsparse.sharding.shard_digest)."""
@@ -145,8 +178,11 @@ class Layout:
         """A study's folder: its marker, storage, lock, workers' markers and outputs."""
         return self.studies / study
 
-    def study_marker(self, study: str) -> Path:
-        return self.study(study) / "study.json"
+    def study_marker(self, study: str, digest: str | None = None) -> Path:
+        """Named by the study's digest (fedsparse.tune.studies.StudySpec.digest): an edited
+        space, sampler or budget asks for a marker the folder lacks. Without one, the name of
+        fedsparse before study digests."""
+        return self.study(study) / ("study.json" if digest is None else f"study.{digest}.json")
 
     def study_journal(self, study: str) -> Path:
         return self.study(study) / "journal.log"
@@ -185,11 +221,14 @@ class Layout:
     def benchmarks(self) -> Path:
         return self.root / "benchmarks"
 
-    def data_log(self, dataset: str) -> Path:
-        return self.logs / "data" / f"{dataset}.log"
+    def data_log(self, dataset: str, digest: str | None = None) -> Path:
+        """The log of a data set's build of ``digest`` (named as its folder: Snakemake
+        wants a rule's log to have its outputs' wildcards); without one, of a build by
+        name (fedsparse before data digests)."""
+        return self.logs / "data" / f"{_named(dataset, digest)}.log"
 
-    def data_benchmark(self, dataset: str) -> Path:
-        return self.benchmarks / "data" / f"{dataset}.tsv"
+    def data_benchmark(self, dataset: str, digest: str | None = None) -> Path:
+        return self.benchmarks / "data" / f"{_named(dataset, digest)}.tsv"
 
     def shard_log(self, shard: str, digest: str) -> Path:
         """Named as the shard's outputs (Snakemake: a rule's log has its outputs' wildcards)."""
@@ -208,6 +247,15 @@ class Layout:
 
     def benchmark(self, job: str) -> Path:
         return self.benchmarks / f"{job}.tsv"
+
+
+def _named(name: str, digest: str | None) -> str:
+    return name if digest is None else f"{name}.{digest}"
+
+
+def dataset_in(data: str | Path, name: str, digest: str) -> Path:
+    """:meth:`Layout.dataset_build` in the data folder ``data`` (a shard may be given it)."""
+    return Path(data) / f"{name}.{digest}"
 
 
 def checkpoint_in(store: str | Path, run_id: str) -> Path:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,9 @@ import numba
 
 from .atomic import atomic_write
 from .data import save_dataset
+from .data.identity import entry_digest
 from .defaults import sweep_default
-from .errors import FedsparseError
+from .errors import DataError, FedsparseError
 from .experiment import prepare_dataset
 from .sweep import plan_sweep
 
@@ -142,6 +145,11 @@ def make_data(
     job never plans the sweep); without it the sweep is planned here. A partitioned data
     set's directory also holds ``partition_stats.csv`` (rows, labels and clusters per client)
     and ``embedding.csv`` (a 2-D t-SNE of a row sample), which the report shows.
+
+    The folder records the digest of the spec it holds (fedsparse.data.identity) and each
+    file's stamp, and is written whole or not at all (an earlier build is left alone until
+    then). Built as ``<data>/<name>.<digest>`` (the workflow's name for it), the link
+    ``<data>/<name>`` is then pointed at it (:func:`link_latest`).
     """
     if spec is None:
         spec = plan_sweep(sweep).datasets[dataset]
@@ -157,17 +165,102 @@ def make_data(
     )
     data = prepared.data
     config = {**spec, "source_file": prepared.source} if prepared.source else spec
-    save_dataset(data, out_dir, config=config)
+    tables = {}
     if prepared.partition is not None:
-        prepared.partition.stats.to_csv(Path(out_dir) / "partition_stats.csv", index=False)
+        tables["partition_stats.csv"] = prepared.partition.stats
     if prepared.embedding is not None:
-        prepared.embedding.to_csv(Path(out_dir) / "embedding.csv", index=False)
+        tables["embedding.csv"] = prepared.embedding
+    digest = entry_digest(spec)
+    save_dataset(data, out_dir, config=config, digest=digest, tables=tables)
+    out_dir = Path(out_dir)
+    if out_dir.name == f"{dataset}.{digest}":
+        link_latest(out_dir, dataset)
     log.info(
-        "data set %s: %d clients, %d samples (+%d test), %d features -> %s",
+        "data set %s (spec digest %s): %d clients, %d samples (+%d test), %d features -> %s",
         dataset,
+        digest,
         data.n_clients,
         data.n_samples,
         data.y_test.shape[0] if data.has_test else 0,
         data.n_features,
         out_dir,
     )
+
+
+def link_latest(build: Path, dataset: str) -> None:
+    """Point ``<data>/<dataset>`` at the data set's ``build`` (a relative link, replaced
+    atomically: a copied results folder keeps it). A folder there (built by a fedsparse
+    before data digests, or a copy that followed the link) is deleted; its runs stay in the
+    store."""
+    link = build.parent / dataset
+    if link.is_dir() and not link.is_symlink():
+        logging.getLogger("fedsparse.data").info(
+            "data set %s: replacing the folder %s (not a link: built before data digests, or "
+            "copied) by a link to %s",
+            dataset,
+            link,
+            build.name,
+        )
+        aside = link.with_name(f".{dataset}.old-{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):  # another job's, meanwhile
+            os.replace(link, aside)
+        shutil.rmtree(aside, ignore_errors=True)
+    tmp = link.with_name(f".{dataset}.link-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    os.symlink(build.name, tmp)
+    os.replace(tmp, link)
+
+
+# How long the aggregate waits for an input that vanished while it read (aggregate_shards)
+INPUT_PATIENCE_S = 120.0
+
+
+def aggregate_shards(
+    trace_files: list[str | Path],
+    run_files: list[str | Path],
+    traces_dir: str | Path,
+    runs_path: str | Path,
+    patience_s: float = INPUT_PATIENCE_S,
+    poll_s: float = 0.2,
+) -> None:
+    """:func:`fedsparse.aggregate.aggregate`, started over where an input vanished while it read.
+
+    Snakemake deletes a job's outputs before it runs the job. A second Snakemake process on the
+    results folder that reruns a shard the first one finished (it planned before the files were
+    there) deletes them while the first one's aggregate may be reading, and its job then writes
+    the same files again: a shard file is named by the digest of its runs, which are in the
+    store. The aggregate waits up to ``patience_s`` for every input to be back, then starts over
+    (its outputs are written aside and renamed, so a pass cut short leaves nothing); an input
+    still missing then is a DataError naming it.
+    """
+    from .aggregate import aggregate  # pyarrow.dataset: not in every job's start (0.6 s)
+
+    inputs = [Path(p) for p in (*run_files, *trace_files)]
+    log = logging.getLogger("fedsparse.aggregate")
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            aggregate(trace_files, run_files, traces_dir, runs_path)
+            return
+        except FileNotFoundError as exc:
+            missing = [p for p in inputs if not p.exists()]
+            if not missing and not any(str(p) in str(exc) for p in inputs):
+                raise  # not an input of ours
+            if missing:
+                log.info(
+                    "%s is gone (another Snakemake process on this results folder reruns its "
+                    "job?); waiting up to %.0f s for it to be written again",
+                    missing[0],
+                    max(0.0, deadline - time.monotonic()),
+                )
+            while missing and time.monotonic() < deadline:
+                time.sleep(poll_s)
+                missing = [p for p in missing if not p.exists()]
+            if missing or time.monotonic() >= deadline:
+                gone = missing[0] if missing else exc
+                raise DataError(
+                    f"{gone}: an input of the aggregate, gone while it read it and not written "
+                    f"again within {patience_s:g} s (another Snakemake process on this results "
+                    "folder reran its job and did not finish it?); run snakemake again"
+                ) from None
+            log.info("every input is back; aggregating again")

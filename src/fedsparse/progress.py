@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from .checkpoint import read_header
 from .cost import RUN_OVERHEAD_S, known_shape, member_seconds, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
-from .layout import CHECKPOINTS, Layout
+from .layout import CHECKPOINTS, Layout, dataset_in
 from .wording import counted
 
 __all__ = [
@@ -190,7 +190,8 @@ class SweepProgress:
         for shard in plan.shards.values():
             ds = shard[0].dataset
             entry = plan.datasets[ds]
-            shape = known_shape(entry["data"], data_root / ds, entry.get("partition", "natural"))
+            build = dataset_in(data_root, ds, plan.data_digest(ds))  # its runs' build
+            shape = known_shape(entry["data"], build, entry.get("partition", "natural"))
             for run in shard:
                 seconds = np.nan
                 if shape is not None:  # a time sibling costs only its trace's writing

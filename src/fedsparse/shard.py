@@ -56,7 +56,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .checkpoint import Checkpoint
-from .data import load_dataset_dir
+from .data import load_built
+from .data.identity import run_data_digest
 from .defaults import SWEEP_DEFAULTS, sweep_default
 from .experiment import run_cohort, run_identity, time_siblings_key
 from .layout import Layout, checkpoint_in
@@ -356,7 +357,8 @@ def _run_shard(
     log.info("shard %s: %s (%d already done)", shard, counted(len(runs), "run"), reused)
     if not todo:
         return
-    data = load_dataset_dir(Path(data_root) / runs[0].dataset)  # a shard: one data set
+    # a shard: one data set, checked to be its runs' before any of them reads it
+    data = load_built(data_root, runs[0].dataset, run_data_digest(runs[0].config))
     start, done, computed, busy = time.perf_counter(), 0, 0, []
 
     def report(run: Run, outcome: str) -> None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 from .layout import SHARD_DIGEST_CHARS
@@ -165,3 +167,29 @@ def shard_digest(label: str, run_ids: list[str]) -> str:
     changes a shard's runs changes its digest, so the plan asks for files the folder lacks."""
     text = "\n".join([label, *run_ids])
     return hashlib.sha256(text.encode()).hexdigest()[:SHARD_DIGEST_CHARS]
+
+
+def input_names(root: str | Path, inputs: list[str | Path]) -> list[str]:
+    """The aggregate's input files by their names in the results folder ``root``, sorted."""
+    return sorted(str(Path(p).relative_to(root)) for p in inputs)
+
+
+def record_inputs(path: str | Path, inputs: list[str]) -> bool:
+    """Write the names of the aggregate's inputs (:func:`input_names`: shard files carry
+    their digests) to ``path``, atomically, only where they differ from the file's: return
+    whether it was written. The aggregate reads the file, so a plan of other inputs
+    (a shard or a study added, dropped or changed) makes it newer than the runs table, and
+    Snakemake aggregates again whatever it is asked for (the runs table alone too), with or
+    without its records."""
+    from .atomic import atomic_write
+
+    path = Path(path)
+    text = json.dumps({"inputs": sorted(inputs)}, indent=1) + "\n"
+    try:
+        if path.read_text() == text:
+            return False
+    except OSError:  # none yet (or unreadable): written
+        pass
+    with atomic_write(path) as fh:
+        fh.write(text.encode())
+    return True

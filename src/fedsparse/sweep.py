@@ -134,6 +134,8 @@ class Plan:
     shard_work: Callable[[str], list[RunWork]] | None = field(default=None, repr=False)
     # shard -> its digest (read from a plan file, else computed from its runs when asked for)
     digests: dict[str, str] = field(default_factory=dict, repr=False)
+    # data set -> the digest of its spec (computed when first asked for)
+    data_digests: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def runs(self) -> list[Run]:
@@ -149,6 +151,15 @@ class Plan:
 
     def shard_dataset(self, shard: str) -> str:
         return self.shards[shard][0].dataset
+
+    def data_digest(self, dataset: str) -> str:
+        """The digest of the data set's spec (fedsparse.data.identity), which names its
+        built folder: an edited spec asks for a folder the results lack."""
+        if dataset not in self.data_digests:
+            from .data.identity import entry_digest
+
+            self.data_digests[dataset] = entry_digest(self.datasets[dataset])
+        return self.data_digests[dataset]
 
     def shard_resources(self, shard: str, data_dir: str | Path) -> dict[str, int]:
         """SLURM ``runtime`` (minutes) and ``mem_mb`` for one shard job."""

@@ -104,7 +104,7 @@ def sweep_cost(plan: Any, rates: Rates, results_dir: str | None = None) -> Sweep
     layout = Layout(results_dir) if results_dir else None
     shapes: dict[str, DataShape | None] = {}
     for name, spec in plan.datasets.items():
-        where = layout.dataset(name) if layout else None
+        where = layout.dataset_build(name, plan.data_digest(name)) if layout else None
         shapes[name] = known_shape(spec["data"], where, spec.get("partition", "natural"))
     by_pair: dict[tuple[str, str], float] = defaultdict(float)
     total = longest = memory = results = 0.0

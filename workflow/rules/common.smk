@@ -9,6 +9,7 @@ from fedsparse.errors import FedsparseError
 from fedsparse.layout import Layout
 from fedsparse.plan_file import plan_from_file, write_plan_file
 from fedsparse.progress import sweep_progress
+from fedsparse.sharding import input_names, record_inputs
 from fedsparse.snakemake_lock import resume_after_kill
 from fedsparse.sweep import plan_or_exit, retype_config
 
@@ -54,6 +55,15 @@ PROGRESS = sweep_progress(PLAN, config, L.root, CONSOLE.say)
 STUDIES = list(PLAN.studies)
 STUDY_TRACES = [L.study_traces(s, part) for s in STUDIES for part in ("trials", "holdout")]
 STUDY_RUNS = [L.study_runs(s, part) for s in STUDIES for part in ("trials", "holdout")]
+STUDY_MARKERS = [L.study_marker(s, PLAN.studies[s].digest) for s in STUDIES]
+# what the runs table holds: its inputs by their names in the results folder (shard files carry
+# their digests), recorded where the aggregate reads it when they changed: here in an existing
+# results folder, by the process that plans (a cluster job's own Snakemake has the same plan);
+# in a new one (a dry run or --lint writes nothing) when the aggregate's inputs are asked for
+# (aggregate_record)
+AGGREGATE_INPUTS = input_names(L.root, SHARD_TRACES + SHARD_RUNS + STUDY_TRACES + STUDY_RUNS)
+if not workflow.remote_exec and L.root.is_dir():
+    record_inputs(L.aggregate_inputs, AGGREGATE_INPUTS)
 
 
 onstart:
@@ -77,16 +87,56 @@ onerror:
     CONSOLE.stopped(PROGRESS)
 
 
+def aggregate_record(wildcards):
+    """The record of the aggregate's inputs (AGGREGATE_INPUTS), always one of them: one that
+    appeared on a later run would change the input set Snakemake records, and rerun the
+    aggregate of a finished sweep. A new results folder has none: it is written here, when the
+    Snakemake process that is about to run jobs builds the DAG; a dry run, a summary or a
+    cluster job's own Snakemake writes nothing (and, no rule making it, does not ask for it).
+
+    Not a rule's output: such a job ran only in a process that planned before the folder
+    existed. Of two Snakemake processes on one results folder, one then ran a job the other
+    did not (a run directive's job is a whole Snakemake start, ~15 s), so they drifted apart, and
+    the one behind reran jobs the other had finished: Snakemake deletes a job's outputs before
+    it runs it, and the other's aggregate found a shard's file gone."""
+    path = L.aggregate_inputs
+    if path.is_file():
+        return path
+    if workflow.executor_plugin is None or workflow.dryrun or workflow.remote_exec:
+        return []
+    record_inputs(path, AGGREGATE_INPUTS)
+    return path
+
+
 def shard_data(wildcards):
-    """The data set of a shard; files of another digest than the plan's are refused (asked
-    for by name: they would be named for runs they do not hold)."""
+    """The data set of a shard, by the digest of its spec; files of another digest than the
+    plan's are refused (asked for by name: they would be named for runs they do not hold)."""
     digest = PLAN.shard_digest(wildcards.shard)
     if wildcards.digest != digest:
         raise ValueError(
             f"shard {wildcards.shard}: its runs in this plan have digest {digest}, "
             f"not {wildcards.digest}"
         )
-    return L.dataset(PLAN.shard_dataset(wildcards.shard))
+    return data_build(PLAN.shard_dataset(wildcards.shard))
+
+
+def data_build(dataset):
+    """A data set's folder, named by the digest of its spec (fedsparse.data.identity): an
+    edited spec is a missing input, whether or not .snakemake/ records the old one."""
+    return L.dataset_build(dataset, PLAN.data_digest(dataset))
+
+
+def data_spec(wildcards):
+    """The plan's entry of the data set a make_data job builds; a folder of another digest
+    than the plan's is refused (it would be named for a spec it does not hold)."""
+    digest = PLAN.data_digest(wildcards.dataset)
+    if wildcards.digest != digest:
+        raise ValueError(
+            f"data set {wildcards.dataset}: its spec in this plan has digest {digest}, "
+            f"not {wildcards.digest}"
+        )
+    # its per-data-set grid is no part of the data (a params change would rebuild it)
+    return {k: v for k, v in PLAN.datasets[wildcards.dataset].items() if k != "grid"}
 
 
 wildcard_constraints:
@@ -95,3 +145,15 @@ wildcard_constraints:
     digest=r"[0-9a-f]{12}",  # layout.SHARD_DIGEST_CHARS
     study=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     worker=r"\d+",
+
+
+def study_settings(wildcards):
+    """What a study's marker is named for; a marker of another digest than the plan's is
+    refused (it would be named for settings the study does not have)."""
+    spec = PLAN.studies[wildcards.study]
+    if wildcards.digest != spec.digest:
+        raise ValueError(
+            f"study {wildcards.study}: its settings in this plan have digest {spec.digest}, "
+            f"not {wildcards.digest}"
+        )
+    return {**spec.identity(), "n_trials": spec.settings.n_trials}

@@ -3,27 +3,27 @@
 # (No study in a grid sweep: these rules are then never needed.)
 
 
+# A study's marker is named by its digest (space, sampler, metric, runs, pruner, budget,
+# held-out seeds): an edit asks for a marker the folder lacks, with or without .snakemake/, so
+# the study is checked again (an edited space or sampler stops with one line naming the
+# study; a larger budget extends it) and its workers, export and holdout run again.
 rule optuna_study:
     output:
-        L.study_marker("{study}"),
+        L.study_marker("{study}", "{digest}"),
     conda:
         "../envs/fedsparse.yaml"
     log:
-        L.study_log("{study}", "study"),
+        L.study_log("{study}", "study.{digest}"),
     params:
-        # a change of search space, metric or budget re-creates (or extends) the study
-        settings=lambda w: {
-            **PLAN.studies[w.study].identity(),
-            "n_trials": PLAN.studies[w.study].settings.n_trials,
-        },
+        settings=study_settings,
     script:
         "../scripts/optuna_study.py"
 
 
 rule optuna_worker:
     input:
-        data=lambda w: L.dataset(PLAN.studies[w.study].dataset),
-        study=L.study_marker("{study}"),
+        data=lambda w: data_build(PLAN.studies[w.study].dataset),
+        study=lambda w: L.study_marker(w.study, PLAN.studies[w.study].digest),
     output:
         L.worker_done("{study}", "{worker}"),
     conda:
@@ -57,7 +57,7 @@ rule optuna_export:
 
 rule optuna_holdout:
     input:
-        data=lambda w: L.dataset(PLAN.studies[w.study].dataset),
+        data=lambda w: data_build(PLAN.studies[w.study].dataset),
         trials=L.study_runs("{study}", "trials"),
     output:
         traces=L.study_traces("{study}", "holdout"),

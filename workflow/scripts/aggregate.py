@@ -1,8 +1,13 @@
-from fedsparse.aggregate import aggregate
-from fedsparse.pipeline import job
+from fedsparse.layout import Layout
+from fedsparse.pipeline import aggregate_shards, job
+from fedsparse.sharding import input_names, record_inputs
 
+L = Layout.of_sweep(snakemake.config)
 with job(snakemake.log[0]):
-    aggregate(
+    # the inputs recorded first: the runs table, written after, is newer than the record
+    inputs = [*snakemake.input.traces, *snakemake.input.runs]
+    record_inputs(L.aggregate_inputs, input_names(L.root, inputs))
+    aggregate_shards(
         snakemake.input.traces,
         snakemake.input.runs,
         traces_dir=snakemake.output.traces,

@@ -10,11 +10,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["FederatedData", "load_dataset_dir", "load_qid_file", "save_dataset", "simulation"]
+__all__ = [
+    "FederatedData",
+    "load_built",
+    "load_dataset_dir",
+    "load_qid_file",
+    "save_dataset",
+    "simulation",
+]
 
 _MODULE_OF = {
     "FederatedData": "federated",
     "load_qid_file": "libsvm",
+    "load_built": "store",
     "load_dataset_dir": "store",
     "save_dataset": "store",
     "simulation": "synthetic",

@@ -16,12 +16,23 @@ import scipy.sparse as sp
 from ..atomic import atomic_directory
 from ..errors import DataError
 from .federated import FederatedData
+from .identity import check_built, file_stamps
 
 
 def save_dataset(
-    data: FederatedData, path: str | Path, config: dict[str, Any] | None = None
+    data: FederatedData,
+    path: str | Path,
+    config: dict[str, Any] | None = None,
+    digest: str | None = None,
+    tables: dict[str, Any] | None = None,
 ) -> None:
-    """Write ``data`` to directory ``path`` atomically (a temporary directory swapped in)."""
+    """Write ``data`` to directory ``path`` atomically (a temporary directory swapped in: a
+    reader finds the old folder or the complete new one).
+
+    ``digest``: of the spec it was built from (:mod:`.identity`), recorded in ``meta.json``
+    with every file's stamp (size, time, SHA-256); ``tables``: file name -> DataFrame, each
+    written as CSV beside the arrays (the partition's statistics, the embedding).
+    """
     with atomic_directory(path) as tmp:
         arrays = {"y": data.y, "client_ptr": data.client_ptr}
         if data.is_sparse:
@@ -41,6 +52,8 @@ def save_dataset(
                 arrays["X_test"] = np.ascontiguousarray(data.X_test)
         for name, arr in arrays.items():
             np.save(tmp / f"{name}.npy", arr)
+        for name, table in (tables or {}).items():
+            table.to_csv(tmp / name, index=False)
         meta = {
             "name": data.name,
             "task": data.task,
@@ -49,17 +62,26 @@ def save_dataset(
             "sparse": data.is_sparse,
             "test_shape": list(data.X_test.shape) if data.has_test else None,
             "config": config,
+            "data_digest": digest,
+            "files": file_stamps(tmp),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
-def load_dataset_dir(path: str | Path) -> FederatedData:
-    """Load a directory written by :func:`save_dataset` (arrays memory-mapped)."""
+def load_dataset_dir(
+    path: str | Path, digest: str | None = None, dataset: str | None = None
+) -> FederatedData:
+    """Load a directory written by :func:`save_dataset` (arrays memory-mapped). Given the
+    ``digest`` of the spec its reader's config names, the folder is first checked to hold
+    that spec's data as built (:func:`.identity.check_built`: DataError otherwise)."""
     path = Path(path)
-    try:
-        meta = json.loads((path / "meta.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: not a fedsparse data directory ({exc})") from None
+    if digest is not None:
+        meta = check_built(path, digest, dataset or path.name)
+    else:
+        try:
+            meta = json.loads((path / "meta.json").read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(f"{path}: not a fedsparse data directory ({exc})") from None
 
     def arr(name: str) -> np.ndarray:
         return np.asarray(np.load(path / f"{name}.npy", mmap_mode="r"))
@@ -95,3 +117,16 @@ def load_dataset_dir(path: str | Path) -> FederatedData:
         y_test=y_test,
         test_ptr=test_ptr,
     )
+
+
+def load_built(data_root: str | Path, dataset: str, digest: str) -> FederatedData:
+    """Data set ``dataset`` as built from the spec of ``digest`` in the data folder
+    ``data_root``: its build ``<dataset>.<digest>``, else ``<dataset>`` (the link to its
+    latest build, or a folder built by hand), checked first to hold that spec's data as
+    built (:func:`.identity.check_built`; one-line DataError naming both digests if not)."""
+    from ..layout import dataset_in
+
+    folder = dataset_in(data_root, dataset, digest)
+    if not folder.is_dir():
+        folder = Path(data_root) / dataset
+    return load_dataset_dir(folder, digest, dataset)

@@ -1,7 +1,8 @@
 """The report's data section: how each partitioned data set was split, and test accuracy.
 
-Reads what ``make_data`` leaves in ``RESULTS/data/<name>/`` (``partition_stats.csv``,
-``embedding.csv``, ``meta.json``) and the traces' ``test_accuracy`` column. Data sets
+Reads what ``make_data`` leaves in ``RESULTS/data/<name>/``, each data set's latest build
+(``partition_stats.csv``, ``embedding.csv``, ``meta.json``), and the traces'
+``test_accuracy`` column. Data sets
 without these files (e.g. the synthetic ones with their natural clients) are skipped,
 so the report still builds from a results folder alone.
 """
@@ -42,11 +43,9 @@ def read_partition_stats(
     A data set found in several results folders is taken from the first."""
     out = {}
     for results_dir in results_dirs:
-        root = Layout(results_dir).data
-        if not root.is_dir():
-            continue
-        for d in sorted(p for p in root.iterdir() if (p / "partition_stats.csv").is_file()):
-            if d.name in out:
+        # each data set's latest build, by its name (not every build: data/<name>.<digest>)
+        for name, d in Layout(results_dir).datasets_latest().items():
+            if name in out or not (d / "partition_stats.csv").is_file():
                 continue
             try:
                 meta = json.loads((d / "meta.json").read_text())
@@ -54,7 +53,7 @@ def read_partition_stats(
                 meta = {}
             stats = pd.read_csv(d / "partition_stats.csv")
             emb = pd.read_csv(d / "embedding.csv") if (d / "embedding.csv").is_file() else None
-            out[d.name] = (meta, stats, emb)
+            out[name] = (meta, stats, emb)
     return dict(sorted(out.items()))
 
 

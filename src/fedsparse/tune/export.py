@@ -82,7 +82,7 @@ def run_holdout(
     runs_out,
 ) -> None:
     """Re-run the study's best configuration on the fresh ``holdout_seeds``."""
-    from ..data import load_dataset_dir
+    from ..data import load_built
     from ..experiment import run_result
     from ..shard import run_summary
     from ..sweep import Run
@@ -106,7 +106,7 @@ def run_holdout(
             spec.name,
             ", ".join(str(t.number) for t in chosen),
         )
-    data = load_dataset_dir(Path(data_root) / spec.dataset)
+    data = load_built(data_root, spec.dataset, spec.data_digest)
     tables, rows = [], []
     for best in chosen:
         for seed in spec.settings.holdout_seeds:

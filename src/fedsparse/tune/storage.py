@@ -152,7 +152,8 @@ def load_study(spec: StudySpec, storage, offset: int = 0):
 
 
 def create_study(sweep: dict[str, Any], study: str, results_dir: str | Path, marker=None):
-    """Create the study (or check that the stored one matches the config); write ``marker``."""
+    """Create the study (or check that the stored one matches the config); write ``marker``
+    (named by the study's digest: the markers of its earlier settings are deleted)."""
     import optuna
 
     spec = study_spec(sweep, study)
@@ -168,14 +169,29 @@ def create_study(sweep: dict[str, Any], study: str, results_dir: str | Path, mar
             s.set_user_attr("fedsparse", identity)
             log.info("study %s: created (%s storage)", spec.name, spec.settings.storage["kind"])
         else:
-            stored = s.user_attrs.get("fedsparse")
-            if json.dumps(stored, sort_keys=True) != json.dumps(identity, sort_keys=True):
-                raise ConfigError(
-                    f"study {spec.name}: the stored study has a different search space, "
-                    "metric or run settings; give the sweep a new name (or delete the study) "
-                    "to start over"
-                )
+            check_identity(s, spec, results_dir)
             log.info("study %s: resuming (%d trials stored)", spec.name, len(s.trials))
     if marker is not None:
+        marker = Path(marker)
+        for old in marker.parent.glob("study*.json"):  # an earlier settings' marker
+            if old.name != marker.name:
+                old.unlink(missing_ok=True)
         write_json(marker, {"study": spec.name, "storage": spec.settings.storage})
     return s
+
+
+def check_identity(s, spec: StudySpec, results_dir: str | Path) -> None:
+    """ConfigError, one line naming the study, unless the stored study ``s`` was created with
+    ``spec``'s search space, sampler, metric and run settings: never trials of two spaces in
+    one study. (A study of a fedsparse that did not record its sampler is checked without.)"""
+    stored = s.user_attrs.get("fedsparse")
+    identity = spec.identity()
+    if isinstance(stored, dict) and "sampler" not in stored:
+        identity.pop("sampler")
+    if json.dumps(stored, sort_keys=True) != json.dumps(identity, sort_keys=True):
+        where = Layout(results_dir).study(spec.name)
+        raise ConfigError(
+            f"study {spec.name}: the stored study has a different search space, sampler, "
+            "metric or run settings; give the sweep a new name (or delete the study, "
+            f"{where}) to start over"
+        )

@@ -8,6 +8,7 @@ plans. They build on ``sweep``, so the package's ``__init__`` imports this modul
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from ..config import (
 )
 from ..defaults import sweep_default
 from ..errors import ConfigError, did_you_mean
+from ..layout import SHARD_DIGEST_CHARS as DIGEST_CHARS
 
 OPTUNA_KEYS = (
     "n_trials",
@@ -143,6 +145,13 @@ class StudySpec:
     settings: TuneSettings = field(repr=False)
     divergence_factor: float = DEFAULT_DIVERGENCE_FACTOR
 
+    @property
+    def data_digest(self) -> str:
+        """The digest of its data set's spec (fedsparse.data.identity)."""
+        from ..data.identity import data_digest
+
+        return data_digest(self.data, self.model["loss"], self.partition)
+
     def run_config(self, params: dict[str, Any], seed: int) -> dict[str, Any]:
         """The normalised run config of ``params`` (searched and fixed) on ``seed``."""
         return normalize_run_config(
@@ -180,6 +189,7 @@ class StudySpec:
             "seeds": self.seeds,
             "fixed": self.fixed,
             "space": self.space_json(),
+            "sampler": self.settings.sampler,
             # (a single-objective study's identity is as before: its stored studies resume)
             **(
                 {"objectives": self.settings.objectives}
@@ -187,6 +197,21 @@ class StudySpec:
                 else {"metric": self.settings.metric}
             ),
         }
+
+    @property
+    def digest(self) -> str:
+        """A short hash of everything a study's outputs depend on: its identity (space,
+        sampler, metric, runs), its pruner, budget and held-out seeds. Its marker is named by
+        it, so an edit asks for a marker the folder lacks and the study's jobs run again
+        (:func:`fedsparse.tune.storage.create_study` then resumes, extends or refuses it)
+        whether or not Snakemake's records are there."""
+        settings = self.settings
+        text = json.dumps(
+            [self.identity(), settings.pruner, settings.n_trials, settings.holdout_seeds],
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]
 
     def space_json(self) -> dict[str, Any]:
         return {k: p.to_json() for k, p in self.space.items()}

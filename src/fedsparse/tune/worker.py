@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..layout import Layout
 from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
 from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
-from .storage import load_study, make_sampler, open_storage, study_lock
+from .storage import check_identity, load_study, make_sampler, open_storage, study_lock
 from .studies import METRICS, StudySpec
 
 if TYPE_CHECKING:
@@ -365,13 +365,14 @@ def run_worker(
     Returns the number of trials this worker ran. Safe to run in any number of
     processes at once, on any machines sharing the storage.
     """
-    from ..data import load_dataset_dir
+    from ..data import load_built
 
     spec = study_spec(sweep, study)
-    data = load_dataset_dir(Path(data_root) / spec.dataset)
+    data = load_built(data_root, spec.dataset, spec.data_digest)
     check_space_on_data(spec, data)
     storage = open_storage(spec, results_dir)
     s = load_study(spec, storage)
+    check_identity(s, spec, results_dir)  # a study of other settings gets no trial of these
     parts = Layout(results_dir).study_trial_parts(spec.name)
     parts.mkdir(parents=True, exist_ok=True)
     minutes = float(sweep_default(sweep, "checkpoint_minutes"))
