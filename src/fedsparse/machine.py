@@ -24,7 +24,7 @@ from .errors import ConfigError
 
 MACHINE_ENV = "FEDSPARSE_MACHINE"
 CACHE_VERSION = 1
-KERNEL_LOAD_S = 2.0  # a process's kernels from numba's cache (docs/performance.md)
+KERNEL_LOAD_S = 0.5  # CPU of a process's kernels loaded from numba's cache
 
 
 @dataclass(frozen=True)
@@ -136,10 +136,9 @@ def _best(fn, repeats: int) -> float:
 
 def _startup_seconds() -> float:
     """A shard job's start-up in CPU seconds: a Python process importing fedsparse's run path
-    (the cheaper of two tries), three times over (the job's own Snakemake, whose imports
-    cost about as much, and its shard process), and the kernels loaded from numba's cache.
-    CPU, not wall time: an import that waits (a slow file system, a name lookup) costs the
-    job time but no core."""
+    (the cheaper of two tries) and loading its kernels from numba's cache. CPU, not wall
+    time: an import that waits (a slow file system, a name lookup) costs the job time but no
+    core."""
     import resource
 
     code = "import fedsparse.experiment, fedsparse.problem, pyarrow.parquet"
@@ -155,4 +154,4 @@ def _startup_seconds() -> float:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         best = min(best, cpu)
-    return 3 * best + KERNEL_LOAD_S
+    return best + KERNEL_LOAD_S
