@@ -57,7 +57,8 @@ COHORT_MEMBER_SHARE = 0.6
 # products; a network's products reach about half the matrix-product peak (small, thin
 # layers, activations and their derivatives between products).
 LINEAR_FLOP_EFFICIENCY = 0.2
-NETWORK_EFFICIENCY = 0.8  # dense layers' products
+NETWORK_EFFICIENCY = 0.8  # dense layers' products in a local step
+EVAL_EFFICIENCY = 1.0  # dense layers' products over an evaluation's blocks of 256 rows
 CONV_EFFICIENCY = 0.45  # a convolution's products (im2col, narrow channels)
 # A linear model's evaluations are scored several rounds at a time and consecutive models
 # share most of their support: the support's columns come from memory about once per two.
@@ -262,11 +263,17 @@ def n_outputs(config: dict[str, Any], shape: DataShape) -> int:
 
 
 def _product_seconds(
-    m: float, n: int, k: int, itemsize: int, rates: Rates, conv: bool = False
+    m: float,
+    n: int,
+    k: int,
+    itemsize: int,
+    rates: Rates,
+    conv: bool = False,
+    dense_efficiency: float = NETWORK_EFFICIENCY,
 ) -> float:
     """One (m x k) @ (k x n) product of a network: the slower of its FLOPs and its bytes."""
     flops = 2.0 * m * n * k
-    efficiency = CONV_EFFICIENCY if conv else NETWORK_EFFICIENCY
+    efficiency = CONV_EFFICIENCY if conv else dense_efficiency
     gemm = efficiency * (rates.sgemm if itemsize == 4 else rates.dgemm)
     moved = (n * k + m * (n + k)) * itemsize
     return max(flops / gemm, moved / rates.bandwidth)
@@ -309,7 +316,7 @@ def evaluation_seconds(
         block = 256.0  # the evaluation's rows per forward block
         blocks = rows / block
         forward = sum(
-            blocks * _product_seconds(block * p, o, i, net.itemsize, rates, p > 1)
+            blocks * _product_seconds(block * p, o, i, net.itemsize, rates, p > 1, EVAL_EFFICIENCY)
             for p, o, i in net.products
         )
     return work.evaluations * (forward + losses)
