@@ -51,7 +51,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from .machine import host_rates
     from .sweep_cost import describe, sweep_cost
 
-    cost = sweep_cost(plan, host_rates(), merged.get("results"))
+    from .layout import Layout
+
+    # data sets built already (in the sweep's results folder) are sized from their folders
+    cost = sweep_cost(plan, host_rates(), Layout.of_sweep(merged).root)
     if args.json:
         out = {"configs": [str(p) for p in args.configs], "valid": True}
         out.update(cost.as_json(args.nodes, args.node_cores))
