@@ -143,7 +143,11 @@ def balanced_counts(
     costed = {ds: math.fsum(c) for ds, c in costs_of.items() if c is not None and c}
     if not costed:
         return {}
-    shards = sum(math.ceil(len(runs_of[ds]) / shard_size) for ds in costed)
+    # as many as cutting by count makes (a cut grows past shard_size rather than part a run
+    # from those it computes with)
+    shards = sum(
+        len(count_bounds(len(runs_of[ds]), shard_size, siblings_of.get(ds))) for ds in costed
+    )
     total = math.fsum(costed.values()) or 1.0
     cap = {}
     for ds in costed:
