@@ -48,10 +48,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         plan = plan_checked(merged)
     except FedsparseError as exc:
         raise type(exc)(f"{names}: {exc}") from None
+    from .layout import Layout
     from .machine import host_rates
     from .sweep_cost import describe, sweep_cost
-
-    from .layout import Layout
 
     # data sets built already (in the sweep's results folder) are sized from their folders
     cost = sweep_cost(plan, host_rates(), Layout.of_sweep(merged).root)

@@ -367,6 +367,39 @@ def member_seconds(seconds: float) -> float:
     return COHORT_MEMBER_SHARE * (seconds - RUN_OVERHEAD_S) + RUN_OVERHEAD_S
 
 
+def run_costs(
+    configs: list[dict[str, Any]],
+    shape: DataShape,
+    work: list[RunWork] | None = None,
+    siblings: list[bool] | None = None,
+    cohorts: list[bool] | None = None,
+    rates: Rates = NOMINAL,
+) -> list[float]:
+    """Estimated seconds each of ``configs`` adds to a job running them one after another
+    (``work``: each one's :func:`run_work`, where known already; ``siblings``: which runs
+    share the computation of the run before them, and cost only their trace's writing;
+    ``cohorts``: which join the cohort of the runs before them, and cost
+    :func:`member_seconds`)."""
+    work = [None] * len(configs) if work is None else work
+    siblings = [False] * len(configs) if siblings is None else siblings
+    cohorts = [False] * len(configs) if cohorts is None else cohorts
+    # A planned configuration's seeds share its params mapping (sweep._plan_sweep), and cost
+    # the same: each is estimated once, not once per seed. The key holds the mapping's id
+    # while the mapping is alive (this call), with the other fields the estimate reads.
+    known: dict[tuple, float] = {}
+    out = []
+    for c, w, sibling, member in zip(configs, work, siblings, cohorts, strict=True):
+        if sibling:
+            out.append(RUN_OVERHEAD_S)
+            continue
+        key = (id(c["params"]), c["rounds"], c.get("eval_every"), c.get("algorithm"), w)
+        seconds = known.get(key)
+        if seconds is None:
+            seconds = known[key] = run_seconds(c, shape, w, rates)
+        out.append(member_seconds(seconds) if member else seconds)
+    return out
+
+
 def shard_seconds(
     configs: list[dict[str, Any]],
     shape: DataShape,
@@ -375,28 +408,9 @@ def shard_seconds(
     cohorts: list[bool] | None = None,
     rates: Rates = NOMINAL,
 ) -> float:
-    """Estimated seconds of one job running ``configs`` one after another (``work``: each
-    one's :func:`run_work`, where known already; ``siblings``: which runs share the
-    computation of the run before them, and cost only their trace's writing; ``cohorts``:
-    which join the cohort of the runs before them, and cost :func:`member_seconds`)."""
-    work = [None] * len(configs) if work is None else work
-    siblings = [False] * len(configs) if siblings is None else siblings
-    cohorts = [False] * len(configs) if cohorts is None else cohorts
-    # A planned configuration's seeds share its params mapping (sweep._plan_sweep), and cost
-    # the same: each is estimated once, not once per seed. The key holds the mapping's id
-    # while the mapping is alive (this call), with the other fields the estimate reads.
-    known: dict[tuple, float] = {}
-    total = 0.0
-    for c, w, sibling, member in zip(configs, work, siblings, cohorts, strict=True):
-        if sibling:
-            total += RUN_OVERHEAD_S
-            continue
-        key = (id(c["params"]), c["rounds"], c.get("eval_every"), c.get("algorithm"), w)
-        seconds = known.get(key)
-        if seconds is None:
-            seconds = known[key] = run_seconds(c, shape, w, rates)
-        total += member_seconds(seconds) if member else seconds
-    return rates.startup_s + total
+    """Estimated seconds of one job running ``configs`` one after another: its start-up and
+    :func:`run_costs`."""
+    return rates.startup_s + sum(run_costs(configs, shape, work, siblings, cohorts, rates))
 
 
 def run_state_bytes(config: dict[str, Any], shape: DataShape, work: RunWork) -> float:

@@ -102,8 +102,8 @@ def _write(path: Path, rates: Rates) -> None:
 
 
 def measure() -> Rates:
-    """Measure this machine's rates (about five seconds; the best of several tries each, so
-    a busy moment of a shared machine costs little)."""
+    """Measure this machine's rates: the best of several tries each, so a busy moment of a
+    shared machine costs little."""
     import numpy as np
     from threadpoolctl import threadpool_limits
 

@@ -13,14 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cost import (
-    RUN_OVERHEAD_S,
     DataShape,
     job_memory_bytes,
     known_shape,
-    member_seconds,
+    run_costs,
     run_disk_bytes,
     run_seconds,
-    run_work,
 )
 from .machine import Rates
 from .wording import counted
@@ -129,30 +127,17 @@ def sweep_cost(plan: Any, rates: Rates, results_dir: str | None = None) -> Sweep
         runs += len(runs_of_shard)
         if shape is None:
             continue
-        seconds, work = rates.startup_s, []
-        known: dict[tuple, tuple[float, Any]] = {}
-        for run in runs_of_shard:
-            c = run.config
-            key = (id(c["params"]), c["rounds"], c.get("eval_every"), c["algorithm"])
-            if key not in known:
-                w = run_work(c)
-                known[key] = (run_seconds(c, shape, w, rates), w)
-            alone, w = known[key]
-            work.append(w)
-            if run.sibling:  # its trace from the run before it
-                cost = RUN_OVERHEAD_S
-            elif run.cohort:
-                cost = member_seconds(alone)
-            else:
-                cost = alone
-            seconds += cost
-            by_pair[(run.dataset, c["algorithm"])] += cost
-            results += run_disk_bytes(c)
+        configs = [r.config for r in runs_of_shard]
+        siblings = [r.sibling for r in runs_of_shard]
+        costs = run_costs(configs, shape, None, siblings, [r.cohort for r in runs_of_shard], rates)
+        for run, cost in zip(runs_of_shard, costs, strict=True):
+            by_pair[(run.dataset, run.config["algorithm"])] += cost
+            results += run_disk_bytes(run.config)
+        seconds = rates.startup_s + sum(costs)
         total += seconds
         longest = max(longest, seconds)
         joins = [r.joins for r in runs_of_shard]
-        configs = [r.config for r in runs_of_shard]
-        memory = max(memory, job_memory_bytes(configs, shape, work, joins))
+        memory = max(memory, job_memory_bytes(configs, shape, None, joins))
     contributors = sorted(((ds, algo, s) for (ds, algo), s in by_pair.items()), key=lambda x: -x[2])
     return SweepCost(
         runs=runs,
