@@ -289,21 +289,47 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _cmd_ledger(args) -> int:
+    from .report import ledger
     from .report.build import families
-    from .report.ledger import family_folder, record
 
-    found = {family_folder(f): f for f in families()}
-    if args.family not in found:
-        raise FedsparseError(
-            f"ledger --family {args.family}: not a family; one of {', '.join(sorted(found))}"
-        )
-    if not (args.results / "report" / "tables" / "claims.csv").is_file():
-        raise FedsparseError(
-            f"ledger: {args.results}/report/tables/claims.csv is missing; run "
-            f"`fedsparse report {args.results}` first"
-        )
-    print(record(args.results, found[args.family], args.out, args.config))
-    return 0
+    found = {ledger.family_folder(f): f for f in families()}
+    names = args.family if isinstance(args.family, list) else [args.family]
+    if args.action == "rebuild" and not names:  # every family that has a ledger
+        names = [n for n in found if (args.out / n / ledger.RUNS_FILE).is_file()]
+    for name in names:
+        if name not in found:
+            raise FedsparseError(
+                f"ledger {args.action}: {name} is not a family; one of {', '.join(sorted(found))}"
+            )
+    if args.action == "record":
+        for folder in args.results:
+            if not Layout(folder).runs.is_file():
+                raise FedsparseError(
+                    f"ledger record: {folder} is not a results folder (no runs.parquet)"
+                )
+        print(ledger.record(args.results, found[names[0]], args.config, args.out))
+        return 0
+    if args.action == "rerun":
+        import subprocess
+
+        family = found[names[0]]
+        given = [a for a in args.snakemake_args if a != "--"] or ["--cores", "all"]
+        runs = ledger.rerun_commands(family, args.results_root, args.out, given)
+        for command, _ in runs:
+            print("+", " ".join(command), flush=True)
+            subprocess.run(command, check=True)
+        configs = [config for _, (config, _) in runs]
+        print(ledger.record([folder for _, (_, folder) in runs], family, configs, args.out))
+        return 0
+    stale = []
+    for name in names:
+        pages = args.output / name if args.output else None
+        if not ledger.rebuild(found[name], args.out, pages, check=args.check):
+            stale.append(name)
+        verb = "differs from" if args.check else "rewritten from"
+        state = f"claims.csv {verb} its runs" if name in stale else "claims.csv as its runs give"
+        print(f"{args.out / name}: {state}" + (f"; pages in {pages}" if pages else ""))
+    return 1 if (args.check and stale) else 0
 
 
 def _cmd_docs_verdicts(args) -> int:
@@ -444,19 +470,65 @@ def build_parser(only_run: bool = False) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_merge)
     p = sub.add_parser(
         "ledger",
-        help="keep a family's verdicts in the repository (reproductions/FAMILY/)",
-        description="Write reproductions/FAMILY/claims.csv (the family's rows of the results "
-        "folder's report, tables/claims.csv: run `fedsparse report RESULTS` first) and "
-        "provenance.json (the config, commits, numerics and package versions, host, runs and "
-        "their time). README.md and docs/ quote verdicts from these files only: "
-        "`fedsparse docs-verdicts` regenerates the quoting blocks.",
+        help="a family's verdicts kept in the repository (reproductions/FAMILY/)",
+        description="A family's ledger, reproductions/FAMILY/, holds the runs its verdicts "
+        "rest on (runs.parquet and traces/, a results folder), the claims table a report of "
+        "them gives (claims.csv) and their provenance (provenance.json: configs, commits, "
+        "numerics and package versions, hosts, time measured and estimated). README.md and "
+        "docs/ quote verdicts from claims.csv only (`fedsparse docs-verdicts`).",
     )
-    p.add_argument("results", type=Path, help="the results folder, its report built")
-    p.add_argument(
-        "--family", required=True, help="the family's folder name, e.g. hard_thresholding"
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser(
+        "record",
+        help="write FAMILY's ledger from results folders (the sweeps of --config)",
     )
-    p.add_argument("--config", required=True, help="the config (in config/) the runs come from")
-    p.add_argument("--out", type=Path, default=Path("reproductions"), help="default reproductions/")
+    q.add_argument("results", type=Path, nargs="+", help="results folders of the sweeps")
+    q.add_argument("--family", required=True, help="the family's folder name, e.g. sfedhp")
+    q.add_argument(
+        "--config",
+        action="append",
+        required=True,
+        help="a config (in config/) the runs come from; once per config",
+    )
+    q = actions.add_parser(
+        "rebuild",
+        help="rebuild claims.csv (and report pages) from the stored runs, recomputing none",
+    )
+    q.add_argument("family", nargs="*", help="families (default: every one with a ledger)")
+    q.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if a stored claims.csv differs"
+    )
+    q.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="also keep the report pages, in OUTPUT/FAMILY/",
+    )
+    q = actions.add_parser(
+        "rerun",
+        help="recompute FAMILY's runs from scratch with Snakemake, then record its ledger",
+    )
+    q.add_argument("family", help="the family's folder name")
+    q.add_argument(
+        "--results-root",
+        type=Path,
+        default=Path("results") / "ledger",
+        help="where each sweep's results folder goes (default results/ledger)",
+    )
+    q.add_argument(
+        "snakemake_args",
+        nargs=argparse.REMAINDER,
+        help="after --: Snakemake's options (default --cores all), e.g. "
+        "-- --profile profiles/slurm",
+    )
+    for q in actions.choices.values():
+        q.add_argument(
+            "--out",
+            type=Path,
+            default=Path("reproductions"),
+            help="the ledgers' folder (default reproductions/)",
+        )
     p.set_defaults(func=_cmd_ledger)
     p = sub.add_parser(
         "docs-verdicts",

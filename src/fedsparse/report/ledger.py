@@ -1,11 +1,18 @@
-"""The published verdicts: the claims tables kept in the repository and the pages made from
-them, so that every verdict a user reads comes from a claims table.
+"""The published verdicts: each family's ledger, kept in the repository, and the Markdown
+made from it, so that every verdict a user reads comes from runs anyone can re-score.
 
 The ledger of a family is the folder ``reproductions/<family>/`` (named as the family's folder
-under ``fedsparse/families/``): its ``claims.csv`` (the family's rows of a report's
-``tables/claims.csv``) and ``provenance.json`` (the config and the results it was built from:
-commit, numerics versions, package versions, host, runs, core time). ``record`` writes both
-from a results folder.
+under ``fedsparse/families/``), itself a results folder:
+
+- ``runs.parquet`` and ``traces/``: the runs the verdicts rest on (the union of the sweeps'
+  results folders);
+- ``claims.csv``: the family's rows of the claims table that a report of those runs gives;
+- ``provenance.json``: the configs, sweeps, run counts, the runs' time and the shard jobs' CPU
+  beside the cost model's estimate, commits, numerics versions, package versions, hosts.
+
+``record`` writes a ledger from results folders; ``rebuild`` re-scores its stored runs (no run
+is recomputed) and says whether ``claims.csv`` is still what they give; ``rerun_commands`` are
+the Snakemake commands that compute the runs again from scratch.
 
 README.md and docs/*.md quote verdicts only inside generated blocks::
 
@@ -15,7 +22,8 @@ README.md and docs/*.md quote verdicts only inside generated blocks::
 
 ``table`` is the claims as a Markdown table (claim, reading, where, paper's number, ours,
 seeds, interval, verdict, unmet); ``summary`` one sentence per paper, the index's
-(``verdicts.paper_verdicts``). ``sync`` regenerates every block from the CSV it names;
+(``verdicts.paper_verdicts``); ``brief`` one line of counts per paper, and given the folder
+``reproductions`` one per family. ``sync`` regenerates every block from what it names;
 ``fedsparse docs-verdicts`` runs it (``--check``: only report the blocks that differ, as the
 tests do).
 """
@@ -24,16 +32,36 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from ..atomic import atomic_write
+from ..atomic import atomic_directory, atomic_write
+from ..config import read_config_file
+from ..errors import FedsparseError
+from ..layout import RUNS_FILE
 from .claims import AGREES, PAPER_CLAIM, Family
 from .verdicts import paper_verdicts
 
-__all__ = ["BLOCK", "family_folder", "read_claims", "record", "render", "sync", "sync_files"]
+__all__ = [
+    "BLOCK",
+    "LEDGERS",
+    "family_folder",
+    "read_claims",
+    "rebuild",
+    "rebuilt_claims",
+    "record",
+    "render",
+    "rerun_commands",
+    "sync",
+    "sync_files",
+]
 
+LEDGERS = Path("reproductions")  # the ledgers' folder, in the checkout
+CLAIMS = "claims.csv"
+PROVENANCE = "provenance.json"
 BLOCK = re.compile(
     r"(?P<head><!-- verdicts: (?P<kind>table|summary|brief) (?P<path>\S+) -->\n)"
     r"(?P<body>.*?)"
@@ -86,8 +114,7 @@ def render(kind: str, claims: pd.DataFrame, provenance: dict | None = None) -> s
     if kind == "summary":
         seeds = sorted({int(v) for v in claims["seeds"] if v not in ("", "0")})
         behind = f"; seeds behind a scored row: {', '.join(map(str, seeds))}" if seeds else ""
-        config = provenance.get("config", "") if provenance else ""
-        source = f" From `{config}`" if config else " From its claims table"
+        source = f" From {_configs(provenance)}"
         out = []
         for sentence, (_, rows) in zip(
             paper_verdicts(claims), claims.groupby("paper", sort=False), strict=True
@@ -117,12 +144,16 @@ def render(kind: str, claims: pd.DataFrame, provenance: dict | None = None) -> s
     return head + "".join(rows)
 
 
+def _configs(provenance: dict | None) -> str:
+    configs = (provenance or {}).get("configs") or []
+    return ", ".join(f"`{c}`" for c in configs) or "its claims table"
+
+
 def _brief(claims: pd.DataFrame, provenance: dict | None) -> str:
     """Per paper one line: the counts in the paper's readings and in our variations, the
-    config and seeds, and each agreeing row with its conditions (reading, where)."""
+    configs and the seeds behind the rows."""
     from .verdicts import counts, measurements
 
-    config = (provenance or {}).get("config", "its claims table")
     out = []
     for paper, rows in claims.groupby("paper", sort=False):
         paper_rows = rows[rows["claim_kind"] == PAPER_CLAIM]
@@ -131,17 +162,30 @@ def _brief(claims: pd.DataFrame, provenance: dict | None) -> str:
         seeds = sorted({int(v) for v in rows["seeds"] if v not in ("", "0")})
         line = f"- {paper}: {counts(own)} in the paper's readings"
         if len(var):
-            line += f", {counts(var)} in our variations"
-        line += f" (`{config}`, {'/'.join(map(str, seeds)) or 'no'} seeds)."
-        agree = own[own["verdict"] == AGREES]
-        if len(agree):
-            line += " Agrees: " + "; ".join(
-                f"{r.paper_value}: {_ours(r.ours)}, {r.reading}, {r.where}"
-                for r in agree.itertuples()
-            )
-            line += "."
-        out.append(line + "\n")
+            line += f"; {counts(var)} in our variations"
+        seeds_text = "/".join(map(str, seeds)) or "no"
+        out.append(f"{line} ({_configs(provenance)}, {seeds_text} seeds).\n")
     return "".join(out)
+
+
+def _all_briefs(folder: Path) -> str:
+    """The brief of every family's ledger under ``folder``, in the index's order; a family
+    without one says so."""
+    from .build import families
+
+    out = []
+    for family in families():
+        ledger = folder / family_folder(family)
+        if (ledger / CLAIMS).is_file():
+            out.append(_brief(read_claims(ledger / CLAIMS), _read_provenance(ledger)))
+        else:
+            out.append(f"- {family.paper}: no ledger yet, so no verdict.\n")
+    return "".join(out)
+
+
+def _read_provenance(folder: Path) -> dict | None:
+    path = folder / PROVENANCE
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def sync(text: str, root: Path) -> str:
@@ -150,10 +194,11 @@ def sync(text: str, root: Path) -> str:
 
     def block(m: re.Match) -> str:
         path = root / m["path"]
+        if m["kind"] == "brief" and path.is_dir():  # every ledger in the folder
+            return m["head"] + _all_briefs(path) + m["tail"]
         if not path.is_file():
             raise FileNotFoundError(f"verdicts block: {m['path']} does not exist")
-        prov = path.parent / "provenance.json"
-        provenance = json.loads(prov.read_text()) if prov.is_file() else None
+        provenance = _read_provenance(path.parent)
         return m["head"] + render(m["kind"], read_claims(path), provenance) + m["tail"]
 
     return BLOCK.sub(block, text)
@@ -173,24 +218,87 @@ def sync_files(paths: list[Path], root: Path, check: bool = False) -> list[Path]
     return stale
 
 
-def record(results: Path, family: Family, out: Path, config: str) -> Path:
-    """Write the ledger of ``family`` from the report of a results folder: its claims rows
-    (``results/report/tables/claims.csv``, built first with ``fedsparse report``) and the
-    provenance of the runs behind them. Returns the ledger folder."""
+def record(
+    sources: Sequence[Path], family: Family, configs: Sequence[str], out: Path = LEDGERS
+) -> Path:
+    """Write the ledger of ``family`` from the results folders ``sources`` (the sweeps of
+    ``configs``, paths as given on the command line): their union as a results folder (the
+    runs table and every trace), the family's rows of the claims table a report of that copy
+    gives, and the provenance. The folder is replaced whole or not at all. Returns it."""
+    from ..query.merge import merge_results
+
+    folder = out / family_folder(family)
+    with atomic_directory(folder, mode=0o755) as tmp:
+        merge_results(list(sources), tmp)
+        claims = rebuilt_claims(tmp, family)
+        if claims.empty:
+            raise FedsparseError(
+                f"ledger: {', '.join(map(str, sources))} hold no runs of {family.title}'s claims"
+            )
+        provenance = _provenance(tmp, sources, configs)
+        claims.to_csv(tmp / CLAIMS, index=False)
+        (tmp / PROVENANCE).write_text(json.dumps(provenance, indent=1) + "\n")
+    return folder
+
+
+def rebuilt_claims(ledger: Path, family: Family, pages: Path | None = None) -> pd.DataFrame:
+    """The family's rows of the claims table that a report of ``ledger`` (a results folder:
+    runs table and traces) gives, computed from the stored runs alone; the report's pages go
+    to ``pages`` (a temporary folder, deleted, when None)."""
+    from .build import build_report
+
+    with tempfile.TemporaryDirectory(prefix=".ledger-report.", dir=ledger.parent) as scratch:
+        report = Path(pages) if pages is not None else Path(scratch) / "report"
+        build_report(ledger, report)
+        claims = read_claims(report / "tables" / "claims.csv")
+    return claims[claims["paper"] == family.paper].reset_index(drop=True)
+
+
+def rebuild(
+    family: Family, out: Path = LEDGERS, pages: Path | None = None, check: bool = False
+) -> bool:
+    """Rebuild ``family``'s report pages (into ``pages``) and claims table from its ledger,
+    recomputing no run. Returns whether the stored claims table was already what the ledger
+    gives; unless ``check``, a table that differs is rewritten (atomically)."""
+    folder = out / family_folder(family)
+    if not (folder / RUNS_FILE).is_file():
+        raise FedsparseError(f"ledger: {folder} holds no runs table ({RUNS_FILE}); record it first")
+    new = rebuilt_claims(folder, family, pages).to_csv(index=False)
+    stored = folder / CLAIMS
+    same = stored.is_file() and stored.read_text() == new
+    if not same and not check:
+        _write_text(stored, new)
+    return same
+
+
+def rerun_commands(
+    family: Family,
+    results_root: Path,
+    out: Path = LEDGERS,
+    snakemake_args: Sequence[str] = ("--cores", "all"),
+) -> list[tuple[list[str], tuple[str, Path]]]:
+    """The Snakemake commands that recompute ``family``'s ledger from scratch, one per config
+    its provenance names, each with its (config, results folder ``results_root/<sweep>``)."""
+    prov = json.loads((out / family_folder(family) / PROVENANCE).read_text())
+    commands = []
+    for config in prov["configs"]:
+        folder = Path(results_root) / read_config_file(config)["sweep"]
+        command = ["snakemake", *snakemake_args, "--configfile", config]
+        commands.append(([*command, "--config", f"results={folder}"], (config, folder)))
+    return commands
+
+
+def _provenance(ledger: Path, sources: Sequence[Path], configs: Sequence[str]) -> dict:
+    """What the ledger's runs are: configs, sweeps, counts, time (the runs' own and the shard
+    jobs' CPU, with the cost model's estimate beside it), commits, numerics, packages, hosts."""
     import duckdb
 
-    claims = read_claims(results / "report" / "tables" / "claims.csv")
-    mine = claims[claims["paper"] == family.paper]
-    if mine.empty:
-        raise ValueError(f"{results}: its report holds no claims of {family.title}")
-    folder = out / family_folder(family)
-    folder.mkdir(parents=True, exist_ok=True)
-    runs = str(results / "runs.parquet")
+    runs = str(ledger / RUNS_FILE)
     con = duckdb.connect()
     (n, ok, diverged, core, first, last) = con.execute(
-        "SELECT count(*), count(*) FILTER (status = 'ok'), count(*) FILTER "
-        "(status = 'diverged'), sum(wall_time_s), min(finished_at), max(finished_at) "
-        "FROM read_parquet(?)",
+        "SELECT count(*), count(*) FILTER (status = 'ok'), count(*) FILTER (status = "
+        "'diverged'), sum(wall_time_s), min(finished_at::TIMESTAMPTZ - "
+        "to_seconds(wall_time_s)), max(finished_at::TIMESTAMPTZ) FROM read_parquet(?)",
         [runs],
     ).fetchone()
 
@@ -205,15 +313,17 @@ def record(results: Path, family: Family, out: Path, config: str) -> Path:
         "GROUP BY ALL ORDER BY ALL",
         [runs],
     ).fetchall()
-    provenance = {
-        "config": config,
+    cpu = [_shard_cpu_seconds(Path(s)) for s in sources]
+    return {
+        "configs": list(configs),
         "sweeps": distinct("sweep"),
         "runs": n,
         "ok": ok,
         "diverged": diverged,
         "run_seconds": round(float(core or 0.0), 1),
-        "shard_cpu_seconds": _shard_cpu_seconds(results),
-        "finished": [str(first), str(last)],
+        "shard_cpu_seconds": None if None in cpu else round(sum(cpu), 1),
+        "estimated_core_seconds": _estimate(configs),
+        "span": [t.isoformat(timespec="seconds") if t else None for t in (first, last)],
         "git_commits": distinct("git_commit"),
         "numerics": {alg: versions for alg, versions in numerics},
         "fedsparse": distinct("fedsparse_version"),
@@ -222,9 +332,20 @@ def record(results: Path, family: Family, out: Path, config: str) -> Path:
         "numba": distinct("numba_version"),
         "hosts": distinct("host"),
     }
-    _write_text(folder / "claims.csv", mine.to_csv(index=False))
-    _write_text(folder / "provenance.json", json.dumps(provenance, indent=1) + "\n")
-    return folder
+
+
+def _estimate(configs: Sequence[str]) -> float:
+    """The cost model's core-seconds for ``configs`` at this host's rates."""
+    from ..machine import host_rates
+    from ..sweep import plan_checked
+    from ..sweep_cost import sweep_cost
+
+    rates = host_rates()
+    total = 0.0
+    for config in configs:
+        sweep = read_config_file(config)
+        total += sweep_cost(plan_checked(sweep), rates, None).core_seconds
+    return round(total, 1)
 
 
 def _shard_cpu_seconds(results: Path) -> float | None:
