@@ -311,7 +311,7 @@ _NUMERIC = {pa.int64(): np.int64, pa.float64(): np.float64}
 
 def _column(values: list, type_: pa.DataType) -> pa.Array:
     """``pa.array(values, type_)`` without importing pandas (``pa.array`` on a list imports it
-    to ask whether the list is a pandas object: 0.2 s of a short ``fedsparse run``): int64,
+    to ask whether the list is a pandas object, a large share of a short run's start-up): int64,
     float64 and string columns of plain values are assembled from their buffers; anything
     else goes to ``pa.array``."""
     valid = np.array([v is not None for v in values], np.bool_)

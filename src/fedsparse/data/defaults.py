@@ -25,12 +25,12 @@ SYNTHETIC_DEFAULTS: dict[str, Any] = {
     "shared_model": False,
     "name": None,
 }
-# Readings of the simulation data that deviate from the papers' text (issue 20): subtract the
+# Readings of the simulation data that deviate from the papers' text: subtract the
 # features' global mean or each client's own mean. "none" (the papers') stays out of the config.
 CENTERINGS = ("none", "global", "per_client")
-# Readings of the generator itself (issue 25; fedsparse.data.synthetic's docstring has the
-# sources). At these defaults -- the papers' text as we read it -- a key stays out of the
-# canonical config, so run ids from before the keys existed still hold.
+# Readings of the generator itself (fedsparse.data.synthetic's docstring has the sources). At
+# these defaults -- the papers' text as we read it -- a key stays out of the canonical config,
+# so run ids from before the keys existed still hold.
 #   alpha_beta_as: variance | std -- how alpha and beta enter N(., alpha), N(0, beta); std is
 #       how FedProx's generator and the Flower baseline (PR #4398) pass them to numpy.
 #   u_mean: the mean of u_i (text 0.1; FedProx's code and Flower's 0).

@@ -31,8 +31,9 @@ from .download import Codec, cache_dir, fetch_parsed, read_local
 log = logging.getLogger("fedsparse.data")
 
 # where compressed local IDX files (a folder's, a system package's) are kept decompressed, named
-# by their SHA-256: gunzipping Fashion-MNIST's training images (26 MB) costs 0.2 s a run, reading
-# the .npy almost nothing (an uncompressed file is read as fast as its copy, so none is kept)
+# by their SHA-256: gunzipping the training images on every run would cost more than the run's
+# data loading otherwise does; reading the .npy costs almost nothing (an uncompressed file is
+# read as fast as its copy, so none is kept)
 LOCAL_CONVERTED = "idx-local"
 
 IMAGES, LABELS = 0x00000803, 0x00000801

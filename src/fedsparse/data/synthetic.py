@@ -10,7 +10,7 @@ Simulation II: the ``positives`` largest ``sigmoid(z_ij.x_i + b_ij)`` of each cl
 are labelled +1, the others -1 (the papers' 0/1 labels with their 0/1 form of the loss are
 the same model).
 
-Readings (issue 25): where the text is ambiguous or other code reads it differently, three
+Readings: where the text is ambiguous or other code reads it differently, three
 options select the other reading; their defaults are the text as read above.
 
 - ``alpha_beta_as``: ``variance`` (the N(mean, variance) convention) or ``std``, as FedProx's

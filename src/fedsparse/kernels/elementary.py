@@ -17,9 +17,9 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-# exp_nonpositive: swish through libm's exp took 10 ns an element, a fifth
-# of a 784-128-10 evaluation (77 of ~400 ms for 60,000 rows on one thread), the largest
-# cost after the first layer's GEMM; vectorised, 1.4 ns. Cody-Waite reduction x = k ln2 + r,
+# exp_nonpositive: swish through libm's exp is, after the first layer's GEMM, the largest cost
+# of a swish network's evaluation, and libm's exp does not vectorise (docs/performance.md has
+# the figures). Cody-Waite reduction x = k ln2 + r,
 # |r| <= ln2/2, the Taylor polynomial of degree 13 (truncation < 1e-17) and 2**k from its
 # bits: plain IEEE arithmetic (no FMA contraction in numba), so the same bits on every
 # machine; within 1 ulp of libm (tests check).
@@ -88,10 +88,10 @@ _EXP_M400 = 1.9151695967140057e-174  # exp(-400), correctly rounded (tests check
 def log1p_exp_neg(a):
     """``log(1 + exp(-a))`` for ``a >= 0`` (a logistic loss, ``a = |margin|``), NaN for NaN.
 
-    ``e = exp(-a)`` by :func:`exp_neg_any` then fdlibm's log1p by :func:`log1p_of_exp`. A
-    loop of it took 7.6-8.5 ns a sample here against 16-28 ns for glibc's
-    ``log1p(exp(-a))``; a loop of the first then a loop of the second (the same bits) is
-    faster still (see ``evaluate._sample_losses``).
+    ``e = exp(-a)`` by :func:`exp_neg_any` then fdlibm's log1p by :func:`log1p_of_exp`:
+    faster than glibc's ``log1p(exp(-a))`` and the same bits on every machine; a loop of the
+    first then a loop of the second (the same bits) is faster still (see
+    ``evaluate._sample_losses``).
     """
     return log1p_of_exp(exp_neg_any(a), a)
 

@@ -24,8 +24,8 @@ _FUSED = {"contract"}
 
 @njit(parallel=True, cache=True)
 def transpose(X, out):
-    """``out[j, i] = X[i, j]``: the column-major copy of dense data, in 64 × 64 tiles (NumPy's
-    strided copy of Simulation II's 100,000 × 1,000 took 2.0 s here, this 0.25 s)."""
+    """``out[j, i] = X[i, j]``: the column-major copy of dense data, in 64 × 64 tiles (several
+    times faster than NumPy's strided copy, which misses the cache on every element)."""
     n, d = X.shape
     for b in prange((n + 63) // 64):
         lo, hi = b * 64, min(n, b * 64 + 64)

@@ -34,7 +34,7 @@ Threads: :func:`mlp_eval` runs blocks of rows, :func:`mlp_local_sgd_round` clien
 parallel numba threads, each calling BLAS, so BLAS itself should run one thread
 (``OPENBLAS_NUM_THREADS=1``, set before NumPy and SciPy load). With a
 multithreaded OpenBLAS inside numba's threads the two thread pools fight over the
-cores: a 784-500-200-10 round took 6x longer on 2 cores (``benchmarks/mlp.py``).
+cores and a round takes several times longer (``benchmarks/mlp.py``).
 Results are bit-identical for any number of numba threads; OpenBLAS's own
 thread count changes the last bits of its products.
 """
