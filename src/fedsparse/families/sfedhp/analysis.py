@@ -94,7 +94,8 @@ for _algo in PERSONALISED:
 
 
 def method_name(algorithm: str) -> str:
-    """How the page names an algorithm: a method's declared label (Algorithm.label)."""
+    """How the page names an algorithm: a method's declared label (Algorithm.label), any other
+    name as it is."""
     return ALGORITHMS[algorithm].label if algorithm in METHODS else algorithm
 
 
@@ -233,13 +234,25 @@ CURVES = {
 
 
 def run_scores(source: ReportData | str | Path) -> pd.DataFrame:
-    """One row per run of the family with trace rows (fedavg only on data sets with
-    personalised runs), by run id: identity, status, data source, ``reading``, hyperparameters,
-    ``config`` and ``label``; from its trace: best-over-rounds and final GM/PM (%), the mean GM
-    over the evaluated rounds (``gm_mean``, Fig. 2's speed), the last round (``rounds``), final
-    density and bits; ``horizon`` (the rounds it was planned for) and ``covered`` (the rounds it
-    covers: a diverged run covers its horizon, its result being final); ``evidence`` (its data in
-    the settings' terms, settings.data_of) and ``net`` (its model, settings.model_of)."""
+    """Each run's scores, read from its trace rows (SQL: no trace row comes back whole).
+
+    Parameters
+    ----------
+    source
+        The results (a ``ReportData``, or a results folder).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run of the family with trace rows (FedAvg's only on data sets with
+        personalised runs), by run id: identity, status, data ``source``, ``reading``,
+        hyperparameters, ``config`` and ``label``; from its trace the best-over-rounds and final
+        GM/PM (%), the mean GM over the evaluated rounds (``gm_mean``, Fig. 2's speed), the last
+        round (``rounds``), final density and bits; ``horizon`` (the rounds it was planned for)
+        and ``covered`` (the rounds it covers: a diverged run covers its horizon, its result
+        being final); ``evidence`` (its data in the settings' terms, settings.data_of) and
+        ``net`` (its model, settings.model_of).
+    """
     data = as_data(source)
     names = ", ".join(f"'{a}'" for a in (*PERSONALISED, *BASELINES))
     cols = ", ".join(f"r.{sql_ident(c)}" for c in dict.fromkeys([*IDENTITY, *HP]))
@@ -286,8 +299,24 @@ def run_scores(source: ReportData | str | Path) -> pd.DataFrame:
 
 
 def round_means(data: ReportData, runs: pd.DataFrame, keys: list[str], columns) -> pd.DataFrame:
-    """Per ``keys`` (columns of ``runs``, one row per run) and round, the mean over those runs'
-    trace rows of each of ``columns`` (names of CURVES): what a figure draws."""
+    """What a figure draws: per group of runs and round, the mean over their trace rows.
+
+    Parameters
+    ----------
+    data
+        The results the traces are read from.
+    runs
+        The runs averaged, one row per run (rows of :func:`run_scores`).
+    keys
+        Columns of ``runs`` that group them (one curve per group).
+    columns
+        Names of CURVES: the values averaged.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group and round: ``keys``, ``round`` and ``columns``.
+    """
     return data.round_means(runs, keys, {c: CURVES[c] for c in columns})
 
 
@@ -346,12 +375,26 @@ def sparse_mask(frame: pd.DataFrame) -> pd.Series:
 
 
 def paper_table(evidence: dict, net: str):
-    """((data, setting), why) of a data set (``evidence``: its ``settings.data_of``, ``net``:
-    its ``settings.model_of``): the table of Tables II-V its numbers are shown against, or None
-    and why not. A network on MNIST or FMNIST is shown against its data's table of its
-    partition's setting; a partition that is no setting of the paper (pFedMe's generator's
-    2 labels, pooled; other sizes) against setting 1's, for reference only: its claims are
-    not at the paper's setting, and say which part of the partition is not."""
+    """The table of Tables II-V a data set's numbers are shown against.
+
+    A network on MNIST or FMNIST is shown against its data's table of its partition's
+    setting; a partition that is no setting of the paper (pFedMe's generator's 2 labels,
+    pooled; other sizes) against setting 1's, for reference only: its claims are not at the
+    paper's setting, and say which part of the partition is not.
+
+    Parameters
+    ----------
+    evidence
+        The data set's data in the settings' terms (``settings.data_of`` of a run's config).
+    net
+        Its model (``settings.model_of``).
+
+    Returns
+    -------
+    tuple
+        ``(key, why)``: the table's key ``(data, setting)`` (a key of TABLES), or None where no
+        table applies, and why, in words.
+    """
     data = evidence.get("data")
     if data not in ("MNIST", "FMNIST"):
         return None, "not MNIST or Fashion-MNIST"
@@ -371,7 +414,25 @@ def paper_table(evidence: dict, net: str):
 
 
 def paper_values(key, algo: str, row: pd.Series) -> tuple[float | None, float | None]:
-    """(PM, GM) of the paper's row for this configuration; (None, None) if it has none."""
+    """The paper's numbers for one configuration: its row of Tables II-V.
+
+    Parameters
+    ----------
+    key
+        The table's key (:func:`paper_table`), or None.
+    algo
+        The configuration's algorithm.
+    row
+        The configuration's hyperparameters (``lambda1``, ``lambda2``, ``lambda``, ``mu``,
+        ``alpha_self``, ``gamma1``, ``gamma2``, as its algorithm has them).
+
+    Returns
+    -------
+    tuple
+        ``(PM, GM)`` in %, each None where the row has no such number; ``(None, None)`` where the
+        table has no row for the configuration (a sparse sFedHP, λ1 ≠ λ2, a λ, μ or α the table
+        does not have).
+    """
     if key is None or algo not in TABLES[key][1]:
         return None, None
     entry = TABLES[key][1][algo]
@@ -402,9 +463,10 @@ def _paper_text(key, algo: str, value: float | None, gm: bool) -> str:
 
 
 def accuracy_band(key, algo: str, value: float, gm: bool) -> Band:
-    """A table number at its tolerance: the shared ACCURACY_PP points. Table I's ± (0.03 to
-    0.15) is the spread of the paper's own runs, not a tolerance a reproduction could be held
-    to, so it is quoted in the paper's number and not used as the band."""
+    """A table number at its tolerance: the shared ACCURACY_PP points. Table I's ± (0.03 to 0.15)
+    is the spread of the paper's own runs, not a tolerance a reproduction could be held to, so
+    it is quoted in the paper's number and not used as the band (``key``, ``algo`` and ``gm``
+    name the number; ``value`` is it)."""
     return accuracy(value)
 
 
@@ -414,9 +476,21 @@ PER_SEED = ("gm_best", "pm_best", "gm_mean", "density", "bits")
 
 
 def config_summary(scores: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds per (data set, configuration), with the configuration's runs
-    (``run_ids``), each run's value in seed order (``<column>_seeds`` for PER_SEED), the
-    rounds all its runs cover (``covered``), its data (``evidence``) and model (``net``)."""
+    """Each configuration's runs summarised over seeds.
+
+    Parameters
+    ----------
+    scores
+        Rows of :func:`run_scores`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (data set, configuration): the mean and std over seeds of each score, the
+        configuration's runs (``run_ids``), each run's value in seed order (``<column>_seeds``
+        for PER_SEED), ``seeds``, ``diverged`` (its diverged runs), the rounds all its runs cover
+        (``covered``), its data (``evidence``) and model (``net``).
+    """
     keys = ["dataset", "algorithm", "config"]
     g = scores.sort_values(["seed", "run_id"]).groupby(keys, sort=False)
     first = ["label", "partition", "model", "source", "reading", "rounds", "evidence", "net", *HP]
@@ -440,6 +514,8 @@ def _values(column: pd.Series) -> list[float]:
 
 
 def mean_std(mean, std, n: int) -> str:
+    """A mean over ``n`` seeds as the tables write it: "mean ± std" (two decimals), the mean
+    alone for fewer than two seeds or no std, "" without a mean."""
     if mean is None or pd.isna(mean):
         return ""
     return f"{mean:.2f}" if n < 2 or pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
@@ -458,8 +534,23 @@ def _pct(v: float) -> str:
 
 
 def row_claims(key, row: pd.Series, where: str = "", anchor: str = "") -> list[Claim]:
-    """One configuration against its row of Tables II-V: a GM and a PM claim where the row
-    has the number, each judged against the row's setting (settings.row_setting)."""
+    """One configuration against its row of Tables II-V.
+
+    Parameters
+    ----------
+    key
+        The table's key (:func:`paper_table`).
+    row
+        The configuration, a row of :func:`config_summary`.
+    where, anchor
+        The data set as the claims name it, and the page's element they link to.
+
+    Returns
+    -------
+    list of Claim
+        A GM and a PM claim where the row has the number, each judged against the row's setting
+        (settings.row_setting).
+    """
     pm, gm = paper_values(key, row["algorithm"], row)
     setting = row_setting(key, row["algorithm"], row)
     ran = ran_of(pd.DataFrame([row]), setting)
@@ -487,8 +578,22 @@ def row_claims(key, row: pd.Series, where: str = "", anchor: str = "") -> list[C
 
 
 def results_table(summary: pd.DataFrame, key) -> pd.DataFrame:
-    """The page's table of one data set: ours (best and final) next to the paper's row, each
-    paper number's verdict (scored only at its setting) and what of the setting is unmet."""
+    """The page's table of one data set.
+
+    Parameters
+    ----------
+    summary
+        The data set's configurations, rows of :func:`config_summary`.
+    key
+        The table they are shown against (:func:`paper_table`), or None.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per configuration: ours (best and final, mean ± std) next to the paper's row,
+        each paper number's verdict (scored only at its setting) and what of the setting is
+        unmet.
+    """
     rows = []
     for _, r in summary.iterrows():  # a few rows per data set; "lambda" is no identifier
         pm, gm = paper_values(key, r.algorithm, r)
@@ -516,8 +621,23 @@ def results_table(summary: pd.DataFrame, key) -> pd.DataFrame:
 
 
 def best_configs(summary: pd.DataFrame, col: str, methods) -> pd.DataFrame:
-    """Each method's best configuration by the mean of ``col`` (the paper tuned each method's
-    hyperparameters), indexed by algorithm; sparse sFedHP is Fig. 3's run, not the tables'."""
+    """Each method's best configuration (the paper tuned each method's hyperparameters).
+
+    Parameters
+    ----------
+    summary
+        Rows of :func:`config_summary`.
+    col
+        The score ranked by (its mean over seeds; higher is better).
+    methods
+        The algorithms compared.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The best row of each method that has one, indexed by algorithm; sparse sFedHP is Fig. 3's
+        run, not the tables', and never taken.
+    """
     s = summary[summary["algorithm"].isin(methods) & ~sparse_mask(summary)].dropna(subset=[col])
     return s.sort_values(col).groupby("algorithm").tail(1).set_index("algorithm")
 
@@ -577,8 +697,24 @@ def _derived(claim: Claim, groups: list, statistic, band: Band) -> Claim:
 
 
 def table_claims(summary: pd.DataFrame, key, where: str, anchor: str) -> list[Claim]:
-    """Table I / II-V claims of one network data set shown against a paper table (``key``):
-    sFedHP's GM and PM per λ row, Table I's two orderings and, derived, sFedHP's PM gap."""
+    """The claims of Tables I-V on one network data set.
+
+    Parameters
+    ----------
+    summary
+        The data set's configurations, rows of :func:`config_summary`.
+    key
+        The table they are shown against (:func:`paper_table`).
+    where, anchor
+        The data set as the claims name it, and the page's element they link to.
+
+    Returns
+    -------
+    list of Claim
+        sFedHP's GM and PM per λ row (:func:`row_claims`), Table I's two orderings (sFedHP's
+        GM the best; HierFAVG's above FedAvg's) and, derived, sFedHP's PM gap to the best other
+        method.
+    """
     dense = summary[(summary["algorithm"] == SFEDHP) & ~sparse_mask(summary)]
     claims = [c for _, r in dense.iterrows() for c in row_claims(key, r, where, anchor)]
     claims.append(_best_gm_claim(summary, key, where, anchor))
@@ -705,8 +841,22 @@ def _pm_gap_claim(summary, key, name, where, anchor) -> Claim:
 
 
 def convex_claims(summary: pd.DataFrame, readings: dict | None = None) -> list[Claim]:
-    """Fig. 2: on MLR, GM(sFedHP) >= GM(pFedMe) >= GM(HierFAVG), and sFedHP converges faster;
-    each data set's claims in its reading (``readings``: data set -> Reading)."""
+    """Fig. 2's claims on each linear-model (MLR) data set: GM(sFedHP) ≥ GM(pFedMe) ≥
+    GM(HierFAVG), and sFedHP converges faster than pFedMe.
+
+    Parameters
+    ----------
+    summary
+        Rows of :func:`config_summary` (every data set's).
+    readings
+        Data set -> its Reading; a data set not in it is in the paper's text's.
+
+    Returns
+    -------
+    list of Claim
+        Two per data set with sFedHP, pFedMe and HierFAVG runs, each in its data set's reading;
+        without any, the two claims not measured, saying what would make the runs.
+    """
     readings = readings or {}
     claim = "Convex (MLR) comparison: GM test accuracy orders sFedHP ≥ pFedMe ≥ HierFAVG (Fig. 2)"
     speed = (
@@ -778,8 +928,22 @@ def convex_claims(summary: pd.DataFrame, readings: dict | None = None) -> list[C
 
 
 def sparse_claims(summary: pd.DataFrame, readings: dict | None = None) -> list[Claim]:
-    """Fig. 3: sparse sFedHP reaches about 20 % density, about 80 % fewer bits than pFedMe, and
-    a GM accuracy close to pFedMe's; each data set's claims in its reading."""
+    """Fig. 3's claims on each sparse sFedHP configuration: a density of about 20 %, about 80 %
+    fewer bits than pFedMe, and a GM accuracy close to pFedMe's.
+
+    Parameters
+    ----------
+    summary
+        Rows of :func:`config_summary` (every data set's).
+    readings
+        Data set -> its Reading; a data set not in it is in the paper's text's.
+
+    Returns
+    -------
+    list of Claim
+        Three per sparse configuration, each in its data set's reading; without one, the three
+        not measured, saying what would make the run.
+    """
     found = _sparse_claims(summary)
     readings = readings or {}
     return [c for ds, mine in found for c in in_reading(mine, readings.get(ds, TEXT_READING))]
@@ -887,8 +1051,9 @@ def _sparse_claims(summary: pd.DataFrame) -> list[tuple[str, list[Claim]]]:
 
 
 def lambda_slice(summary: pd.DataFrame) -> pd.DataFrame:
-    """Dense sFedHP with lambda1 = lambda2, the other hyperparameters fixed at the most common
-    setting: the configurations Fig. 4 and the λ claims compare, by λ."""
+    """The configurations Fig. 4 and the λ claims compare: dense sFedHP with λ1 = λ2, the other
+    hyperparameters at their most common setting, sorted by λ (``summary``: rows of
+    :func:`config_summary`)."""
     s = summary[(summary["algorithm"] == SFEDHP) & (summary["lambda1"] == summary["lambda2"])]
     s = s[~sparse_mask(s)]
     rest = [c for c in HP if c not in ("lambda1", "lambda2") and s[c].nunique() > 1]
@@ -899,7 +1064,21 @@ def lambda_slice(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def lambda_table(summary: pd.DataFrame, key) -> pd.DataFrame:
-    """Dense sFedHP per lambda (lambda_slice), with the paper's row; empty with one λ."""
+    """Dense sFedHP per λ next to the paper's numbers.
+
+    Parameters
+    ----------
+    summary
+        The data set's configurations, rows of :func:`config_summary`.
+    key
+        The table they are shown against (:func:`paper_table`), or None.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per λ of :func:`lambda_slice` (best GM and PM, mean and std, seeds, the
+        ``config``, ``paper GM`` and ``paper PM``); empty when sFedHP ran with one λ only.
+    """
     s = lambda_slice(summary)
     if s["lambda1"].nunique() < 2:
         return pd.DataFrame()
@@ -912,8 +1091,23 @@ def lambda_table(summary: pd.DataFrame, key) -> pd.DataFrame:
 
 
 def lambda_claims(summary: pd.DataFrame, key, where: str, anchor: str) -> list[Claim]:
-    """Tables II-V / Fig. 4: sFedHP's GM rises from the smallest λ to the largest (the paper's
-    claim, at λ = 5 → 30); derived: its PM falls."""
+    """The λ claims of Tables II-V and Fig. 4 on one network data set.
+
+    Parameters
+    ----------
+    summary
+        The data set's configurations, rows of :func:`config_summary`.
+    key
+        The table they are shown against (:func:`paper_table`).
+    where, anchor
+        The data set as the claims name it, and the page's element they link to.
+
+    Returns
+    -------
+    list of Claim
+        The paper's: sFedHP's GM rises from the smallest λ to the largest (at λ = 5 → 30);
+        derived: its PM falls (no row of its own when sFedHP ran with one λ only).
+    """
     s = lambda_slice(summary)
     setting = lambda_setting(key)
     lo_need, hi_need = setting.hyper["λ from"], setting.hyper["λ to"]

@@ -35,8 +35,21 @@ def _legend(label: str) -> str:
 
 
 def accuracy_figure(curves: pd.DataFrame, title: str):
-    """GM and PM test accuracy and the GM training loss against rounds (``curves``: means over
-    seeds per algorithm, label and round)."""
+    """GM and PM test accuracy and the GM training loss against rounds, one line per
+    configuration (a method's colour, its configurations told apart by line style).
+
+    Parameters
+    ----------
+    curves
+        Means over seeds per ``algorithm``, ``label`` and round (``analysis.round_means`` of
+        ``test_accuracy``, ``pm_test_accuracy`` and ``train_loss``).
+    title
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
     panels = (
         ("test_accuracy", "GM test accuracy (%)"),
@@ -60,8 +73,21 @@ def accuracy_figure(curves: pd.DataFrame, title: str):
 
 
 def sparse_figure(curves: pd.DataFrame, title: str):
-    """Density of w (and of the clients' models) and cumulative Remark-1 bits against rounds
-    (``curves``: means over seeds per algorithm, label and round)."""
+    """Fig. 3's panels: the density of w (and, for sFedHP, of the clients' models θ) and the
+    cumulative Remark-1 bits against rounds; a dotted line at SPARSE_DENSITY.
+
+    Parameters
+    ----------
+    curves
+        Means over seeds per ``algorithm``, ``label`` and round (``analysis.round_means`` of
+        ``density``, ``pm_density`` and ``bits``).
+    title
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     for algo, lab, c, ls in _styles(curves):
         s = curves[(curves["label"] == lab) & (curves["algorithm"] == algo)]
@@ -85,8 +111,25 @@ def sparse_figure(curves: pd.DataFrame, title: str):
 
 
 def lambda_figure(curves: pd.DataFrame, table: pd.DataFrame, key, title: str):
-    """GM against rounds for each lambda (``curves``: means per lambda1 and round), and best
-    GM/PM against lambda, ours and the paper's."""
+    """Fig. 4: sFedHP's GM against rounds for each λ, and its best GM and PM against λ, ours and
+    the paper's.
+
+    Parameters
+    ----------
+    curves
+        Means over seeds per ``lambda1`` and round of ``test_accuracy``.
+    table
+        ``analysis.lambda_table`` without its ``config``: one row per λ.
+    key
+        The paper's table the data set is shown against (``analysis.paper_table``); None: no
+        paper line.
+    title
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     cmap = plt.get_cmap("viridis")
     lams = sorted(table["lambda"])

@@ -1,6 +1,8 @@
 """The report's page for sFedHP and its personalised baselines: our GM and PM
 accuracy next to the paper's Tables I-V, accuracy against rounds, the sparse run's density and
-cumulative bits (Fig. 3), the effect of lambda (Fig. 4) and the convex comparison (Fig. 2).
+cumulative bits (Fig. 3), the effect of lambda (Fig. 4) and the convex comparison (Fig. 2). It
+writes what ``analysis.py`` computes and ``figures.py`` draws, and declares the family's FAMILY;
+the next paragraph is the page's opening text.
 
 Conventions. GM is the global model on the union of the clients' test rows, PM each client's
 personalised model on its own test rows (total correct / total rows). Per run we take the best
@@ -73,7 +75,25 @@ def _anchored(page, anchor: str, add) -> None:
 
 
 def build(page, data: ReportData, tables: Path) -> list[Claim]:
-    """Write the family's page into ``page``; return its claims."""
+    """Write the family's page and its tables; return its claims.
+
+    Parameters
+    ----------
+    page
+        The page written (``report.page.Page``): the conventions, per data set its table against
+        the paper, its figures and the effect of λ, then every claim with its verdict.
+    data
+        The results (a ``ReportData``, or a results folder outside a build).
+    tables
+        The report's tables folder: ``sfedhp_accuracy.csv`` (every data set's results table)
+        and, when some data set ran several λ, ``sfedhp_lambda.csv``.
+
+    Returns
+    -------
+    list of Claim
+        The paper's claims (and our derived ones), each in its data set's reading; empty when
+        the results hold no run of the family.
+    """
     data = as_data(data)
     scores = run_scores(data)
     page.text("p", CONVENTIONS.replace("ACCURACY_PP", f"{ACCURACY_PP:g}"), cls="muted")

@@ -45,8 +45,6 @@ from ...report.evidence import (
 from ...results import sql_ident
 from .algorithms import SSCA, SSCAConstrained
 
-__all__ = ["CLAIMS", "PaperClaim", "analyse", "claim_runs", "ssca_runs"]
-
 PAPER = "Ye & Cui, Sample-based Federated Learning via Mini-batch SSCA"
 # the family's algorithms by their declared names (Algorithm.name): the paper's Algorithms 1, 2
 ALGORITHM_1, ALGORITHM_2 = SSCA.name, SSCAConstrained.name
@@ -239,10 +237,21 @@ def run_facts(config: dict) -> tuple[str | None, int | None, str | None]:
 
 
 def ssca_runs(source: ReportData | str | Path) -> pd.DataFrame:
-    """One row per ssca, ssca_constrained and fedavg run that ended ok: its last trace row
-    (hyperparameters, last round and its values), its ``reading``, its data, clients and
-    network in the claims' words (``data_name``, ``clients``, ``network``: :func:`run_facts`)
-    and ``pos`` (its place in the results), in the results' order."""
+    """Each finished run's last trace row, with what the claims read of its config.
+
+    Parameters
+    ----------
+    source
+        The results (a ``ReportData``, or a results folder).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ssca, ssca_constrained and fedavg run that ended ok, in the results' order:
+        its last trace row (LAST_ROW_COLUMNS: hyperparameters, last round and its values), its
+        ``reading``, its data, clients and network in the claims' words (``data_name``,
+        ``clients``, ``network``: :func:`run_facts`) and ``pos`` (its place in the results).
+    """
     data = as_data(source)
     df = data.frame(
         f"SELECT {LAST_ROW_COLUMNS} FROM traces WHERE algorithm IN ({SQL_ALGORITHM_LIST}) "
@@ -263,8 +272,24 @@ def ssca_runs(source: ReportData | str | Path) -> pd.DataFrame:
 
 
 def mean_curves(data: ReportData, runs: pd.DataFrame, keys: list[str], columns: list[str]):
-    """Per ``keys`` (columns of ``runs``, one row per run) and round: the mean of each of
-    ``columns`` over those runs' trace rows (SQL; what a figure draws)."""
+    """What a figure draws: per group of runs and round, the mean over their trace rows (SQL).
+
+    Parameters
+    ----------
+    data
+        The results the traces are read from.
+    runs
+        The runs averaged, one row per run (rows of :func:`ssca_runs`).
+    keys
+        Columns of ``runs`` that group them (one curve per group).
+    columns
+        Trace columns averaged.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group and round: ``keys``, ``round`` and ``columns``.
+    """
     return data.round_means(runs, keys, {c: f"t.{sql_ident(c)}" for c in columns})
 
 

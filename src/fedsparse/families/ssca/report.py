@@ -1,6 +1,8 @@
 """The report's section for mini-batch SSCA and its SGD baseline: the paper's §6
 claims checked on our numbers, training cost and test accuracy against rounds per batch size,
-Algorithm 2's cost against U and its slack, and the trade-off curves of both algorithms.
+Algorithm 2's cost against U and its slack, and the trade-off curves of both algorithms. It
+writes what ``analysis.py`` computes and ``figures.py`` draws, and declares the family's FAMILY;
+the paragraphs below are the page's opening text.
 
 Built from the traces only (``ssca``, ``ssca_constrained`` and ``fedavg`` rows), per data set.
 "The paper's" SSCA runs are those with its schedule (the (a1, a2, alpha) of each B from its
@@ -80,9 +82,25 @@ def _counts(verdicts: pd.Series) -> str:
 
 
 def build(page, data: ReportData, tables: Path) -> list[Claim]:
-    """Write the family's page (headings from <h2>, with ids); return the paper's §6 claims
-    per data set as ``Claim`` rows, NOT_MEASURED (with the reason) where the results cannot
-    speak to one."""
+    """Write the family's page and its claims table; return the paper's §VI claims.
+
+    Parameters
+    ----------
+    page
+        The page written (``report.page.Page``; headings from <h2>, with ids): the
+        conventions, then per data set and reading its claims, Algorithm 1 against SGD,
+        Algorithm 2's cost limit and slack, and the trade-off at B = 100.
+    data
+        The results (a ``ReportData``, or a results folder outside a build).
+    tables
+        The report's tables folder: ``ssca_claims.csv``, every claim row.
+
+    Returns
+    -------
+    list of Claim
+        Per data set and reading, each claim in its reading; NOT_MEASURED (with the reason)
+        where the results cannot speak to one.
+    """
     data = as_data(data)  # a results folder will do outside a build
     df = ssca_runs(data)
     page.text("p", CONVENTIONS, cls="muted")
