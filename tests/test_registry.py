@@ -125,7 +125,8 @@ def test_the_registry_lists_the_built_in_families_in_the_papers_order():
 def test_the_report_s_labels_colours_and_symbols_are_the_declarations(monkeypatch):
     import pandas as pd
 
-    from fedsparse.families.sfedhp import report as sfedhp_page
+    from fedsparse.families.sfedhp import analysis as sfedhp_analysis
+    from fedsparse.families.sfedhp import figures as sfedhp_figures
     from fedsparse.report import analysis
     from fedsparse.report.figures import colour
 
@@ -150,12 +151,12 @@ def test_the_report_s_labels_colours_and_symbols_are_the_declarations(monkeypatc
     toy_row = pd.Series({"stepsize": 0.5, "toy_scale": 2.0})
     assert analysis.config_label(toy_row, "toygd") == "stepsize=0.5, s=2"
     # the sFedHP page names and draws its methods as they declare; the shared pages by name
-    assert [sfedhp_page.method_name(a) for a in ("sfedhp", "fedavg", "heurfedamp")] == [
+    assert [sfedhp_analysis.method_name(a) for a in ("sfedhp", "fedavg", "heurfedamp")] == [
         "sFedHP",
         "FedAvg",
         "HeurFedAMP",
     ]
-    assert sfedhp_page.method_colour("pfedme") == ALGORITHMS["pfedme"].colour == "tab:blue"
+    assert sfedhp_figures.method_colour("pfedme") == ALGORITHMS["pfedme"].colour == "tab:blue"
     assert analysis.label("sfedhp") == "sfedhp" and colour("sfedhp") != "tab:red"
     assert analysis.symbol("fedht", "stepsize") == "γ" and analysis.symbol("sfedhp", "rho") == "ρ"
 

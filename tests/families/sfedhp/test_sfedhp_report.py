@@ -18,9 +18,7 @@ import pytest
 
 from fedsparse.aggregate import aggregate
 from fedsparse.families.sfedhp import settings
-from fedsparse.families.sfedhp.report import (
-    FAMILY,
-    build,
+from fedsparse.families.sfedhp.analysis import (
     config_summary,
     convex_claims,
     lambda_table,
@@ -31,6 +29,7 @@ from fedsparse.families.sfedhp.report import (
     sparse_mask,
     table_claims,
 )
+from fedsparse.families.sfedhp.report import FAMILY, build
 from fedsparse.pipeline import make_data
 from fedsparse.report.claims import (
     DERIVED,
@@ -672,7 +671,7 @@ def test_which_configs_meet_which_settings():
         "test rows from the test file, ran pooled with the train rows",
     ]
 
-    from fedsparse.families.sfedhp.report import _label_of
+    from fedsparse.families.sfedhp.analysis import _label_of
 
     sparse = _planned("sparse")
     fig3 = sparse[sparse["dataset"] == "fmnist-fig3"]

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fedsparse.families.ssca import report as ssca_section
-from fedsparse.families.ssca.report import (
+from fedsparse.families.ssca.analysis import (
     CLAIMS,
     LAMBDAS,
     LIMITS,
