@@ -41,9 +41,9 @@ from ...report.claims import (
 )
 from ...report.data import ReportData, as_data, partitions_of
 from ...report.evidence import Interval, Ran, Setting, judge, unmet
-from ...report.figures import plt
 from ...report.page import Page
 from ...results import sql_ident
+from .figures import curves_figure, fairness_figure, k_figure
 from .paper_claims import (
     CLAIMS,
     FACTS,
@@ -480,30 +480,6 @@ def fairness_table(counts: pd.DataFrame, n_clients: int | None) -> pd.DataFrame:
 # ---- the page -----------------------------------------------------------------------------
 
 
-def _curves_figure(rows: pd.DataFrame, best: pd.DataFrame, budget: float, title: str):
-    """Loss and accuracy against time of each best configuration, mean over its runs' rows
-    (``rows``: :meth:`GsTraces.rows` of those runs)."""
-    if best.empty:
-        return None
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for k, b in enumerate(best.itertuples()):
-        mine = rows[rows["run_id"].isin(b.runs)]
-        c = mine.groupby("round")[["time", "loss", "accuracy"]].mean().reset_index()
-        colour = plt.get_cmap("tab10")(k % 10)
-        axes[0].plot(c["time"], c["loss"], color=colour, label=b.method)
-        axes[1].plot(c["time"], c["accuracy"], color=colour, label=b.method)
-    for ax, what in zip(axes, ("training loss", "test accuracy"), strict=True):
-        ax.axvline(budget, color="grey", ls=":", lw=1)
-        ax.set_xlabel("normalised time (dotted: the budget)")
-        ax.set_ylabel(what)
-        ax.set_xlim(0, 1.5 * budget)
-    axes[0].set_yscale("log")
-    axes[0].legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
 def _k_runs(reader: GsTraces, runs: pd.DataFrame) -> pd.DataFrame:
     """The k_m trajectories the figure draws: per beta and k controller (or replay), one run,
     the first in the results with k_m values; its rows with a k_m, with method and beta."""
@@ -513,49 +489,6 @@ def _k_runs(reader: GsTraces, runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = reader.rows(first, k_only=True)[["run_id", "round", "k_used"]]
     return rows.merge(first[["run_id", "method", "exchange_time"]], on="run_id")
-
-
-def _k_figure(rows: pd.DataFrame, title: str):
-    """k_m against rounds, a panel per beta (``rows``: :func:`_k_runs`)."""
-    if rows.empty:
-        return None
-    betas = sorted(rows["exchange_time"].unique())
-    fig, axes = plt.subplots(1, len(betas), figsize=(4.2 * len(betas), 3.6), squeeze=False)
-    for ax, beta in zip(axes[0], betas, strict=True):
-        for k, (method, r) in enumerate(rows[rows["exchange_time"] == beta].groupby("method")):
-            colour = plt.get_cmap("tab10")(k % 10)
-            ax.plot(r["round"], r["k_used"], lw=1, label=method, color=colour)
-        ax.set_yscale("log")
-        ax.set_title(f"beta = {beta:g}")
-        ax.set_xlabel("round m")
-        ax.set_ylabel("k_m (k_used)")
-        ax.legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-def _fairness_figure(counts: pd.DataFrame, title: str):
-    """FAB's and FUB's fairness view against rounds, mean over their runs (``counts``:
-    :meth:`GsTraces.fairness`)."""
-    fixed = counts[counts["method"].isin(["fabtopk", "fubtopk"])]
-    if fixed.empty:
-        return None
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for method, r in fixed.groupby("method"):
-        s = r.groupby("round")[["shared_sum", "shared_n", "idle_sum", "idle_n"]].sum()
-        shared = (s["shared_sum"] / s["shared_n"]).astype(float)
-        idle = (s["idle_sum"] / s["idle_n"]).astype(float)
-        axes[0].plot(s.index, shared, label=method)
-        axes[1].plot(s.index, idle, label=method)
-    axes[0].set_ylabel("min over clients of |J ∩ J_i|")
-    axes[1].set_ylabel("clients with nothing applied")
-    for ax in axes:
-        ax.set_xlabel("round m")
-        ax.legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
 
 
 # ---- the claims -----------------------------------------------------------------------------
@@ -695,7 +628,7 @@ def _fixed_section(page, reader, runs, ds, slug, n_clients, claims, tables):
         )
         rows = reader.rows(at[at["run_id"].isin(_run_ids(best))])
         page.figure(
-            _curves_figure(rows, best, budget, f"{ds}, beta = {beta:g}: fixed k"),
+            curves_figure(rows, best, budget, f"{ds}, beta = {beta:g}: fixed k"),
             f"gs-{slug}-fixed-{beta:g}",
             "loss and accuracy against time",
         )
@@ -787,7 +720,7 @@ def _fairness(page, counts, ds, slug, beta, n_clients, tables) -> None:
     page.table(table)
     table.assign(dataset=ds, beta=beta).to_csv(tables / f"gs_fair_{slug}_{beta:g}.csv", index=False)
     page.figure(
-        _fairness_figure(counts, f"{ds}, beta = {beta:g}: fairness"),
+        fairness_figure(counts, f"{ds}, beta = {beta:g}: fairness"),
         f"gs-{slug}-fair-{beta:g}",
         "fairness view",
     )
@@ -818,7 +751,7 @@ def _fairness_claims(per_run: pd.DataFrame, n_clients, claims: _Claims, where, a
 
 def _controller_section(page, reader, runs, ds, slug, claims, tables):
     """Figs. 5-7: the k controllers, per beta, and the replayed sequences."""
-    fig = _k_figure(_k_runs(reader, runs), f"{ds}: k_m trajectories")
+    fig = k_figure(_k_runs(reader, runs), f"{ds}: k_m trajectories")
     if fig is not None:
         page.heading("h3", "k_m trajectories", f"gs-{slug}-k")  # claims link here
     page.figure(fig, f"gs-{slug}-k", "k_m trajectories")
@@ -846,7 +779,7 @@ def _controller_section(page, reader, runs, ds, slug, claims, tables):
             tables / f"gs_online_{slug}_{beta:g}.csv", index=False
         )
         page.figure(
-            _curves_figure(rows, best, budget, f"{ds}, beta = {beta:g}: online k"),
+            curves_figure(rows, best, budget, f"{ds}, beta = {beta:g}: online k"),
             f"gs-{slug}-online-{beta:g}",
             "loss and accuracy, online k",
         )
