@@ -1,6 +1,6 @@
 """The gradient-sparsification page's figures: loss and accuracy against normalised time of
 each method's best configuration, the k_m trajectories per exchange time, and FAB-top-k's and
-FUB-top-k's fairness view against rounds. Each takes frames of ``report`` and returns a
+FUB-top-k's fairness view against rounds. Each takes frames of ``analysis`` and returns a
 matplotlib figure, or None when there is nothing to draw."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ def curves_figure(rows: pd.DataFrame, best: pd.DataFrame, budget: float, title: 
     Parameters
     ----------
     rows
-        :meth:`report.GsTraces.rows` of the best configurations' runs.
+        :meth:`analysis.GsTraces.rows` of the best configurations' runs.
     best
-        The best configurations (:func:`report.best_configs`), a line each.
+        The best configurations (:func:`analysis.best_configs`), a line each.
     budget
         The comparison's time budget: a dotted line, and the x-axis to 1.5 times it.
     title
@@ -51,7 +51,7 @@ def k_figure(rows: pd.DataFrame, title: str):
     Parameters
     ----------
     rows
-        ``report._k_runs``.
+        :func:`analysis.k_runs`.
     title
         The figure's title.
     """
@@ -79,7 +79,7 @@ def fairness_figure(counts: pd.DataFrame, title: str):
     Parameters
     ----------
     counts
-        :meth:`report.GsTraces.fairness` of the fixed-k runs.
+        :meth:`analysis.GsTraces.fairness` of the fixed-k runs.
     title
         The figure's title.
     """
