@@ -41,6 +41,7 @@ from ...report.claims import (
 from ...report.data import ReportData, as_data, partitions_of
 from ...report.evidence import Interval, Ran, Setting, judge, unmet
 from ...results import sql_ident
+from .algorithms import SEARCH, FABTopK, FUBTopK, PeriodicK, SendAll, UTopK
 from .paper_claims import (
     CLAIMS,
     FACTS,
@@ -57,8 +58,16 @@ from .paper_claims import (
 )
 
 PAPER = "Han, Wang, Leung: Adaptive Gradient Sparsification for Efficient FL (ICDCS 2020)"
-GS = ("fabtopk", "utopk", "fubtopk", "periodick", "sendall")
-CONTROLLERS = ("online_extended", "online", "value_ogd", "exp3", "bandit")
+# The family's algorithms by their classes' names, in the order the page lists them.
+FAB, UTOPK, FUB, PERIODIC, SENDALL = (
+    cls.name for cls in (FABTopK, UTopK, FUBTopK, PeriodicK, SendAll)
+)
+GS = (FAB, UTOPK, FUB, PERIODIC, SENDALL)
+# The baselines the page takes from another family (families/fedavg), by algorithm name: their
+# runs are read on the data sets that also have runs of this family.
+BASELINES = ("fedavg",)
+(FEDAVG,) = BASELINES
+CONTROLLERS = SEARCH  # the k_control values that choose k online (a replay's is "sequence")
 TUNED = ["stepsize", "batch_size", "k", "local_steps", "k_min", "k_max", "window", "expand"]
 
 # ---- readings: the paper's setting with a network standing in for its CNN -----------------
@@ -83,7 +92,7 @@ def _authors_code(config: dict) -> bool:
     part, params = config.get("partition"), config.get("params") or {}
     if not (isinstance(part, dict) and part.get("kind") == "writer_mix"):
         return False
-    if config.get("algorithm") == "periodick" and params.get("charge") != "authors_code":
+    if config.get("algorithm") == PERIODIC and params.get("charge") != "authors_code":
         return False
     if params.get("k_control") in CONTROLLERS and params.get("k_rules") != "authors_code":
         return False
@@ -184,18 +193,19 @@ def gs_runs(source: ReportData | str | Path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per ok run of the family, and per fedavg run on a data set that has family
-        runs (those with trace rows), by run id: identity and hyperparameters, ``method``
-        (algorithm and k controller), ``reading`` (the name of its reading in ``READINGS``),
-        ``pos`` (its place in the results, the traces' order) and from its trace ``t_end``
-        and ``r_end`` (its last time and round), ``D`` (its parameters, None when unknown
-        from the config), ``k_rows`` (rows with a k_m), ``test_rows`` (rows with a test
-        accuracy), ``method_label`` (the paper's name of its method in its reading) and the
-        ``ran_*`` facts of its data and model (:func:`paper_claims.run_facts`). Empty when
-        the results hold no such run.
+        One row per ok run of the family, and per run of a baseline (``BASELINES``) on a data
+        set that has family runs (those with trace rows), by run id: identity and
+        hyperparameters, ``method`` (algorithm and k controller), ``reading`` (the name of
+        its reading in ``READINGS``), ``pos`` (its place in the results, the traces' order)
+        and from its trace ``t_end`` and ``r_end`` (its last time and round), ``D`` (its
+        parameters, None when unknown from the config), ``k_rows`` (rows with a k_m),
+        ``test_rows`` (rows with a test accuracy), ``method_label`` (the paper's name of its
+        method in its reading) and the ``ran_*`` facts of its data and model
+        (:func:`paper_claims.run_facts`). Empty when the results hold no such run.
     """
     data = as_data(source)
     family = ", ".join(f"'{a}'" for a in GS)
+    others = ", ".join(f"'{a}'" for a in BASELINES)
     cols = ", ".join(f"r.{sql_ident(c)}" for c in dict.fromkeys([*RUN_COLUMNS, *TUNED]))
     runs = data.frame(
         f"SELECT {cols}, t.t_end, t.r_end, t.k_rows, t.test_rows FROM runs r JOIN ("
@@ -203,10 +213,10 @@ def gs_runs(source: ReportData | str | Path) -> pd.DataFrame:
         "max(round) FILTER (WHERE NOT isnan(time)) AS r_end, "
         "count(k_used) AS k_rows, "
         "count(test_accuracy) FILTER (WHERE NOT isnan(test_accuracy)) AS test_rows "
-        f"FROM traces WHERE algorithm IN ({family}, 'fedavg') GROUP BY run_id) t "
+        f"FROM traces WHERE algorithm IN ({family}, {others}) GROUP BY run_id) t "
         "ON r.run_id = t.run_id "
-        f"WHERE r.status = 'ok' AND (r.algorithm IN ({family}) OR (r.algorithm = 'fedavg' AND "
-        f"r.dataset IN (SELECT dataset FROM runs WHERE algorithm IN ({family})))) "
+        f"WHERE r.status = 'ok' AND (r.algorithm IN ({family}) OR (r.algorithm IN ({others}) "
+        f"AND r.dataset IN (SELECT dataset FROM runs WHERE algorithm IN ({family})))) "
         "ORDER BY r.run_id"
     )
     if runs.empty:
@@ -236,8 +246,8 @@ def _method(row) -> str:
     """A run's page method from (algorithm, k_control, fill, local_steps): the algorithm, its
     k controller unless fixed, and its fill rule when not the clients'; FedAvg with its tau."""
     algorithm, control, fill, local_steps = row
-    if algorithm == "fedavg":
-        return f"fedavg (tau={local_steps})"
+    if algorithm == FEDAVG:
+        return f"{FEDAVG} (tau={local_steps})"
     name = algorithm if pd.isna(control) or control == "fixed" else f"{algorithm} {control}"
     return name + (" fill=aggregate" if fill == "aggregate" else "")
 
@@ -834,45 +844,45 @@ def judge_fig4(
     """
     methods = set(best["method"])
     authors = claims.reading.kind == AUTHORS_CODE
-    rivals = ("fubtopk" if authors else "utopk", "periodick", "fedavg", "sendall")
+    rivals = (FUB if authors else UTOPK, PERIODIC, FEDAVG, SENDALL)
     baselines = [m for m in best["method"] if m.split(" ")[0] in rivals]
-    rounds = rounds_at_budget(at, _runs_of(best, "fabtopk"))
+    rounds = rounds_at_budget(at, _runs_of(best, FAB))
     row = None
     if baselines:
-        named = " (fubtopk: the code's U_top_K)" if authors and "fubtopk" in methods else ""
-        ran = _ran(at, best, ["fabtopk", *baselines], claims, rounds, CLAIMS["fig4_loss"])
+        named = f" ({FUB}: the code's U_top_K)" if authors and FUB in methods else ""
+        ran = _ran(at, best, [FAB, *baselines], claims, rounds, CLAIMS["fig4_loss"])
         for key, column in (("fig4_loss", "loss"), ("fig4_accuracy", "accuracy")):
-            _, text = _compare(best, "fabtopk", baselines, column)
-            fab = _values(at, best, "fabtopk", column)
+            _, text = _compare(best, FAB, baselines, column)
+            fab = _values(at, best, FAB, column)
             others = [_values(at, best, m, column) for m in baselines]
             interval = margin_interval(fab, others, lower_is_better=column == "loss")
             row = claims.judge(CLAIMS[key], text + named, where, anchor, ran, interval)
-        fab = _values(at, best, "fabtopk", "accuracy")
+        fab = _values(at, best, FAB, "accuracy")
         gain = gain_interval(fab, [_values(at, best, m, "accuracy") for m in baselines])
         if gain is not None:
             source = CLAIMS["fig4_accuracy"]
             claims.gains.append(_Gain(gain, source, ran, f"FAB vs worst baseline, {where}"))
-    fedavg = [m for m in best["method"] if m.startswith("fedavg")]
+    fedavg = [m for m in best["method"] if m.startswith(FEDAVG)]
     if fedavg:
-        ran = _ran(at, best, ["fabtopk", *fedavg], claims, rounds, CLAIMS["fig4_fedavg"])
-        _, text = _compare(best, "fabtopk", fedavg, "loss")
+        ran = _ran(at, best, [FAB, *fedavg], claims, rounds, CLAIMS["fig4_fedavg"])
+        _, text = _compare(best, FAB, fedavg, "loss")
         others = [_values(at, best, m, "loss") for m in fedavg]
-        interval = margin_interval(_values(at, best, "fabtopk", "loss"), others)
+        interval = margin_interval(_values(at, best, FAB, "loss"), others)
         claims.judge(CLAIMS["fig4_fedavg"], text, where, anchor, ran, interval)
     claim = CLAIMS["fub_similar"]
     if authors:
         claims.judge(
             claim,
             "the authors' code's FUB_top_K merges the offers pairwise up a tree, a top-k at "
-            "each merge; not run here (fubtopk plays the code's U_top_K in this reading)",
+            f"each merge; not run here ({FUB} plays the code's U_top_K in this reading)",
             where,
             anchor,
-            _ran(at, best, ["fabtopk"], claims, rounds, claim),
+            _ran(at, best, [FAB], claims, rounds, claim),
             None,
         )
-    elif "fubtopk" in methods:
-        ran = _ran(at, best, ["fabtopk", "fubtopk"], claims, rounds, claim)
-        fub, fab = _values(at, best, "fubtopk", "loss"), _values(at, best, "fabtopk", "loss")
+    elif FUB in methods:
+        ran = _ran(at, best, [FAB, FUB], claims, rounds, claim)
+        fub, fab = _values(at, best, FUB, "loss"), _values(at, best, FAB, "loss")
         ratio = ratio_interval(fub, fab)
         ours = f"FUB/FAB loss ratio {np.nanmean(fub) / np.nanmean(fab):.3f}"
         claims.judge(claim, ours, where, anchor, ran, ratio)
@@ -900,12 +910,12 @@ def judge_fairness(
         anchor on the page.
     """
     several = per_run.groupby("method")["k"].nunique().max() > 1  # a claim per k when swept
-    for method, key in (("fabtopk", "fab_fair"), ("fubtopk", "fub_idle")):
+    for method, key in ((FAB, "fab_fair"), (FUB, "fub_idle")):
         for k, runs in per_run[per_run["method"] == method].groupby("k"):
             at_k = f"{where} (k = {k:g})" if several else where
             floor = int(k) // n_clients if n_clients else 0
             shared, idle = runs["shared_min"].astype(float), runs["idle_max"].astype(float)
-            if method == "fabtopk":
+            if method == FAB:
                 values = floor - shared
                 ours = f"min |J ∩ J_i| = {shared.min():.0f} (floor {floor}), max idle clients "
                 ours += f"{idle.max():.0f}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...report.figures import plt
+from .analysis import FAB, FUB
 
 
 def curves_figure(rows: pd.DataFrame, best: pd.DataFrame, budget: float, title: str):
@@ -83,7 +84,7 @@ def fairness_figure(counts: pd.DataFrame, title: str):
     title
         The figure's title.
     """
-    fixed = counts[counts["method"].isin(["fabtopk", "fubtopk"])]
+    fixed = counts[counts["method"].isin([FAB, FUB])]
     if fixed.empty:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))

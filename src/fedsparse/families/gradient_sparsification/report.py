@@ -58,11 +58,11 @@ def _fixed_section(page, reader, runs, ds, slug, n_clients, claims, tables):
         )
         ks = ", ".join(str(int(k)) for k in sorted(set(best.get("k", pd.Series()).dropna())))
         where = f"{ds}, beta = {beta:g}, k = {ks}"
-        if "fabtopk" in set(best["method"]):
+        if gs_analysis.FAB in set(best["method"]):
             row = gs_analysis.judge_fig4(at, best, claims, where, anchor)
             if row is not None:
                 _needs(page, row)
-        fixed = at[at["algorithm"] != "fedavg"]
+        fixed = at[~at["algorithm"].isin(gs_analysis.BASELINES)]
         _fairness(page, reader.fairness(fixed), ds, slug, beta, n_clients, tables)
         fair = fixed.dropna(subset=["shared_min"])
         gs_analysis.judge_fairness(fair, n_clients, claims, where, f"gs-{slug}-fair-{beta:g}")
