@@ -13,6 +13,7 @@ import pytest
 import yaml
 from test_gradient_sparsification_report import FIXED, base, config, write_folder
 
+from fedsparse.families.gradient_sparsification import analysis as gs_analysis
 from fedsparse.families.gradient_sparsification import paper_claims as pc
 from fedsparse.families.gradient_sparsification import report as gs_section
 from fedsparse.report.claims import (
@@ -116,8 +117,8 @@ def test_toy_runs_yield_no_paper_verdict_and_say_what_is_unmet(folder, tmp_path)
 def at_paper_reading(monkeypatch, rounds: int, seeds: int = 3) -> None:
     """The toy runs read as the paper's text, held to the toy setting."""
     toy = Reading("the toy as the paper", PAPER_TEXT, "everything here", lambda c: True)
-    monkeypatch.setattr(gs_section, "READINGS", (toy,))
-    monkeypatch.setattr(gs_section, "setting_of", toy_setting(rounds, seeds))
+    monkeypatch.setattr(gs_analysis, "READINGS", (toy,))
+    monkeypatch.setattr(gs_analysis, "setting_of", toy_setting(rounds, seeds))
 
 
 def test_runs_at_a_declared_small_setting_are_scored(folder, tmp_path, monkeypatch):
@@ -160,7 +161,7 @@ def test_too_few_seeds_and_missing_methods_are_unmet(fig4_alone, tmp_path, monke
 
 def test_the_authors_reading_names_fubtopk_the_codes_u_top_k(folder, tmp_path, monkeypatch):
     authors = Reading("the authors' code", AUTHORS_CODE, "everything here", lambda c: True)
-    monkeypatch.setattr(gs_section, "READINGS", (authors,))
+    monkeypatch.setattr(gs_analysis, "READINGS", (authors,))
     claims = build(folder, tmp_path)
     fig4 = row(claims, "fig4_loss")
     assert fig4.reading_kind == AUTHORS_CODE and "(fubtopk: the code's U_top_K)" in fig4.ours
@@ -249,7 +250,7 @@ def test_every_claim_declares_its_setting():
 
 
 def test_nothing_ran_lists_nothing_unmet(tmp_path):
-    claims = gs_section._Claims()
+    claims = gs_analysis.ClaimRows()
     c = claims.judge(pc.CLAIMS["fig7_cross"], "none", "toy", "a", Ran(), None)
     assert c.verdict == NOT_MEASURED and c.unmet == "" and c.needs
 
@@ -257,7 +258,7 @@ def test_nothing_ran_lists_nothing_unmet(tmp_path):
 @pytest.mark.skipif(not FASHION.exists(), reason="Fashion-MNIST is not installed")
 def test_gs_quick_at_toy_size_yields_no_paper_verdict(tmp_path):
     """config/gs-quick.yaml's paper reading cut to 3 rounds and one seed at beta = 10 (its
-    fixed-k methods; ~30 s): every paper row is not at the paper's setting, on the declared
+    fixed-k methods): every paper row is not at the paper's setting, on the declared
     stand-ins, and says what is unmet."""
     from fedsparse.sweep import plan_sweep
 

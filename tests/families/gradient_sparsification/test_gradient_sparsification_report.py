@@ -14,6 +14,7 @@ import pytest
 from fedsparse.aggregate import write_traces_dataset
 from fedsparse.config import normalize_run_config
 from fedsparse.experiment import run_result
+from fedsparse.families.gradient_sparsification import analysis as gs_analysis
 from fedsparse.families.gradient_sparsification import report as gs_section
 from fedsparse.report.claims import NOT_AT_SETTING, SCORED, VERDICTS, Claim, require_evidence
 from fedsparse.report.page import Page
@@ -196,12 +197,12 @@ def test_cross_matrix_and_its_claim_from_known_losses():
         ]
         + [{"run_id": "lost", "exchange_time": 1.0, "learned_at": None, "loss": 0.0}]
     )
-    matrix = gs_section.cross_matrix(replays)
+    matrix = gs_analysis.cross_matrix(replays)
     assert matrix.loc[1.0, 1.0] == pytest.approx(0.2)
     assert matrix.loc[10.0, 1.0] == pytest.approx(0.3)  # the replay without a value is skipped
-    assert gs_section.diagonal_wins(matrix) == (2, 2)
+    assert gs_analysis.diagonal_wins(matrix) == (2, 2)
     matrix.loc[10.0, 10.0] = 0.9
-    assert gs_section.diagonal_wins(matrix) == (1, 2)
+    assert gs_analysis.diagonal_wins(matrix) == (1, 2)
 
 
 def test_values_at_the_budget_are_np_interp_over_the_known_rows(tmp_path):
@@ -236,7 +237,7 @@ def test_values_at_the_budget_are_np_interp_over_the_known_rows(tmp_path):
     write_parquet_atomic(rows_table(runs, RUNS_SCHEMA), tmp_path / "runs.parquet")
     frame = pd.DataFrame(runs).assign(budget=budgets, test_rows=3)
     with ReportData(tmp_path) as data:
-        got = gs_section.GsTraces(data, frame).at_budget(frame).set_index("run_id")
+        got = gs_analysis.GsTraces(data, frame).at_budget(frame).set_index("run_id")
     seen_loss = [v if v is not None else o for v, o in zip(loss, objective, strict=True)]
     acc_time = [t for t, a in zip(time, accuracy, strict=True) if a is not None]
     acc = [a for a in accuracy if a is not None]
@@ -304,7 +305,7 @@ def test_without_replays_every_claim_anchor_exists(results, tmp_path):
 
 
 def fairness_runs(shared, idle, ks=(100, 1000), seeds=(0, 1), method="fabtopk"):
-    """The frame ``_fairness_claims`` reads: one fixed-k run per k and seed, with its smallest
+    """The frame ``judge_fairness`` reads: one fixed-k run per k and seed, with its smallest
     |J ∩ J_i| and most idle clients (``shared``, ``idle``: per seed)."""
     facts = {f"ran_{k}": v for k, v in {"data": "toy", "clients": 10, "model": "m"}.items()}
     facts.update({"ran_partition": "none", "ran_aggregation weights": "uniform"})
@@ -335,16 +336,16 @@ def fairness_runs(shared, idle, ks=(100, 1000), seeds=(0, 1), method="fabtopk"):
 def test_fairness_claims_per_k_from_per_seed_values():
     """A sweep over k gives FAB's fairness claim once per k (it crashed), each with the seeds'
     interval of floor(k/N) - min |J ∩ J_i|; the toy setting is not the paper's."""
-    claims = gs_section._Claims()
-    gs_section._fairness_claims(fairness_runs([10, 12], [0, 0]), 10, claims, "toy", "a")
+    claims = gs_analysis.ClaimRows()
+    gs_analysis.judge_fairness(fairness_runs([10, 12], [0, 0]), 10, claims, "toy", "a")
     fab = [c for c in claims.rows if c.claim.startswith("FAB-top-k: every client")]
     assert [c.where for c in fab] == ["toy (k = 100)", "toy (k = 1000)"]
     assert fab[0].ours == "min |J ∩ J_i| = 10 (floor 10), max idle clients 0"
     assert fab[0].seeds == 2 and fab[0].interval.endswith("(95 %, t over 2 seeds)")
     assert fab[0].verdict == NOT_AT_SETTING and "5 seeds, ran 2" in fab[0].unmet
     assert "k/D 0.225 %, ran 0.0225 %" in fab[0].unmet and "data FEMNIST, ran toy" in fab[0].unmet
-    fub = gs_section._Claims()
-    gs_section._fairness_claims(
+    fub = gs_analysis.ClaimRows()
+    gs_analysis.judge_fairness(
         fairness_runs([0, 0], [2, 3], (100,), method="fubtopk"), 10, fub, "toy", "a"
     )
     assert [c.ours for c in fub.rows] == ["up to 3 idle clients in a round"]
@@ -354,7 +355,7 @@ def test_a_missing_value_is_not_measured():
     """A comparison with a missing accuracy is not measured (it said 'does not agree'), and
     gives no interval."""
     best = pd.DataFrame({"method": ["fabtopk", "sendall"], "accuracy": [0.8, float("nan")]})
-    ok, text = gs_section._compare(best, "fabtopk", ["sendall"], "accuracy")
+    ok, text = gs_analysis._compare(best, "fabtopk", ["sendall"], "accuracy")
     assert ok is None and "no accuracy" in text
     from fedsparse.families.gradient_sparsification.paper_claims import margin_interval
 
@@ -374,14 +375,15 @@ def test_the_paper_configs_are_read_as_the_papers_setting(config_file, dimension
 
     import yaml
 
+    from fedsparse.families.gradient_sparsification.paper_claims import n_params
     from fedsparse.report.claims import reading_of
     from fedsparse.sweep import plan_sweep
 
     root = Path(__file__).resolve().parents[3]
     plan = plan_sweep(yaml.safe_load((root / config_file).read_text()))
     for run in plan.runs:
-        assert gs_section.n_params(run.config) == dimension
-        assert reading_of(gs_section.READINGS, run.config).name == reading, run.config["params"]
+        assert n_params(run.config) == dimension
+        assert reading_of(gs_analysis.READINGS, run.config).name == reading, run.config["params"]
     k = plan.runs[0].config["params"]["k"]
     if "cifar" not in config_file:  # FEMNIST's k/D (CIFAR-10: k_1 = 1000 of 555,178)
         assert abs(k / dimension - 1000 / 444_062) < 1e-5

@@ -3,629 +3,30 @@ k): loss and test accuracy against normalised time for every method and k contro
 the k_m trajectories, the fairness view, the cross-application matrix of replayed k sequences,
 and the paper's section-6 claims checked one by one.
 
-Every comparison is at a fixed time budget (the paper's x-axis): per data set and exchange time
-beta, the largest time every compared run reached; a method's value is its best configuration's
-(step size, batch size, ...) mean over seeds, interpolated at the budget. Loss is the training
-loss without the l2 term (train_loss), accuracy the test accuracy. FedAvg appears only on data
-sets that also have gradient-sparsification runs.
-
-Each claim is scored only from runs that meet the setting it declares (``paper_claims.CLAIMS``:
-data, model, the horizon its subject must cover within the budget, hyperparameters, methods,
-seeds), as the 95 % interval over seeds of the quantity it is about against its tolerance;
-otherwise its row says "not at the paper's setting" and lists what is unmet, keeping the
-values measured.
+The page writes what ``analysis`` measures and ``figures`` draws: per data set and reading,
+every method at fixed k per exchange time beta (Fig. 4, the fairness view, each client's
+contribution), the k controllers (Figs. 5-7), the replayed sequences' cross-application, and
+per reading the headline; it defines the family's ``FAMILY``. ``analysis``'s docstring says
+how the comparisons are made and the claims scored.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ...report.analysis import slugify
-from ...report.claims import (
-    AUTHORS_CODE,
-    INCONCLUSIVE,
-    NOT_MEASURED,
-    PAPER_CLAIM,
-    PAPER_TEXT,
-    VARIATION,
-    Claim,
-    Family,
-    Reading,
-    in_reading,
-    reading_of,
-)
-from ...report.data import ReportData, as_data, partitions_of
-from ...report.evidence import Interval, Ran, Setting, judge, unmet
-from ...report.figures import plt
+from ...report.claims import PAPER_CLAIM, Claim, Family
+from ...report.data import ReportData, as_data
 from ...report.page import Page
-from ...results import sql_ident
-from .paper_claims import (
-    CLAIMS,
-    FACTS,
-    HORIZON_ROUNDS,
-    PaperClaim,
-    gain_interval,
-    margin_interval,
-    method_label,
-    n_params,
-    per_seed_interval,
-    ran_of,
-    ratio_interval,
-    run_facts,
-    statistic_interval,
-)
-
-__all__ = ["FAMILY", "build"]
-
-PAPER = "Han, Wang, Leung: Adaptive Gradient Sparsification for Efficient FL (ICDCS 2020)"
-GS = ("fabtopk", "utopk", "fubtopk", "periodick", "sendall")
-CONTROLLERS = ("online_extended", "online", "value_ogd", "exp3", "bandit")
-TUNED = ["stepsize", "batch_size", "k", "local_steps", "k_min", "k_max", "window", "expand"]
-
-
-# ---- readings: the paper's setting with a network standing in for its CNN -----------------
-
-# The paper: FEMNIST, 156 writers, a CNN with D = 444,062 and k = 1000 (k/D = 0.225 %),
-# aggregation weights C_i / C. A run is in the paper's reading when it keeps those choices with a
-# network model in place of the CNN; the k/D test applies to fixed-k runs only (an online
-# controller's k is its starting point; sendall and FedAvg have no k). The readings say which
-# choices a run made; whether its runs can carry a claim is the claim's Setting's to say.
-K_OVER_D = (0.001, 0.005)
-MANY_CLIENTS = 100
-
-
-def _papers_setting_cnn(config: dict) -> bool:
-    return (config.get("model") or {}).get("kind") == "cnn" and _papers_setting(config)
-
-
-def _authors_code(config: dict) -> bool:
-    """The authors' code's reading: its deal of the writers (partition writer_mix), its
-    charge of periodic-k (charge authors_code) and its k controllers (k_rules authors_code),
-    in the paper's setting otherwise."""
-    part, params = config.get("partition"), config.get("params") or {}
-    if not (isinstance(part, dict) and part.get("kind") == "writer_mix"):
-        return False
-    if config.get("algorithm") == "periodick" and params.get("charge") != "authors_code":
-        return False
-    if params.get("k_control") in CONTROLLERS and params.get("k_rules") != "authors_code":
-        return False
-    return _papers_setting(config, ("writer_mix",))
-
-
-def _papers_setting(config: dict, kinds: tuple[str, ...] = ("dirichlet", "one_class")) -> bool:
-    model, params = config.get("model") or {}, config.get("params") or {}
-    code = params.get("charge") == "authors_code" or params.get("k_rules") == "authors_code"
-    if code and "writer_mix" not in kinds:
-        return False  # periodic-k charged, or k chosen, as the code does: not the text's
-    part = config.get("partition")
-    part = part if isinstance(part, dict) else {"kind": part}
-    # FEMNIST's writers, Dirichlet clients standing in for them, or CIFAR-10's one-class clients
-    clients = part.get("kind") in kinds and (part.get("clients") or 0) >= MANY_CLIENTS
-    writers = part.get("kind") == "natural" and (config.get("dataset") or {}).get("kind") == "leaf"
-    if model.get("kind") not in ("mlp", "cnn") or model.get("weights") != "samples":
-        return False
-    if not (clients or writers):
-        return False
-    k, control = params.get("k"), params.get("k_control") or "fixed"
-    if k is None or control != "fixed":
-        return True
-    D = n_params(config)
-    return D is not None and K_OVER_D[0] <= k / D <= K_OVER_D[1]
-
-
-READINGS = (
-    Reading(
-        "the paper's setting and CNN",
-        PAPER_TEXT,
-        "Fig. 4's setting (aggregation weights C_i/C, k/D between 0.1 and 0.5 % against the "
-        "paper's 1000/444,062 = 0.225 %, at least 100 Dirichlet clients or FEMNIST's writers "
-        "against its 156, or CIFAR-10's 100 one-class clients) with a CNN (config/gs-paper-cnn"
-        ".yaml, config/gs-cifar10.yaml: the paper's network without its parameter-free local "
-        "response normalisation).",
-        _papers_setting_cnn,
-    ),
-    Reading(
-        "the authors' code, a network for its CNN",
-        AUTHORS_CODE,
-        "The authors' public code (PengchaoHan/Adaptive_Gradient_Sparsification_FL) where it "
-        "differs from the text: its deal of the writers (partition writer_mix: half the clients "
-        "a round-robin mix of half the writers, the rest one writer each; Dirichlet writers on "
-        "Fashion-MNIST standing in for FEMNIST's) and periodic-k charged 2 beta k / D a round "
-        "(charge: authors_code), k chosen online by its rules (k_rules: authors_code); the "
-        "code's U_top_K is our fubtopk (a top-k downlink of the "
-        "union); an MLP for its CNN.",
-        _authors_code,
-    ),
-    Reading(
-        "the paper's setting, MLP for the CNN",
-        PAPER_TEXT,
-        "Fig. 4's setting (aggregation weights C_i/C, k/D between 0.1 and 0.5 % against the "
-        "paper's 1000/444,062 = 0.225 %, at least 100 Dirichlet clients or FEMNIST's writers "
-        "against its 156) with a network (an MLP) standing in for its FEMNIST CNN, which we "
-        "cannot run here.",
-        _papers_setting,
-    ),
-    Reading(
-        "another setting",
-        VARIATION,
-        "Not the paper's setting: a linear model, few one-class clients, uniform aggregation "
-        "weights, fewer clients or another k/D.",
-        lambda c: True,
-    ),
-)
-
-
-# ---- reading ------------------------------------------------------------------------------
-# What the page needs per run is SQL over the traces that returns one row per run (its last
-# time, its loss and accuracy at the comparison's time budget); trace rows come back only for
-# what a figure draws: the best configurations' runs, one run per k controller, and the
-# fairness view summed per method, k and round.
-
-# the loss a comparison uses: the training loss without the l2 term, else the objective
-LOSS = "CASE WHEN train_loss IS NULL OR isnan(train_loss) THEN objective ELSE train_loss END"
-RUN_COLUMNS = (
-    "run_id",
-    "dataset",
-    "algorithm",
-    "seed",
-    "exchange_time",
-    "k_control",
-    "fill",
-)
-PARTS = ("fixed", "online", "replay")  # the comparisons a run can be in
-
-
-def gs_runs(source: ReportData | str | Path) -> pd.DataFrame:
-    """One row per ok run of the family, and per fedavg run on a data set that has family runs
-    (those with trace rows), by run id: identity and hyperparameters, ``method`` (algorithm and
-    k controller), ``reading``, ``pos`` (its place in the results, the traces' order) and from
-    its trace ``t_end`` and ``r_end`` (its last time and round), ``D`` (its parameters, None
-    when unknown from the config), ``k_rows`` (rows with a k_m), ``test_rows`` (rows
-    with a test accuracy), ``method_label`` (the paper's name of its method in its reading)
-    and the ``ran_*`` facts of its data and model (:func:`paper_claims.run_facts`)."""
-    data = as_data(source)
-    family = ", ".join(f"'{a}'" for a in GS)
-    cols = ", ".join(f"r.{sql_ident(c)}" for c in dict.fromkeys([*RUN_COLUMNS, *TUNED]))
-    runs = data.frame(
-        f"SELECT {cols}, t.t_end, t.r_end, t.k_rows, t.test_rows FROM runs r JOIN ("
-        "SELECT run_id, max(time) FILTER (WHERE NOT isnan(time)) AS t_end, "
-        "max(round) FILTER (WHERE NOT isnan(time)) AS r_end, "
-        "count(k_used) AS k_rows, "
-        "count(test_accuracy) FILTER (WHERE NOT isnan(test_accuracy)) AS test_rows "
-        f"FROM traces WHERE algorithm IN ({family}, 'fedavg') GROUP BY run_id) t "
-        "ON r.run_id = t.run_id "
-        f"WHERE r.status = 'ok' AND (r.algorithm IN ({family}) OR (r.algorithm = 'fedavg' AND "
-        f"r.dataset IN (SELECT dataset FROM runs WHERE algorithm IN ({family})))) "
-        "ORDER BY r.run_id"
-    )
-    if runs.empty:
-        return runs
-    runs["method"] = [
-        _method(r)
-        for r in runs[["algorithm", "k_control", "fill", "local_steps"]].itertuples(index=False)
-    ]
-    runs["t_end"] = runs["t_end"].astype(float)
-    order = data.run_frame(["run_id"])["run_id"]
-    runs["pos"] = pd.Series(range(len(order)), index=order).reindex(runs["run_id"]).to_numpy()
-    configs = data.configs(runs["run_id"])
-    readings = [reading_of(READINGS, configs[str(r)]) for r in runs["run_id"]]
-    runs["reading"] = [r.name for r in readings]
-    runs["D"] = [n_params(configs[str(r)]) for r in runs["run_id"]]
-    runs["method_label"] = [
-        method_label(m, r.kind == AUTHORS_CODE)
-        for m, r in zip(runs["method"], readings, strict=True)
-    ]
-    facts = [run_facts(configs[str(r)]) for r in runs["run_id"]]
-    for key in (*FACTS, "model"):
-        runs[f"ran_{key}"] = [f[key] for f in facts]
-    return runs
-
-
-def _method(row) -> str:
-    algorithm, control, fill, local_steps = row
-    if algorithm == "fedavg":
-        return f"fedavg (tau={local_steps})"
-    name = algorithm if pd.isna(control) or control == "fixed" else f"{algorithm} {control}"
-    return name + (" fill=aggregate" if fill == "aggregate" else "")
-
-
-class GsTraces:
-    """The page's reads of the traces of ``runs`` (:func:`gs_runs`' frame), each SQL returning
-    one row per run or only what a figure draws. Accuracy is the test accuracy when some run
-    has one, else the training accuracy."""
-
-    def __init__(self, data: ReportData, runs: pd.DataFrame):
-        self.data = data
-        self.accuracy = "test_accuracy" if (runs["test_rows"] > 0).any() else "train_accuracy"
-
-    def at_budget(self, runs: pd.DataFrame) -> pd.DataFrame:
-        """``loss`` and ``accuracy`` of each run of ``runs`` with a ``budget``, interpolated at
-        it over the run's rows where the value is known (np.interp's arithmetic; NaN when the
-        last such row is more than 1e-9 before the budget), and its fairness view over all its
-        rows: the smallest |J ∩ J_i| (``shared_min``) and the most idle clients in a round
-        (``idle_max``); one row per run."""
-        chosen = runs.loc[runs["budget"].notna(), ["run_id", "budget"]]
-        chosen = chosen.assign(lim=chosen["budget"] - 1e-9)
-        parts = [
-            _interpolated(name, y) for name, y in (("loss", LOSS), ("accuracy", self.accuracy))
-        ]
-        aggregates = ", ".join(a for found, _ in parts for a in found)
-        aggregates += ", min(t.min_shared) AS shared_min, max(t.idle_clients) AS idle_max"
-        values = ", ".join(v for _, v in parts)
-        return self.data.frame_with(
-            f"SELECT run_id, {values}, shared_min, idle_max FROM (SELECT t.run_id, "
-            "any_value(b.budget) AS budget, "
-            f"any_value(b.lim) AS lim, {aggregates} FROM traces t JOIN _budgets b "
-            f"ON t.run_id = b.run_id WHERE {partitions_of(runs)} AND t.time IS NOT NULL "
-            "GROUP BY t.run_id) ORDER BY run_id",
-            _budgets=chosen,
-        )
-
-    def rows(self, runs: pd.DataFrame, k_only: bool = False) -> pd.DataFrame:
-        """The trace rows of ``runs`` in the results' order: run_id, round, time, loss,
-        accuracy, k_used (``k_only``: only the rows with a k_m)."""
-        where = " AND t.k_used IS NOT NULL" if k_only else ""
-        return self.data.frame_with(
-            f"SELECT t.run_id, t.round, t.time, {LOSS} AS loss, {self.accuracy} AS accuracy, "
-            f"t.k_used FROM traces t JOIN _ids i ON t.run_id = i.run_id "
-            f"WHERE {partitions_of(runs)}{where} ORDER BY i.pos, t.round",
-            _ids=runs[["run_id", "pos"]],
-        )
-
-    def fairness(self, runs: pd.DataFrame) -> pd.DataFrame:
-        """Per method, k and round, over the rows of ``runs`` with a fairness view: the
-        smallest |J ∩ J_i| (``shared_min``), the most idle clients (``idle_max``), the rows
-        with an idle client (``idle_rounds``) and the sums and counts of min_shared and
-        idle_clients that give their means over runs."""
-        return self.data.frame_with(
-            "SELECT i.method, i.k, t.round, min(t.min_shared) AS shared_min, "
-            "sum(t.min_shared) AS shared_sum, count(*) AS shared_n, "
-            "max(t.idle_clients) AS idle_max, sum(t.idle_clients) AS idle_sum, "
-            "count(t.idle_clients) AS idle_n, count(*) FILTER (WHERE t.idle_clients > 0) "
-            "AS idle_rounds FROM traces t JOIN _keys i ON t.run_id = i.run_id "
-            f"WHERE {partitions_of(runs)} AND t.min_shared IS NOT NULL "
-            "GROUP BY i.method, i.k, t.round ORDER BY i.method, i.k NULLS LAST, t.round",
-            _keys=runs[["run_id", "method", "k"]],
-        )
-
-
-def _interpolated(name: str, y: str) -> tuple[list[str], str]:
-    """(aggregates over a run's rows, the expression over them named ``name``) that give
-    np.interp(budget, time, y) over the rows where ``y`` is known: y's first value before the
-    first such row, its last at or after the last, else linear between the rows around the
-    budget (as np.interp computes it); NULL when the last row is before ``lim``."""
-    known = f"({y}) IS NOT NULL AND NOT isnan({y})"
-    before, after = f"{known} AND t.time <= b.budget", f"{known} AND t.time > b.budget"
-    n = name
-    aggregates = [
-        f"max(t.time) FILTER (WHERE {known}) AS {n}_end",
-        f"arg_min({y}, t.time) FILTER (WHERE {known}) AS {n}_first",
-        f"max(t.time) FILTER (WHERE {before}) AS {n}_x0",
-        f"arg_max({y}, t.time) FILTER (WHERE {before}) AS {n}_y0",
-        f"min(t.time) FILTER (WHERE {after}) AS {n}_x1",
-        f"arg_min({y}, t.time) FILTER (WHERE {after}) AS {n}_y1",
-    ]
-    value = (
-        f"CASE WHEN {n}_end IS NULL OR {n}_end < lim THEN NULL "
-        f"WHEN {n}_x0 IS NULL THEN {n}_first "
-        f"WHEN {n}_x1 IS NULL OR {n}_x0 = budget THEN {n}_y0 "
-        f"ELSE ({n}_y1 - {n}_y0) / ({n}_x1 - {n}_x0) * (budget - {n}_x0) + {n}_y0 END AS {n}"
-    )
-    return aggregates, value
-
-
-def replay_sources(source: ReportData | str | Path) -> pd.DataFrame:
-    """Per replay run (k_control sequence): the replayed run and the beta it learned at."""
-    runs = as_data(source).run_frame(["run_id", "exchange_time", "k_sequence_run"])
-    rows = []
-    beta = dict(zip(runs["run_id"], runs["exchange_time"], strict=True))
-    replays = runs[runs["k_sequence_run"].notna()]
-    for rid, seq in zip(replays["run_id"], replays["k_sequence_run"], strict=True):
-        rows.append({"run_id": rid, "source": seq, "learned_at": beta.get(seq)})
-    return pd.DataFrame(rows, columns=["run_id", "source", "learned_at"])
-
-
-def client_contributions(source: ReportData | str | Path, run_ids: list[str]) -> pd.DataFrame:
-    """Per run of ``run_ids`` and client, the totals the run stored (runs.parquet
-    ``client_summary``): elements of the client's offer applied, per round, and the rounds with
-    none applied."""
-    runs = as_data(source).client_summaries_of(run_ids)
-    frames = [
-        pd.DataFrame(json.loads(text)).assign(run_id=rid)
-        for rid, text in zip(runs["run_id"], runs["client_summary"], strict=True)
-    ]
-    cols = ["run_id", "client", "applied", "applied_per_round", "idle_rounds"]
-    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
-
-
-def contribution_table(best: pd.DataFrame, contributions: pd.DataFrame) -> pd.DataFrame:
-    """Per client, for each method's best configuration (mean over its seeds): elements applied
-    per round and rounds with nothing applied."""
-    parts = []
-    for method, runs in zip(best["method"], best["runs"], strict=True):
-        mine = contributions[contributions["run_id"].isin(runs)]
-        if mine.empty:
-            continue
-        g = mine.groupby("client")[["applied_per_round", "idle_rounds"]].mean()
-        parts.append(
-            g.rename(
-                columns={
-                    "applied_per_round": f"{method}: applied per round",
-                    "idle_rounds": f"{method}: idle rounds",
-                }
-            )
-        )
-    return pd.concat(parts, axis=1).reset_index() if parts else pd.DataFrame()
-
-
-def client_counts(source: ReportData | str | Path) -> dict[str, int]:
-    """Clients per data set (the runs' ``clients`` fact: the partition's, else the data
-    set's; the last run's where they differ)."""
-    runs = as_data(source).run_frame(["dataset", "clients"])
-    known = runs[runs["clients"].notna()]
-    return {ds: int(n) for ds, n in zip(known["dataset"], known["clients"], strict=True)}
-
-
-# ---- measuring ----------------------------------------------------------------------------
-
-
-def with_budgets(runs: pd.DataFrame, sources: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with ``part`` (the comparison a run is in: fixed k, online k, or a replay of a
-    learned sequence whose source is here), ``learned_at`` (a replay's source beta) and
-    ``budget``: its comparison's fixed time budget, the largest time every run of the same
-    reading, data set, part and beta reached."""
-    control = runs["k_control"]
-    fixed, online = control.isna() | (control == "fixed"), control.isin(CONTROLLERS)
-    learned = runs[["run_id"]].merge(sources[["run_id", "learned_at"]], on="run_id", how="left")
-    replay = (control == "sequence") & learned["learned_at"].notna().to_numpy()
-    out = runs.assign(
-        part=np.select([fixed, online, replay], PARTS, default=""),
-        learned_at=learned["learned_at"].astype(float).to_numpy(),
-    )
-    groups = out.loc[out["part"] != ""].groupby(["reading", "dataset", "part", "exchange_time"])
-    out["budget"] = groups["t_end"].transform("min")
-    return out
-
-
-def best_configs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per method: the configuration with the lowest mean loss at the budget (``runs``: one row
-    per run with its ``loss`` and ``accuracy`` there), its mean loss and accuracy there and its
-    runs (seeds)."""
-    keys = [c for c in TUNED if runs[c].notna().any()]
-    # an integer hyperparameter some runs lack (k for send-all) is a float column, NaN there
-    integers = [c for c in keys if pd.api.types.is_integer_dtype(runs[c].dtype)]
-    numbers = {c: "int64" if runs[c].notna().all() else "float64" for c in integers}
-    cfg = (
-        runs.astype(numbers)
-        .groupby(["method", *keys], dropna=False)
-        .agg(
-            loss=("loss", "mean"),
-            accuracy=("accuracy", "mean"),
-            seeds=("run_id", "size"),
-            runs=("run_id", list),
-        )
-        .reset_index()
-    )
-    cfg = cfg.dropna(subset=["loss"])
-    return cfg.loc[cfg.groupby("method")["loss"].idxmin()].reset_index(drop=True)
-
-
-def cross_matrix(replays: pd.DataFrame, column: str = "loss") -> pd.DataFrame:
-    """Rows: the beta a sequence was learned at; columns: the beta it was replayed at; cell:
-    the mean ``column`` (NaN-skipping) of those replays at the column's budget. ``replays``:
-    one row per replay, with ``learned_at``, ``exchange_time`` and ``column`` at its budget."""
-    rep = replays.dropna(subset=["learned_at"])
-    if rep.empty:
-        return pd.DataFrame()
-    cells = {}
-    for beta, col in rep.groupby("exchange_time"):
-        for learned, cell in col.groupby("learned_at"):
-            cells[(learned, beta)] = float(np.nanmean(cell[column].to_numpy(float)))
-    m = pd.Series(cells).unstack()
-    m.index.name, m.columns.name = "learned at beta", "run at beta"
-    return m
-
-
-def diagonal_wins(matrix: pd.DataFrame) -> tuple[int, int]:
-    """Columns where the sequence learned at that beta has the lowest loss, of the columns
-    that hold it."""
-    cols = [b for b in matrix.columns if b in matrix.index and matrix[b].notna().sum() > 1]
-    wins = sum(int(matrix[b].idxmin() == b) for b in cols)
-    return wins, len(cols)
-
-
-def k_stability(df: pd.DataFrame) -> float:
-    """Mean over runs of the standard deviation of log k_used over the second half of the
-    run's evaluated rounds (how much k_m fluctuates once it should have settled)."""
-    out = []
-    for _, r in df.dropna(subset=["k_used"]).groupby("run_id"):
-        late = r[r["round"] > r["round"].max() / 2]["k_used"].astype(float)
-        if len(late) > 1:
-            out.append(float(np.log(late).std()))
-    return float(np.mean(out)) if out else float("nan")
-
-
-def late_k(df: pd.DataFrame) -> float:
-    """Mean k_used over the second half of the runs' evaluated rounds."""
-    r = df.dropna(subset=["k_used"])
-    late = r[r["round"] > r.groupby("run_id")["round"].transform("max") / 2]
-    return float(late["k_used"].astype(float).mean()) if len(late) else float("nan")
-
-
-def fairness_table(counts: pd.DataFrame, n_clients: int | None) -> pd.DataFrame:
-    """Per fixed-k method: the smallest |J ∩ J_i| seen, how often some client had nothing
-    applied, and the FAB floor floor(k / N) (``counts``: :meth:`GsTraces.fairness`)."""
-    rows = []
-    for (method, k), r in counts.groupby(["method", "k"], dropna=False):
-        idle_n = int(r["idle_n"].sum())
-        idle = int(r["idle_rounds"].sum()) / idle_n if idle_n else float("nan")
-        rows.append(
-            {
-                "method": method,
-                "k": k,
-                "floor k/N": (int(k) // n_clients) if n_clients and pd.notna(k) else None,
-                "min |J ∩ J_i|": int(r["shared_min"].min()),
-                "rounds with an idle client": f"{idle:.0%}",
-                "max idle clients": int(r["idle_max"].max()),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-# ---- the page -----------------------------------------------------------------------------
-
-
-def _curves_figure(rows: pd.DataFrame, best: pd.DataFrame, budget: float, title: str):
-    """Loss and accuracy against time of each best configuration, mean over its runs' rows
-    (``rows``: :meth:`GsTraces.rows` of those runs)."""
-    if best.empty:
-        return None
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for k, b in enumerate(best.itertuples()):
-        mine = rows[rows["run_id"].isin(b.runs)]
-        c = mine.groupby("round")[["time", "loss", "accuracy"]].mean().reset_index()
-        colour = plt.get_cmap("tab10")(k % 10)
-        axes[0].plot(c["time"], c["loss"], color=colour, label=b.method)
-        axes[1].plot(c["time"], c["accuracy"], color=colour, label=b.method)
-    for ax, what in zip(axes, ("training loss", "test accuracy"), strict=True):
-        ax.axvline(budget, color="grey", ls=":", lw=1)
-        ax.set_xlabel("normalised time (dotted: the budget)")
-        ax.set_ylabel(what)
-        ax.set_xlim(0, 1.5 * budget)
-    axes[0].set_yscale("log")
-    axes[0].legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-def _k_runs(reader: GsTraces, runs: pd.DataFrame) -> pd.DataFrame:
-    """The k_m trajectories the figure draws: per beta and k controller (or replay), one run,
-    the first in the results with k_m values; its rows with a k_m, with method and beta."""
-    online = runs[runs["k_control"].isin([*CONTROLLERS, "sequence"]) & (runs["k_rows"] > 0)]
-    first = online.sort_values("pos").groupby(["exchange_time", "method"]).head(1)
-    if first.empty:
-        return pd.DataFrame()
-    rows = reader.rows(first, k_only=True)[["run_id", "round", "k_used"]]
-    return rows.merge(first[["run_id", "method", "exchange_time"]], on="run_id")
-
-
-def _k_figure(rows: pd.DataFrame, title: str):
-    """k_m against rounds, a panel per beta (``rows``: :func:`_k_runs`)."""
-    if rows.empty:
-        return None
-    betas = sorted(rows["exchange_time"].unique())
-    fig, axes = plt.subplots(1, len(betas), figsize=(4.2 * len(betas), 3.6), squeeze=False)
-    for ax, beta in zip(axes[0], betas, strict=True):
-        for k, (method, r) in enumerate(rows[rows["exchange_time"] == beta].groupby("method")):
-            colour = plt.get_cmap("tab10")(k % 10)
-            ax.plot(r["round"], r["k_used"], lw=1, label=method, color=colour)
-        ax.set_yscale("log")
-        ax.set_title(f"beta = {beta:g}")
-        ax.set_xlabel("round m")
-        ax.set_ylabel("k_m (k_used)")
-        ax.legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-def _fairness_figure(counts: pd.DataFrame, title: str):
-    """FAB's and FUB's fairness view against rounds, mean over their runs (``counts``:
-    :meth:`GsTraces.fairness`)."""
-    fixed = counts[counts["method"].isin(["fabtopk", "fubtopk"])]
-    if fixed.empty:
-        return None
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for method, r in fixed.groupby("method"):
-        s = r.groupby("round")[["shared_sum", "shared_n", "idle_sum", "idle_n"]].sum()
-        shared = (s["shared_sum"] / s["shared_n"]).astype(float)
-        idle = (s["idle_sum"] / s["idle_n"]).astype(float)
-        axes[0].plot(s.index, shared, label=method)
-        axes[1].plot(s.index, idle, label=method)
-    axes[0].set_ylabel("min over clients of |J ∩ J_i|")
-    axes[1].set_ylabel("clients with nothing applied")
-    for ax in axes:
-        ax.set_xlabel("round m")
-        ax.legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-# ---- the claims -----------------------------------------------------------------------------
-
-
-def _fmt(v: float) -> str:
-    return f"{v:.3g}"
-
-
-def _pct(v: float) -> str:
-    return f"{v:+.1%}"
-
-
-def setting_of(claim: PaperClaim, reading_kind: str, data: object) -> Setting:
-    """``claim``'s Setting in a reading, for runs on ``data`` (the one place the page asks;
-    a test may declare a small setting here)."""
-    return claim.setting(reading_kind, data)
-
-
-@dataclass(frozen=True)
-class _Gain:
-    """A comparison the headline may be drawn from: the relative accuracy ``gain`` of its best
-    method over its worst with its interval, the claim whose setting it needs (``source``),
-    the runs behind it and where it was measured."""
-
-    gain: Interval
-    source: PaperClaim
-    ran: Ran
-    where: str
-
-
-class _Claims:
-    """Collects the page's Claim rows, each judged against its setting in the reading being
-    measured (``reading``), and this reading's comparisons behind the headline (``gains``)."""
-
-    def __init__(self):
-        self.rows: list[Claim] = []
-        self.reading: Reading = READINGS[-1]
-        self.gains: list[_Gain] = []
-
-    def setting(self, claim: PaperClaim, ran: Ran) -> Setting:
-        """``claim``'s setting in this reading, for runs on ``ran``'s data."""
-        return setting_of(claim, self.reading.kind, ran.data.get("data"))
-
-    def judge(
-        self,
-        claim: PaperClaim,
-        ours: str,
-        where: str,
-        anchor: str,
-        ran: Ran,
-        interval: Interval | None,
-        setting: Setting | None = None,
-        fmt=_fmt,
-    ) -> Claim:
-        """One row: ``claim`` measured as ``ours`` (its values in words) with ``interval`` over
-        seeds (None: not measured here) by the runs ``ran``, judged against its setting in this
-        reading (``setting``: another claim's, the headline's source)."""
-        setting = setting or self.setting(claim, ran)
-        verdict = NOT_MEASURED if interval is None else INCONCLUSIVE
-        found = Claim(PAPER, claim.text, claim.value, ours, verdict, where, anchor)
-        row = in_reading([judge(found, setting, ran, claim.band, interval, fmt)], self.reading)[0]
-        if ran == Ran():  # nothing ran: nothing to list as unmet
-            row = replace(row, unmet="")
-        self.rows.append(row)
-        return row
-
-    def met(self, claim: PaperClaim, ran: Ran) -> bool:
-        """Whether the runs ``ran`` meet ``claim``'s setting in this reading."""
-        return not unmet(self.setting(claim, ran), ran)[0]
+from . import analysis as gs_analysis
+from .analysis import GS, PAPER, READINGS
+from .figures import curves_figure, fairness_figure, k_figure
+from .paper_claims import CLAIMS, HORIZON_ROUNDS, n_params
+
+# n_params is paper_claims': re-exported for the callers that count a run's D through the page
+__all__ = ["FAMILY", "READINGS", "build", "n_params"]
 
 
 def _needs(page: Page, row: Claim) -> None:
@@ -635,50 +36,6 @@ def _needs(page: Page, row: Claim) -> None:
     page.text("p", said, "muted")
 
 
-def rounds_at_budget(runs: pd.DataFrame, run_ids: list[str]) -> float:
-    """The fewest rounds any run of ``run_ids`` (rows of ``runs`` with ``budget``, ``t_end``
-    and ``r_end``) ran within its budget: its rounds scaled by budget / its last time, exact
-    at a constant time per round (fixed k)."""
-    mine = runs[runs["run_id"].isin(run_ids)]
-    share = (mine["budget"] / mine["t_end"].where(mine["t_end"] > 0)).clip(upper=1.0).fillna(1.0)
-    return float((mine["r_end"] * share).min()) if len(mine) else 0.0
-
-
-def _compare(best: pd.DataFrame, a: str, others: list[str], column: str) -> tuple[bool | None, str]:
-    """Whether method ``a`` beats every one of ``others`` on ``column`` (loss: lower) by the
-    means over seeds, and those means in words; None (not measured) when a value is missing,
-    e.g. no accuracy for this data set."""
-    v = dict(zip(best["method"], best[column], strict=True))
-    better = (lambda x, y: x < y) if column == "loss" else (lambda x, y: x > y)
-    text = ", ".join(f"{m} {v[m]:.4g}" for m in [a, *others])
-    if any(pd.isna(v[m]) for m in [a, *others]):
-        return None, text + f" (no {column} for some of them)"
-    return all(better(v[a], v[m]) for m in others), text
-
-
-def _run_ids(best: pd.DataFrame) -> list[str]:
-    """The runs of ``best``'s configurations."""
-    return [rid for runs in best["runs"] for rid in runs]
-
-
-def _runs_of(best: pd.DataFrame, method: str) -> list[str]:
-    """The runs (seeds) of ``method``'s best configuration."""
-    return list(best.set_index("method").loc[method, "runs"])
-
-
-def _values(at: pd.DataFrame, best: pd.DataFrame, method: str, column: str) -> np.ndarray:
-    """Per seed, ``column`` at the budget of ``method``'s best configuration's runs."""
-    return at.set_index("run_id").loc[_runs_of(best, method), column].to_numpy(float)
-
-
-def _ran(at, best, methods, claims: _Claims, rounds, claim: PaperClaim) -> Ran:
-    """What the runs of ``methods``' best configurations were, for ``claim``."""
-    ids = [r for m in methods for r in _runs_of(best, m)]
-    rows = at[at["run_id"].isin(ids)]
-    labels = list(dict.fromkeys(rows.set_index("method").loc[methods, "method_label"]))
-    return ran_of(rows, claims.reading.kind, labels, rounds, claim)
-
-
 def _fixed_section(page, reader, runs, ds, slug, n_clients, claims, tables):
     """Fig. 4: every method at fixed k, per beta (``runs``: the data set's, with their values
     at the budget)."""
@@ -686,28 +43,31 @@ def _fixed_section(page, reader, runs, ds, slug, n_clients, claims, tables):
         anchor = f"gs-{slug}-fixed-{beta:g}"
         page.heading("h3", f"Every method at fixed k, beta = {beta:g}", anchor)
         budget = float(at["budget"].iloc[0])
-        best = best_configs(at)
+        best = gs_analysis.best_configs(at)
         page.text("p", f"Time budget {budget:.4g}; each method at its best configuration.", "muted")
         shown = best.drop(columns=["runs"]).dropna(axis=1, how="all")
         page.table(shown)
         best.drop(columns=["runs"]).assign(dataset=ds, beta=beta).to_csv(
             tables / f"gs_fixed_{slug}_{beta:g}.csv", index=False
         )
-        rows = reader.rows(at[at["run_id"].isin(_run_ids(best))])
+        rows = reader.rows(at[at["run_id"].isin(gs_analysis.best_runs(best))])
         page.figure(
-            _curves_figure(rows, best, budget, f"{ds}, beta = {beta:g}: fixed k"),
+            curves_figure(rows, best, budget, f"{ds}, beta = {beta:g}: fixed k"),
             f"gs-{slug}-fixed-{beta:g}",
             "loss and accuracy against time",
         )
         ks = ", ".join(str(int(k)) for k in sorted(set(best.get("k", pd.Series()).dropna())))
         where = f"{ds}, beta = {beta:g}, k = {ks}"
-        if "fabtopk" in set(best["method"]):
-            _fig4(page, at, best, claims, where, anchor)
-        fixed = at[at["algorithm"] != "fedavg"]
+        if gs_analysis.FAB in set(best["method"]):
+            row = gs_analysis.judge_fig4(at, best, claims, where, anchor)
+            if row is not None:
+                _needs(page, row)
+        fixed = at[~at["algorithm"].isin(gs_analysis.BASELINES)]
         _fairness(page, reader.fairness(fixed), ds, slug, beta, n_clients, tables)
         fair = fixed.dropna(subset=["shared_min"])
-        _fairness_claims(fair, n_clients, claims, where, f"gs-{slug}-fair-{beta:g}")
-        per_client = contribution_table(best, client_contributions(reader.data, _run_ids(best)))
+        gs_analysis.judge_fairness(fair, n_clients, claims, where, f"gs-{slug}-fair-{beta:g}")
+        contributions = gs_analysis.client_contributions(reader.data, gs_analysis.best_runs(best))
+        per_client = gs_analysis.contribution_table(best, contributions)
         if not per_client.empty:
             per_client.assign(dataset=ds, beta=beta).to_csv(
                 tables / f"gs_clients_{slug}_{beta:g}.csv", index=False
@@ -717,63 +77,11 @@ def _fixed_section(page, reader, runs, ds, slug, n_clients, claims, tables):
             page.add("</details>")
 
 
-def _fig4(page, at, best, claims: _Claims, where, anchor) -> None:
-    """Fig. 4's claims at one beta: FAB-top-k against the baselines present (the authors'
-    code's U_top_K is a top-k downlink of the union: our fubtopk), against FedAvg, and FUB-top-k
-    similar to it; the horizon is FAB-top-k's rounds within the budget."""
-    methods = set(best["method"])
-    authors = claims.reading.kind == AUTHORS_CODE
-    rivals = ("fubtopk" if authors else "utopk", "periodick", "fedavg", "sendall")
-    baselines = [m for m in best["method"] if m.split(" ")[0] in rivals]
-    rounds = rounds_at_budget(at, _runs_of(best, "fabtopk"))
-    row = None
-    if baselines:
-        named = " (fubtopk: the code's U_top_K)" if authors and "fubtopk" in methods else ""
-        ran = _ran(at, best, ["fabtopk", *baselines], claims, rounds, CLAIMS["fig4_loss"])
-        for key, column in (("fig4_loss", "loss"), ("fig4_accuracy", "accuracy")):
-            _, text = _compare(best, "fabtopk", baselines, column)
-            fab = _values(at, best, "fabtopk", column)
-            others = [_values(at, best, m, column) for m in baselines]
-            interval = margin_interval(fab, others, lower_is_better=column == "loss")
-            row = claims.judge(CLAIMS[key], text + named, where, anchor, ran, interval)
-        fab = _values(at, best, "fabtopk", "accuracy")
-        gain = gain_interval(fab, [_values(at, best, m, "accuracy") for m in baselines])
-        if gain is not None:
-            source = CLAIMS["fig4_accuracy"]
-            claims.gains.append(_Gain(gain, source, ran, f"FAB vs worst baseline, {where}"))
-    fedavg = [m for m in best["method"] if m.startswith("fedavg")]
-    if fedavg:
-        ran = _ran(at, best, ["fabtopk", *fedavg], claims, rounds, CLAIMS["fig4_fedavg"])
-        _, text = _compare(best, "fabtopk", fedavg, "loss")
-        others = [_values(at, best, m, "loss") for m in fedavg]
-        interval = margin_interval(_values(at, best, "fabtopk", "loss"), others)
-        claims.judge(CLAIMS["fig4_fedavg"], text, where, anchor, ran, interval)
-    claim = CLAIMS["fub_similar"]
-    if authors:
-        claims.judge(
-            claim,
-            "the authors' code's FUB_top_K merges the offers pairwise up a tree, a top-k at "
-            "each merge; not run here (fubtopk plays the code's U_top_K in this reading)",
-            where,
-            anchor,
-            _ran(at, best, ["fabtopk"], claims, rounds, claim),
-            None,
-        )
-    elif "fubtopk" in methods:
-        ran = _ran(at, best, ["fabtopk", "fubtopk"], claims, rounds, claim)
-        fub, fab = _values(at, best, "fubtopk", "loss"), _values(at, best, "fabtopk", "loss")
-        ratio = ratio_interval(fub, fab)
-        ours = f"FUB/FAB loss ratio {np.nanmean(fub) / np.nanmean(fab):.3f}"
-        claims.judge(claim, ours, where, anchor, ran, ratio)
-    if row is not None:
-        _needs(page, row)
-
-
 def _fairness(page, counts, ds, slug, beta, n_clients, tables) -> None:
     """The fairness table and figure at one beta (``counts``: the fixed-k runs'
-    :meth:`GsTraces.fairness`)."""
+    :meth:`analysis.GsTraces.fairness`)."""
     anchor = f"gs-{slug}-fair-{beta:g}"
-    table = fairness_table(counts, n_clients)
+    table = gs_analysis.fairness_table(counts, n_clients)
     if table.empty:
         return
     page.heading("h3", f"Fairness, beta = {beta:g}", anchor)
@@ -787,38 +95,15 @@ def _fairness(page, counts, ds, slug, beta, n_clients, tables) -> None:
     page.table(table)
     table.assign(dataset=ds, beta=beta).to_csv(tables / f"gs_fair_{slug}_{beta:g}.csv", index=False)
     page.figure(
-        _fairness_figure(counts, f"{ds}, beta = {beta:g}: fairness"),
+        fairness_figure(counts, f"{ds}, beta = {beta:g}: fairness"),
         f"gs-{slug}-fair-{beta:g}",
         "fairness view",
     )
 
 
-def _fairness_claims(per_run: pd.DataFrame, n_clients, claims: _Claims, where, anchor) -> None:
-    """FAB-top-k's guarantee and FUB-top-k's idle clients, per k (``per_run``: one row per
-    fixed-k run, the page's frame with :meth:`GsTraces.at_budget`'s shared_min and
-    idle_max), each from its runs' per-seed values: FAB-top-k's shortfall
-    floor(k/N) - min |J ∩ J_i|, FUB-top-k's most idle clients in a round."""
-    several = per_run.groupby("method")["k"].nunique().max() > 1  # a claim per k when swept
-    for method, key in (("fabtopk", "fab_fair"), ("fubtopk", "fub_idle")):
-        for k, runs in per_run[per_run["method"] == method].groupby("k"):
-            at_k = f"{where} (k = {k:g})" if several else where
-            floor = int(k) // n_clients if n_clients else 0
-            shared, idle = runs["shared_min"].astype(float), runs["idle_max"].astype(float)
-            if method == "fabtopk":
-                values = floor - shared
-                ours = f"min |J ∩ J_i| = {shared.min():.0f} (floor {floor}), max idle clients "
-                ours += f"{idle.max():.0f}"
-            else:
-                values = idle
-                ours = f"up to {idle.max():.0f} idle clients in a round"
-            labels = list(dict.fromkeys(runs["method_label"]))
-            ran = ran_of(runs, claims.reading.kind, labels, None, CLAIMS[key])
-            claims.judge(CLAIMS[key], ours, at_k, anchor, ran, per_seed_interval(values))
-
-
 def _controller_section(page, reader, runs, ds, slug, claims, tables):
     """Figs. 5-7: the k controllers, per beta, and the replayed sequences."""
-    fig = _k_figure(_k_runs(reader, runs), f"{ds}: k_m trajectories")
+    fig = k_figure(gs_analysis.k_runs(reader, runs), f"{ds}: k_m trajectories")
     if fig is not None:
         page.heading("h3", "k_m trajectories", f"gs-{slug}-k")  # claims link here
     page.figure(fig, f"gs-{slug}-k", "k_m trajectories")
@@ -827,13 +112,8 @@ def _controller_section(page, reader, runs, ds, slug, claims, tables):
         anchor = f"gs-{slug}-online-{beta:g}"
         page.heading("h3", f"k chosen online, beta = {beta:g}", anchor)
         budget = float(at["budget"].iloc[0])
-        best = best_configs(at)
-        rows = reader.rows(at[at["run_id"].isin(_run_ids(best))])
-        per_run = {rid: r for rid, r in rows.groupby("run_id")}
-        stability = {rid: k_stability(r) for rid, r in per_run.items()}
-        late = {rid: late_k(r) for rid, r in per_run.items()}
-        best["k stability"] = [k_stability(rows[rows["run_id"].isin(r)]) for r in best["runs"]]
-        best["late mean k"] = [late_k(rows[rows["run_id"].isin(r)]) for r in best["runs"]]
+        online = gs_analysis.online_best(reader, at)
+        best = online.best
         page.text(
             "p",
             f"Time budget {budget:.4g}. k stability: std of log k_m over the second "
@@ -846,107 +126,27 @@ def _controller_section(page, reader, runs, ds, slug, claims, tables):
             tables / f"gs_online_{slug}_{beta:g}.csv", index=False
         )
         page.figure(
-            _curves_figure(rows, best, budget, f"{ds}, beta = {beta:g}: online k"),
+            curves_figure(online.rows, best, budget, f"{ds}, beta = {beta:g}: online k"),
             f"gs-{slug}-online-{beta:g}",
             "loss and accuracy, online k",
         )
         where = f"{ds}, beta = {beta:g}"
-        per_seed = {
-            m: [stability.get(r, np.nan) for r in _runs_of(best, m)] for m in best["method"]
-        }
-        for a3 in [m for m in best["method"] if m.endswith("online_extended")]:
-            runs_a3 = _runs_of(best, a3)
-            lates[beta] = ([late.get(r, np.nan) for r in runs_a3], runs_a3)
-            _fig5_6(page, at, best, a3, per_seed, claims, where, anchor)
+        stated, late = gs_analysis.judge_controllers(at, online, claims, where, anchor)
+        if late is not None:
+            lates[beta] = late
+        for row in stated:
+            _needs(page, row)
     if len(lates) >= 2:
-        _fig7_k(runs, lates, claims, ds, f"gs-{slug}-k")
-
-
-def _fig5_6(page, at, best, a3, stability, claims: _Claims, where, anchor) -> None:
-    """Figs. 5 and 6 at one beta: Algorithm 3 (method ``a3``) against the other controllers
-    over the same algorithm and against Algorithm 2 (``stability``: per method, its runs'
-    std of log k_m); the horizon is Algorithm 3's rounds within the budget."""
-    algo = a3.split(" ")[0]
-    by = best.set_index("method")
-    rivals = [f"{algo} {c}" for c in ("value_ogd", "exp3", "bandit") if f"{algo} {c}" in by.index]
-    rounds = rounds_at_budget(at, _runs_of(best, a3))
-    loss = {m: _values(at, best, m, "loss") for m in best["method"]}
-    row = None
-    if rivals:
-        ran = _ran(at, best, [a3, *rivals], claims, rounds, CLAIMS["fig5_loss"])
-        _, text = _compare(best, a3, rivals, "loss")
-        interval = margin_interval(loss[a3], [loss[r] for r in rivals])
-        row = claims.judge(CLAIMS["fig5_loss"], text, where, anchor, ran, interval)
-        jumpy = [r for r in rivals if not r.endswith("value_ogd")]
-        if jumpy:
-            ran = _ran(at, best, [a3, *jumpy], claims, rounds, CLAIMS["fig5_stable"])
-            text = ", ".join(f"{m} {by.loc[m, 'k stability']:.3g}" for m in [a3, *jumpy])
-            interval = margin_interval(stability[a3], [stability[r] for r in jumpy])
-            claims.judge(
-                CLAIMS["fig5_stable"], f"std of log k_m: {text}", where, anchor, ran, interval
-            )
-        acc = [_values(at, best, m, "accuracy") for m in rivals]
-        gain = gain_interval(_values(at, best, a3, "accuracy"), acc)
-        if gain is not None:
-            where_gain = f"Algorithm 3 vs worst controller, {where}"
-            claims.gains.append(_Gain(gain, CLAIMS["fig5_loss"], ran, where_gain))
-    a2 = f"{algo} online"
-    if a2 in by.index:
-        ran = _ran(at, best, [a3, a2], claims, rounds, CLAIMS["fig6"])
-        _, text = _compare(best, a3, [a2], "loss")
-        text += f"; std of log k_m {by.loc[a3, 'k stability']:.3g} vs "
-        text += f"{by.loc[a2, 'k stability']:.3g}"
-        groups = [loss[a3], loss[a2], stability[a3], stability[a2]]
-        interval = statistic_interval(groups, _both_margins)
-        fig6 = claims.judge(CLAIMS["fig6"], text, where, anchor, ran, interval)
-        row = row or fig6
-    if row is not None:
-        _needs(page, row)
-
-
-def _both_margins(loss_a3, loss_a2, stab_a3, stab_a2) -> float:
-    """The smaller of Algorithm 2's margins over Algorithm 3 in loss and in k_m's
-    fluctuation: positive when Algorithm 3 is better in both."""
-    loss = float(np.mean(loss_a2) - np.mean(loss_a3))
-    return min(loss, float(np.mean(stab_a2) - np.mean(stab_a3)))
-
-
-def _fig7_k(runs, lates, claims: _Claims, ds, anchor) -> None:
-    """Fig. 7: Algorithm 3's late mean k_m falls as beta grows (``lates``: per beta, its best
-    configuration's per-seed late mean k and runs); the horizon is its runs' rounds in all
-    (the late k is their second half's)."""
-    betas = sorted(lates)
-    means = [np.nanmean(lates[b][0]) for b in betas]
-    ids = [r for b in betas for r in lates[b][1]]
-    rows = runs[runs["run_id"].isin(ids)]
-    labels = list(dict.fromkeys(rows["method_label"]))
-    ran = ran_of(rows, claims.reading.kind, labels, rows["r_end"].min(), CLAIMS["fig7_k"])
-    interval = statistic_interval([lates[b][0] for b in betas], _smallest_log_ratio)
-    ours = ", ".join(f"beta {b:g}: late mean k {m:.4g}" for b, m in zip(betas, means, strict=True))
-    claims.judge(CLAIMS["fig7_k"], ours, ds, anchor, ran, interval)
-
-
-def _smallest_log_ratio(*groups) -> float:
-    """min over consecutive betas of log(mean k at the smaller beta / mean k at the next)."""
-    logs = [float(np.log(np.mean(g))) for g in groups]
-    return min(a - b for a, b in zip(logs, logs[1:], strict=False))
+        gs_analysis.judge_fig7_k(runs, lates, claims, ds, f"gs-{slug}-k")
 
 
 def _cross_section(page, runs, ds, slug, claims, tables):
     """Fig. 7's cross-application: each learned sequence replayed at each beta."""
     replays = runs[runs["part"] == "replay"]
-    matrix = cross_matrix(replays)
+    matrix = gs_analysis.cross_matrix(replays)
     anchor = f"gs-{slug}-cross"
-    claim = CLAIMS["fig7_cross"]
     if matrix.empty:
-        claims.judge(
-            claim,
-            "no replayed sequences (k_control: sequence) in these results",
-            ds,
-            f"gs-{slug}",
-            Ran(),
-            None,
-        )
+        gs_analysis.judge_cross(replays, matrix, claims, ds, f"gs-{slug}")
         return
     page.heading("h3", "Cross-application of the learned k sequences", anchor)
     page.text(
@@ -961,74 +161,31 @@ def _cross_section(page, runs, ds, slug, claims, tables):
     )
     page.table(shown)
     matrix.to_csv(tables / f"gs_cross_{slug}.csv")
-    wins, cols = diagonal_wins(matrix)
-    ids = list(replays["run_id"])
-    ran = ran_of(replays, claims.reading.kind, (), rounds_at_budget(replays, ids), claim)
-    cells = _cells(replays, "loss")
-    ran = replace(ran, seeds=min((len(v) for v in cells.values()), default=0))
-    interval = _diagonal_interval(cells) if cols else None
-    row = claims.judge(
-        claim, f"diagonal lowest in {wins} of {cols} columns", ds, anchor, ran, interval
-    )
-    _needs(page, row)
-    for beta, gain in _sequence_gains(_cells(replays, "accuracy")).items():
-        where = f"best vs worst sequence, {ds}, beta = {beta:g}"
-        claims.gains.append(_Gain(gain, claim, ran, where))
-
-
-def _cells(replays: pd.DataFrame, column: str) -> dict[tuple[float, float], np.ndarray]:
-    """Per (beta run at, beta learned at): the replays' per-seed ``column`` (NaN left out)."""
-    out = {}
-    rep = replays.dropna(subset=["learned_at"])
-    for (beta, learned), cell in rep.groupby(["exchange_time", "learned_at"]):
-        values = cell[column].to_numpy(float)
-        values = values[~np.isnan(values)]
-        if len(values):
-            out[(float(beta), float(learned))] = values
-    return out
-
-
-def _diagonal_interval(cells: dict) -> Interval | None:
-    """The smallest margin, over the columns with their own sequence and another, by which
-    another sequence's mean loss exceeds the one learned at the column's beta, with a 95 %
-    bootstrap interval over each cell's seeds."""
-    cols = {b for b, learned in cells if (b, b) in cells and learned != b}
-    keys = [key for key in cells if key[0] in cols]
-    if not keys:
-        return None
-
-    def smallest(*groups):
-        means = {key: float(np.mean(g)) for key, g in zip(keys, groups, strict=True)}
-        return min(means[(b, lo)] - means[(b, b)] for b, lo in keys if lo != b)
-
-    return statistic_interval([cells[k] for k in keys], smallest)
-
-
-def _sequence_gains(cells: dict) -> dict[float, Interval]:
-    """Per beta replayed at with two sequences or more: the best sequence's relative accuracy
-    gain over the worst's, with its bootstrap interval."""
-    out = {}
-    for beta in sorted({b for b, _ in cells}):
-        groups = [v for (b, _), v in cells.items() if b == beta]
-        if len(groups) < 2 or min(float(np.mean(g)) for g in groups) <= 0:
-            continue
-        gain = statistic_interval(groups, _best_over_worst)
-        if gain is not None:
-            out[beta] = gain
-    return out
-
-
-def _best_over_worst(*groups) -> float:
-    means = [float(np.mean(g)) for g in groups]
-    return max(means) / min(means) - 1 if min(means) > 0 else float("nan")
+    _needs(page, gs_analysis.judge_cross(replays, matrix, claims, ds, anchor))
 
 
 def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
-    """Write the family's page; return the paper's claims as measured here, each judged
-    against the setting it declares (``paper_claims.CLAIMS``)."""
+    """Write the family's page.
+
+    Parameters
+    ----------
+    page
+        Where the page's sections go.
+    data
+        The build's results reader (a results folder will do outside a build).
+    tables
+        Where the page's tables go as CSV (gs_claims.csv: the claim rows).
+
+    Returns
+    -------
+    list of Claim
+        The paper's claims as measured here, each judged against the setting it declares
+        (``paper_claims.CLAIMS``) in the reading its runs are in, the paper's reading first.
+    """
     data = as_data(data)  # a results folder will do outside a build
-    runs = gs_runs(data)
-    claims = _Claims()
+    readings = gs_analysis.READINGS  # those the runs are recognised by (a test sets its own)
+    runs = gs_analysis.gs_runs(data)
+    claims = gs_analysis.ClaimRows()
     page.text("p", __doc__.split("\n\n", 1)[0].replace("\n", " "), "muted")
     page.text(
         "p",
@@ -1038,25 +195,22 @@ def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
         "from runs that meet the rest of its setting only.",
         "note",
     )
-    said = " ".join(f"{r.name} ({r.kind}): {r.description}" for r in READINGS)
+    said = " ".join(f"{r.name} ({r.kind}): {r.description}" for r in readings)
     page.text("p", "Readings, recognised from each run's config. " + said, "muted")
     if runs.empty:
         return []
-    clients = client_counts(data)
-    reader = GsTraces(data, runs)
-    runs = with_budgets(runs, replay_sources(data))
-    values = reader.at_budget(runs)
-    runs = runs.merge(values, on="run_id", how="left")
-    by_name = {r.name: r for r in READINGS}
+    clients = gs_analysis.client_counts(data)
+    runs, reader = gs_analysis.measured(data, runs)
+    by_name = {r.name: r for r in readings}
     several = runs.groupby("dataset")["reading"].nunique() > 1
-    for reading in READINGS:  # the paper's reading first
+    for reading in readings:  # the paper's reading first
         claims.reading, claims.gains = reading, []
         mine = runs[runs["reading"] == reading.name]
         for ds, rows in mine.groupby("dataset", sort=True):
             slug = slugify(ds)
             title = ds
             if several[ds]:  # one section per reading of this data set
-                slug += f"-{READINGS.index(by_name[reading.name])}"
+                slug += f"-{readings.index(by_name[reading.name])}"
                 title = f"{ds}: {reading.name}"
             page.heading("h2", title, f"gs-{slug}")
             page.text("p", f"Reading {reading.name} ({reading.kind}).", "muted")
@@ -1065,43 +219,19 @@ def build(page: Page, data: ReportData, tables: Path) -> list[Claim]:
             _controller_section(page, reader, rows, ds, slug, claims, tables)
             _cross_section(page, rows, ds, slug, claims, tables)
         if len(mine):  # the index says when the paper's reading has no runs (only_in_variations)
-            _headline(page, claims, reading)
+            _headline(page, claims, reading, readings.index(reading))
     pd.DataFrame([vars(c) for c in claims.rows]).to_csv(tables / "gs_claims.csv", index=False)
     return claims.rows
 
 
-def _headline(page, claims: _Claims, reading) -> None:
-    """ "Up to 40 %": the largest relative accuracy gain of the comparisons that meet their
-    claim's setting (FAB-top-k over its worst baseline, Algorithm 3 over the worst controller,
-    the best replayed sequence over the worst), judged against that comparison's setting; with
-    none at its setting, the largest gain of them all, not at the paper's setting."""
-    anchor = f"gs-headline-{READINGS.index(reading)}"
+def _headline(page, claims: gs_analysis.ClaimRows, reading, number: int) -> None:
+    """The headline's section for one reading (the ``number``-th): the comparisons it may be
+    drawn from, and its row (:func:`analysis.judge_headline`)."""
+    anchor = f"gs-headline-{number}"
     page.heading("h2", f"Headline: accuracy at a fixed training time ({reading.name})", anchor)
-    claim = CLAIMS["headline"]
-    if not claims.gains:
-        setting = claims.setting(CLAIMS["fig4_accuracy"], Ran())
-        ours = "no comparison at a fixed time here"
-        claims.judge(claim, ours, "", anchor, Ran(), None, setting=setting)
-        return
-    met = [g for g in claims.gains if claims.met(g.source, g.ran)]
-    frame = pd.DataFrame(
-        {
-            "relative accuracy gain": [g.gain.value for g in claims.gains],
-            "95 % interval": [g.gain.text(_pct) for g in claims.gains],
-            "comparison": [g.where for g in claims.gains],
-            "at the paper's setting": ["yes" if g in met else "no" for g in claims.gains],
-        }
-    )
-    page.table(
-        frame.sort_values("relative accuracy gain", ascending=False),
-        {"relative accuracy gain": _pct},
-    )
-    top = max(met or claims.gains, key=lambda g: g.gain.value)
-    ours = f"largest gain {top.gain.value:+.1%} ({top.where})"
-    if not met:
-        ours += f"; none of the {len(claims.gains)} comparisons is at the paper's setting"
-    setting = claims.setting(top.source, top.ran)
-    claims.judge(claim, ours, top.where, anchor, top.ran, top.gain, setting=setting, fmt=_pct)
+    if claims.gains:
+        page.table(gs_analysis.gains_table(claims), {"relative accuracy gain": gs_analysis.pct})
+    gs_analysis.judge_headline(claims, anchor)
 
 
 FAMILY = Family(
