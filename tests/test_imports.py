@@ -198,3 +198,20 @@ print(" ".join(m for m in heavy if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_no_source_file_tells_history():
+    """Source files state contracts; which issue a line came from lives in git."""
+    import re
+
+    ROOT = PACKAGE.parents[1]
+    issue = re.compile(r"\b[Ii]ssues? #?\d+")
+    files = [*(ROOT / "src").rglob("*.py"), *(ROOT / "workflow").rglob("*.smk")]
+    files += [ROOT / "Snakefile", *(ROOT / "workflow" / "scripts").glob("*.py")]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in files
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if issue.search(line)
+    ]
+    assert not found, found

@@ -394,3 +394,24 @@ def test_every_builtin_family_folder_is_registered_by_one_entry_point():
     loaded = [f for f in registry.families(plugins=False)]
     assert all(f.builtin and f.source.startswith("entry point ") for f in loaded)
     assert sorted(f.module.rsplit(".", 1)[-1] for f in loaded) == folders
+
+
+def test_a_family_s_baselines_from_other_families_are_registered_algorithms():
+    """A page compares with other families' algorithms only through its declared BASELINES,
+    and each names an algorithm of another family."""
+    import importlib
+
+    folders = sorted((ROOT / "src" / "fedsparse" / "families").glob("*/analysis.py"))
+    declared = 0
+    for path in folders:
+        module = importlib.import_module(f"fedsparse.families.{path.parent.name}.analysis")
+        own = {
+            cls.name
+            for family in registry.families(plugins=False)
+            if family.module.split(".")[2] == path.parent.name
+            for cls in family.algorithms
+        }
+        for name in getattr(module, "BASELINES", ()):
+            declared += 1
+            assert name in ALGORITHMS and name not in own, (path.parent.name, name)
+    assert declared >= 3  # sFedHP's, gradient sparsification's and SSCA's FedAvg
