@@ -135,6 +135,9 @@ def test_the_command_line_names_bad_input(toy_results, tmp_path):
         "record", str(tmp_path), "--family", "hard_thresholding", "--config", "c.yaml", cwd=tmp_path
     )
     assert r.returncode != 0 and "is not a results folder" in r.stderr
+    r = _cli("record", str(toy_results), "--family", "ssca", "--config", "c.yaml", cwd=tmp_path)
+    assert r.returncode != 0 and "hold no run of" in r.stderr
+    assert not (tmp_path / "reproductions" / "ssca").exists()
     r = _cli("rebuild", "hard_thresholding", cwd=tmp_path)
     assert r.returncode != 0 and "holds no runs table" in r.stderr
     assert not (tmp_path / "reproductions" / "hard_thresholding" / "claims.csv").exists()

@@ -230,11 +230,13 @@ def record(
     folder = out / family_folder(family)
     with atomic_directory(folder, mode=0o755) as tmp:
         merge_results(list(sources), tmp)
-        claims = rebuilt_claims(tmp, family)
-        if claims.empty:
+        if not set(pd.read_parquet(tmp / RUNS_FILE, columns=["algorithm"])["algorithm"]) & set(
+            family.algorithms
+        ):
             raise FedsparseError(
-                f"ledger: {', '.join(map(str, sources))} hold no runs of {family.title}'s claims"
+                f"ledger: {', '.join(map(str, sources))} hold no run of {family.title}"
             )
+        claims = rebuilt_claims(tmp, family)
         provenance = _provenance(tmp, sources, configs)
         claims.to_csv(tmp / CLAIMS, index=False)
         (tmp / PROVENANCE).write_text(json.dumps(provenance, indent=1) + "\n")
