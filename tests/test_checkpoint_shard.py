@@ -21,6 +21,8 @@ from fedsparse.checkpoint import KILL_IN_WRITE
 from fedsparse.pipeline import make_data
 from fedsparse.shard import run_shard
 
+pytestmark = pytest.mark.integration
+
 ROUNDS = 300
 SWEEP = {
     "sweep": "ckpt",

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 import yaml
 from conftest import SMALL_LINEAR
 
@@ -20,6 +21,8 @@ from fedsparse.layout import Layout
 from fedsparse.pipeline import make_data
 from fedsparse.tune.plan import study_spec
 from fedsparse.tune.storage import create_study, load_study, open_storage
+
+pytestmark = pytest.mark.integration
 
 ROUNDS = 600
 TUNE = {

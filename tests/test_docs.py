@@ -111,7 +111,8 @@ def test_the_readme_is_read_in_ten_minutes():
 
 
 def test_ci_runs_the_readme_test_command():
-    """The quick start is exactly two commands, and .ci/run runs the second one."""
+    """The quick start is exactly two commands, and .ci/run runs the second one (the fast
+    tier), then the integration tier the README names."""
     text = README.read_text()
     block = re.search(r"## Quick start\n.*?```bash\n(.*?)```", text, re.DOTALL)
     assert block, "no Quick start block in README.md"
@@ -122,7 +123,8 @@ def test_ci_runs_the_readme_test_command():
     ]
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     ci = [line for line in ci if line and not line.startswith("#")]
-    assert ci[-1] == commands[1]
+    assert ci[-2:] == [commands[1], "python -m pytest -m integration"]
+    assert "`python -m pytest -m integration`" in text
 
 
 def test_every_docs_page_is_linked_from_the_readme_or_another_page():

@@ -76,6 +76,7 @@ def toy_sweep(name: str, data_file: Path) -> dict:
     return sweep
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", QUICK)
 def test_a_family_quick_sweep_stores_the_same_traces_fused_and_alone(name, tmp_path):
     """The quick config's algorithms and their grids, run fused and with ``fuse: false``:

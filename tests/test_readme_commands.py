@@ -267,6 +267,7 @@ def sweeps_read(argv: list[str], capsys) -> set[str]:
     return set(lines[1:])
 
 
+@pytest.mark.integration  # two whole Snakemake sweeps
 def test_two_configs_in_one_folder_keep_their_own_results(tmp_path, capsys, monkeypatch):
     """Two sweeps run one after the other with `snakemake --configfile` in one working folder:
     each writes results/<sweep>/ (runs, traces, data, report), the second leaves the first's

@@ -17,7 +17,7 @@ import fedsparse
 from fedsparse.data import load_dataset_dir, save_dataset
 from fedsparse.data.prepare import prepare
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 
 def digits_svmlight() -> bytes:

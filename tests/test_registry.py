@@ -304,7 +304,7 @@ def test_the_docs_family_is_one_folder_with_the_files_the_page_names():
     assert points == {"toy": "toy_fedsparse"}
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_plugin_family_sweeps_resumes_lands_typed_and_is_reported(tmp_path):
     plugin = install_toy(tmp_path / "site")
     path = os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")])

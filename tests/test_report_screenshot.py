@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 from conftest import run_sweep
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "report-screenshot"
 

@@ -31,6 +31,8 @@ from test_workflow import (
     write_config,
 )
 
+pytestmark = pytest.mark.integration
+
 LOCAL_SLURM = ROOT / "scripts" / "local-slurm"
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
 # profiles/slurm, polling sooner than its cluster-friendly defaults: the test cluster is idle

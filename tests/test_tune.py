@@ -38,6 +38,8 @@ from fedsparse.tune.plan import study_spec  # noqa: E402
 from fedsparse.tune.storage import create_study, load_study, open_storage  # noqa: E402
 from fedsparse.tune.worker import metric_value, run_worker  # noqa: E402
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 LIN = dict(SMALL_LINEAR)
 TUNE = {

@@ -16,6 +16,8 @@ import pytest
 import yaml
 from conftest import SMALL_LINEAR, file_digests, kill_tree, process_tree
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # columns that legitimately differ between two executions of the same run

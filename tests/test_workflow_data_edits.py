@@ -21,6 +21,8 @@ from fedsparse.layout import Layout
 from fedsparse.shard import read_stored, store_path
 from fedsparse.sweep import plan_sweep
 
+pytestmark = pytest.mark.integration
+
 BASE = {
     "sweep": "edits",
     "rounds": 5,
