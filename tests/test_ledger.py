@@ -141,3 +141,5 @@ def test_the_command_line_names_bad_input(toy_results, tmp_path):
     r = _cli("rebuild", "hard_thresholding", cwd=tmp_path)
     assert r.returncode != 0 and "holds no runs table" in r.stderr
     assert not (tmp_path / "reproductions" / "hard_thresholding" / "claims.csv").exists()
+    r = _cli("rerun", "hard_thresholding", cwd=tmp_path)
+    assert r.returncode != 0 and "record the ledger first" in r.stderr

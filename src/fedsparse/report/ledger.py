@@ -281,7 +281,12 @@ def rerun_commands(
 ) -> list[tuple[list[str], tuple[str, Path]]]:
     """The Snakemake commands that recompute ``family``'s ledger from scratch, one per config
     its provenance names, each with its (config, results folder ``results_root/<sweep>``)."""
-    prov = json.loads((out / family_folder(family) / PROVENANCE).read_text())
+    prov = _read_provenance(out / family_folder(family))
+    if prov is None:
+        raise FedsparseError(
+            f"ledger: {out / family_folder(family) / PROVENANCE} does not exist; "
+            "record the ledger first (fedsparse ledger record)"
+        )
     commands = []
     for config in prov["configs"]:
         folder = Path(results_root) / read_config_file(config)["sweep"]
