@@ -317,7 +317,8 @@ def _cmd_ledger(args) -> int:
         runs = ledger.rerun_commands(family, args.results_root, args.out, given)
         for command, _ in runs:
             print("+", " ".join(command), flush=True)
-            subprocess.run(command, check=True)
+            if (code := subprocess.run(command).returncode) != 0:
+                raise FedsparseError(f"ledger rerun: `{' '.join(command)}` exited {code}")
         configs = [config for _, (config, _) in runs]
         print(ledger.record([folder for _, (_, folder) in runs], family, configs, args.out))
         return 0
