@@ -149,9 +149,9 @@ def _configs(provenance: dict | None) -> str:
     return ", ".join(f"`{c}`" for c in configs) or "its claims table"
 
 
-def _brief(claims: pd.DataFrame, provenance: dict | None) -> str:
+def _brief(claims: pd.DataFrame, provenance: dict | None, where: str = "") -> str:
     """Per paper one line: the counts in the paper's readings and in our variations, the
-    configs and the seeds behind the rows."""
+    seeds behind the rows and ``where`` they are kept (default: the configs)."""
     from .verdicts import counts, measurements
 
     out = []
@@ -164,7 +164,7 @@ def _brief(claims: pd.DataFrame, provenance: dict | None) -> str:
         if len(var):
             line += f"; {counts(var)} in our variations"
         seeds_text = "/".join(map(str, seeds)) or "no"
-        out.append(f"{line} ({_configs(provenance)}, {seeds_text} seeds).\n")
+        out.append(f"{line} ({seeds_text} seeds; {where or _configs(provenance)}).\n")
     return "".join(out)
 
 
@@ -177,7 +177,8 @@ def _all_briefs(folder: Path) -> str:
     for family in families():
         ledger = folder / family_folder(family)
         if (ledger / CLAIMS).is_file():
-            out.append(_brief(read_claims(ledger / CLAIMS), _read_provenance(ledger)))
+            claims, prov = read_claims(ledger / CLAIMS), _read_provenance(ledger)
+            out.append(_brief(claims, prov, f"`{folder.name}/{ledger.name}/`"))
         else:
             out.append(f"- {family.paper}: no ledger yet, so no verdict.\n")
     return "".join(out)
