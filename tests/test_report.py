@@ -28,6 +28,7 @@ import pytest
 
 import fedsparse
 from fedsparse.report import build_report
+from fedsparse.report.analysis import best_per_group
 from fedsparse.results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, TRACE_SCHEMA, rows_table
 
 HP = list(HYPERPARAMETER_COLUMNS)
@@ -425,6 +426,25 @@ def test_best_config_excludes_diverged_and_averages_seeds(report, sweep):
 # ----------------------------------------------------------------------- readings, verdicts
 
 
+def test_best_per_group_picks_by_one_rule():
+    """The one rule every page picks a best configuration by: the best score wins, a missing
+    score never does, a tie goes to the configuration listed first, each end of the scale."""
+    configs = pd.DataFrame(
+        {
+            "algorithm": ["a", "a", "a", "b", "b", "c"],
+            "step": [1, 2, 3, 1, 2, 1],
+            "score": [0.5, 0.2, 0.2, np.nan, 0.9, np.nan],
+        }
+    )
+    lower = best_per_group(configs, ["algorithm"], "score", "lower")
+    assert lower[["algorithm", "step"]].values.tolist() == [["a", 2], ["b", 2]]
+    higher = best_per_group(configs, ["algorithm"], "score", "higher")
+    assert higher[["algorithm", "step"]].values.tolist() == [["b", 2], ["a", 1]]
+    assert list(higher.index) == [4, 0]  # rows of configs, best first
+    with pytest.raises(ValueError, match="better"):
+        best_per_group(configs, ["algorithm"], "score", "smaller")
+
+
 def test_claims_table_names_reading_and_claim_kind(report):
     """Every row says which reading it was measured in and whether the paper makes the claim;
     Simulation I's claims are scored at the papers' (α, β) only, and the families without runs
@@ -590,6 +610,36 @@ def test_a_claim_measured_only_in_a_variation_says_so_in_the_papers_reading():
     assert sentence.startswith("P: in the paper's reading (as written): 1 agree, 1 not measured")
     assert "in our variations (ours): 2 agree" in sentence
     assert sentence.endswith("Measured only in a variation: 1 claim.")
+
+
+def test_stand_in_readings_are_named_once_each_part():
+    from fedsparse.report.claims import (
+        AGREES,
+        DISAGREES,
+        PAPER_TEXT,
+        Claim,
+        Reading,
+        claims_frame,
+        in_reading,
+    )
+    from fedsparse.report.verdicts import paper_verdicts
+
+    text = Reading("5 labels (a; b)", PAPER_TEXT, "The paper's text.", lambda c: True)
+    found = in_reading(
+        [
+            Claim("P", "one", "", "1", AGREES, stand_in="small net (cheaper; 6x)"),
+            Claim("P", "two", "", "2", DISAGREES, stand_in="FMNIST for MNIST"),
+            Claim(
+                "P", "three", "", "3", AGREES, stand_in="FMNIST for MNIST; small net (cheaper; 6x)"
+            ),
+        ],
+        text,
+    )
+    (sentence,) = paper_verdicts(claims_frame(found))
+    assert sentence == (
+        "P: in the paper's own reading: none; on its stand-ins (5 labels (a; b); stand-ins: small "
+        "net (cheaper; 6x); FMNIST for MNIST): 2 agree, 1 do not agree."
+    )
 
 
 def test_readings_are_recognised_from_the_runs_configs():

@@ -131,6 +131,37 @@ def unique_slugs(names: list[str]) -> dict[str, str]:
     return slugs
 
 
+def best_per_group(
+    configs: pd.DataFrame, by: list[str], score: str, better: str = "lower"
+) -> pd.DataFrame:
+    """Each group's best configuration: the one rule every page picks "the best configuration
+    over seeds" by.
+
+    Parameters
+    ----------
+    configs
+        One row per configuration, ``score`` its mean over seeds.
+    by
+        The columns that make a group (an algorithm, a batch size, ...).
+    score
+        The column ranked.
+    better
+        ``"lower"`` or ``"higher"``: which end of ``score`` wins.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row of ``configs`` per group that has a score, best first (its index kept). A
+        missing score never wins; of equal scores, the row that comes first in ``configs``.
+    """
+    if better not in ("lower", "higher"):
+        raise ValueError(f"better must be 'lower' or 'higher', not {better!r}")
+    ranked = configs.dropna(subset=[score])
+    key = ranked[score].astype(float)
+    order = (key if better == "lower" else -key).sort_values(kind="stable").index
+    return ranked.loc[order].drop_duplicates(by)
+
+
 def config_label(row: pd.Series, algorithm: str | None = None) -> str:
     """Short human-readable hyperparameter setting, e.g. 'γ=0.01, K=5, τ=200, b=10': the
     hyperparameters the algorithm's declarations name (Algorithm.config_label, else every
@@ -263,9 +294,7 @@ def _analyse(data: ReportData, stepsizes: set[float] | None) -> Analysis:
     ]
 
     best = (
-        configs[configs["valid"]]
-        .sort_values(["mean_final", "config_id"], kind="stable")
-        .drop_duplicates(["section", "algorithm"])
+        best_per_group(configs[configs["valid"]], ["section", "algorithm"], "mean_final")
         .sort_values(["section", "algorithm"])
         .reset_index(drop=True)
     )

@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from ...report.analysis import best_per_group
 from ...report.claims import (
     AUTHORS_CODE,
     INCONCLUSIVE,
@@ -492,8 +493,8 @@ def best_configs(runs: pd.DataFrame) -> pd.DataFrame:
         )
         .reset_index()
     )
-    cfg = cfg.dropna(subset=["loss"])
-    return cfg.loc[cfg.groupby("method")["loss"].idxmin()].reset_index(drop=True)
+    best = best_per_group(cfg, ["method"], "loss", "lower")
+    return best.sort_values("method", kind="stable").reset_index(drop=True)
 
 
 def cross_matrix(replays: pd.DataFrame, column: str = "loss") -> pd.DataFrame:

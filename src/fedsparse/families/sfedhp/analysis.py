@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...algorithms import ALGORITHMS
-from ...report.analysis import slugify
+from ...report.analysis import best_per_group, slugify
 from ...report.claims import (
     AUTHORS_CODE,
     DERIVED,
@@ -639,7 +639,8 @@ def best_configs(summary: pd.DataFrame, col: str, methods) -> pd.DataFrame:
         run, not the tables', and never taken.
     """
     s = summary[summary["algorithm"].isin(methods) & ~sparse_mask(summary)].dropna(subset=[col])
-    return s.sort_values(col).groupby("algorithm").tail(1).set_index("algorithm")
+    best = best_per_group(s, ["algorithm"], col, "higher")
+    return best.sort_values(col, kind="stable").set_index("algorithm")
 
 
 def _mean(x) -> float:

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from ...report.analysis import best_per_group
 from ...report.claims import (
     DERIVED,
     DISAGREES,
@@ -465,8 +466,9 @@ def _best_sgd(sgd: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         return pd.DataFrame(), sgd
     keys = ["batch_size", "local_steps", "stepsize", "stepsize_decay"]
     per = _final(sgd, keys)
-    best = per.loc[per.groupby(["batch_size", "local_steps"])["train_loss"].idxmin()]
-    return best.reset_index(drop=True), sgd.merge(best[keys], on=keys)
+    best = best_per_group(per, ["batch_size", "local_steps"], "train_loss", "lower")
+    best = best.sort_values(["batch_size", "local_steps"], kind="stable").reset_index(drop=True)
+    return best, sgd.merge(best[keys], on=keys)
 
 
 def _alg1_hyper(rows: pd.DataFrame) -> dict:
