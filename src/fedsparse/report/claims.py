@@ -71,6 +71,7 @@ VERDICTS = (AGREES, DISAGREES, INCONCLUSIVE, NOT_AT_SETTING, NOT_MEASURED, NO_CL
 SCORED = (AGREES, DISAGREES, INCONCLUSIVE)  # verdicts drawn from runs at the claim's setting
 PAPER_TEXT, AUTHORS_CODE, VARIATION = "paper_text", "authors_code", "variation"
 STAND_IN = "stand_in"  # the paper's setting with a declared stand-in (Fashion-MNIST for MNIST)
+STAND_IN_PREFIX = "stand-in: "  # a stand-in reading: its reading, "; ", this, its stand-ins
 # the paper's own readings first, then the stand-ins, then ours
 READING_KINDS = (PAPER_TEXT, AUTHORS_CODE, STAND_IN, VARIATION)
 # derived: an expectation of ours; variation: a paper claim measured on data of ours (a
@@ -189,7 +190,7 @@ def in_reading(claims: list[Claim], reading: Reading) -> list[Claim]:
     for c in claims:
         name, kind, text = reading.name, reading.kind, reading.description
         if c.stand_in and kind != VARIATION:
-            name, kind = f"{name}; stand-in: {c.stand_in}", STAND_IN
+            name, kind = f"{name}; {STAND_IN_PREFIX}{c.stand_in}", STAND_IN
             text += f" Stand-in: {c.stand_in}."
         out.append(replace(c, reading=name, reading_kind=kind, reading_description=text))
     return out

@@ -26,6 +26,7 @@ from .claims import (
     PAPER_CLAIM,
     SCORED,
     STAND_IN,
+    STAND_IN_PREFIX,
     VARIATION,
     VARIATION_CLAIM,
 )
@@ -80,7 +81,31 @@ def counts(rows: pd.DataFrame) -> str:
 
 
 def _names(rows: pd.DataFrame) -> str:
-    return ", ".join(dict.fromkeys(r for r in rows["reading"] if r)) or "unnamed"
+    """The rows' readings, each of their '; '-separated parts once and their stand-ins last
+    (stand-in readings share most of their parts), in order of first appearance."""
+    parts, stand_ins = {}, {}
+    for reading in (r for r in rows["reading"] if r):
+        into = parts
+        for part in _parts(reading):
+            if part.startswith(STAND_IN_PREFIX):  # the reading's stand-ins follow
+                into, part = stand_ins, part.removeprefix(STAND_IN_PREFIX)
+            into[part] = None
+    text = "; ".join(parts)
+    if stand_ins:
+        label = "stand-ins" if len(stand_ins) > 1 else "stand-in"
+        text = "; ".join(t for t in (text, f"{label}: " + "; ".join(stand_ins)) if t)
+    return text or "unnamed"
+
+
+def _parts(reading: str) -> list[str]:
+    """``reading`` split at the '; ' outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(reading):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and reading.startswith("; ", i):
+            out.append(reading[start:i])
+            start = i + 2
+    return [*out, reading[start:]]
 
 
 def _by_reading(own: pd.DataFrame) -> str:
@@ -116,6 +141,8 @@ def paper_verdicts(claims: pd.DataFrame) -> list[str]:
                 f"{paper}: in the paper's readings, {counts(measurements(own))} "
                 f"({_by_reading(own)})"
             )
+        elif own.empty:
+            text = f"{paper}: in the paper's own reading: none"
         else:
             text = f"{paper}: in the paper's reading ({_names(own)}): {counts(own)}"
         if len(stand):
