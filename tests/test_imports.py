@@ -35,6 +35,16 @@ def imports(name: str, path: Path, known: dict[str, Path]):
             for a in node.names:
                 sub = f"{target}.{a.name}"
                 yield (sub, None) if sub in known else (target, a.name)
+        elif isinstance(node, ast.Call) and _called(node) in ("LazyModule", "lazy_names"):
+            # fedsparse.lazy's deferred imports: their module names, written out in full
+            for text in ast.walk(node):
+                if isinstance(text, ast.Constant) and str(text.value).startswith("fedsparse."):
+                    yield text.value, None
+
+
+def _called(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
 
 def graph() -> dict[str, set[str]]:
@@ -83,6 +93,9 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycles():
     g = graph()
     assert g["fedsparse.sweep"] and g["fedsparse.tune"]  # the graph is really built
+    # deferred imports are edges too (fedsparse.lazy)
+    assert "fedsparse.experiment" in g["fedsparse"]
+    assert "fedsparse.kernels" in g["fedsparse.families.fedavg.algorithms"]
     assert cycles(g) == []
 
 
@@ -152,6 +165,7 @@ def test_a_family_imports_only_the_layers_below_it():
         "fedsparse.errors",
         "fedsparse.families",
         "fedsparse.kernels",
+        "fedsparse.lazy",
         "fedsparse.problem",
     }
     g = graph()
@@ -179,6 +193,17 @@ def test_nothing_outside_a_family_folder_imports_it():
         if m.startswith("fedsparse.families."):
             continue
         assert {d for d in deps if d.startswith("fedsparse.families.")} == set(), m
+
+
+def test_one_idiom_defers_imports():
+    # fedsparse.lazy is the one way to defer an import: no module spells its own
+    # module-level __getattr__ or imports by a computed name
+    for m, path in modules().items():
+        tree = ast.parse(path.read_text())
+        own = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        assert "__getattr__" not in own or m == "fedsparse.lazy", m
+        if m != "fedsparse.lazy":
+            assert "importlib.import_module" not in path.read_text(), m
 
 
 def test_the_results_schema_imports_no_kernels():

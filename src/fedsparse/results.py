@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from .atomic import atomic_write
 from .layout import Layout
+from .lazy import lazy_names
 
 if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job never needs it
     import pandas as pd
@@ -241,18 +242,15 @@ def _config_columns(hyperparameters: tuple[str, ...]) -> tuple[str, ...]:
 # HYPERPARAMETER_COLUMNS and CONFIG_COLUMNS (the columns that identify a configuration up to
 # its seed, which is averaged over) are computed from the registry the first time one is read
 # (module attributes, as they always were).
-_LAZY = {
-    "TRACE_SCHEMA": lambda: _schemas().trace,
-    "RUNS_SCHEMA": lambda: _schemas().runs,
-    "HYPERPARAMETER_COLUMNS": lambda: _schemas().hyperparameters,
-    "CONFIG_COLUMNS": lambda: _config_columns(_schemas().hyperparameters),
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return _LAZY[name]()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "TRACE_SCHEMA": lambda: _schemas().trace,
+        "RUNS_SCHEMA": lambda: _schemas().runs,
+        "HYPERPARAMETER_COLUMNS": lambda: _schemas().hyperparameters,
+        "CONFIG_COLUMNS": lambda: _config_columns(_schemas().hyperparameters),
+    },
+)
 
 
 # The runs columns that summarise a run's trace at its final round, and the trace column each

@@ -2,13 +2,14 @@
 declarations, and the built-in classes by name (``from fedsparse.algorithms import FedHT``).
 
 Light at import: the classes load on first use, and their numba kernels only when a run
-first calls one (``common.LazyModule``).
+first calls one (:mod:`fedsparse.lazy`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..lazy import lazy_names
 from .registry import ALGORITHMS, GROUP
 
 _BASE = ("Algorithm", "Column", "Hyperparameter", "RoundCost", "dense_bytes", "sparse_bytes")
@@ -16,11 +17,7 @@ _BASE = ("Algorithm", "Column", "Hyperparameter", "RoundCost", "dense_bytes", "s
 __all__ = ["ALGORITHMS", "GROUP", *_BASE]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _BASE:
-        from . import base
-
-        return getattr(base, name)
+def _builtin_class(name: str) -> Any:
     if name[:1].isupper():  # a built-in class, by its name
         from .registry import families
 
@@ -29,3 +26,8 @@ def __getattr__(name: str) -> Any:
                 if cls.__name__ == name:
                     return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__getattr__ = lazy_names(
+    __name__, dict.fromkeys(_BASE, "fedsparse.algorithms.base"), fallback=_builtin_class
+)

@@ -7,7 +7,6 @@ A family imports these from here, never from another family's module.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
@@ -45,24 +44,6 @@ BITS = Column(
     "cumulative Remark-1 bits of one edge (sfedhp) or one client (flat methods), up and down",
 )
 DENSITY = Column("density", float, "density of the global model w")
-
-
-class LazyModule:
-    """A module imported when one of its attributes is first read. The families name their
-    kernels (and numba) through these: the kernels load when a run first calls one, not when
-    the registry imports the classes for their declarations (``fedsparse query``, ``best`` and
-    ``merge`` build the results schema from them, and never run a kernel)."""
-
-    __slots__ = ("module_name",)
-
-    def __init__(self, module_name: str):
-        self.module_name = module_name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self.module_name), attr)
-
-    def __repr__(self) -> str:
-        return f"LazyModule({self.module_name!r})"
 
 
 class MemberStack:

@@ -7,8 +7,7 @@ code's numba and SciPy (a cluster job's own Snakemake imports it to read the pla
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy import lazy_names
 
 __all__ = [
     "FederatedData",
@@ -19,17 +18,14 @@ __all__ = [
     "simulation",
 ]
 
-_MODULE_OF = {
-    "FederatedData": "federated",
-    "load_qid_file": "libsvm",
-    "load_built": "store",
-    "load_dataset_dir": "store",
-    "save_dataset": "store",
-    "simulation": "synthetic",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULE_OF:
-        return getattr(importlib.import_module(f".{_MODULE_OF[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "FederatedData": "fedsparse.data.federated",
+        "load_qid_file": "fedsparse.data.libsvm",
+        "load_built": "fedsparse.data.store",
+        "load_dataset_dir": "fedsparse.data.store",
+        "save_dataset": "fedsparse.data.store",
+        "simulation": "fedsparse.data.synthetic",
+    },
+)

@@ -25,13 +25,11 @@ at the end, so a crash never leaves a half-written report.
 
 from __future__ import annotations
 
+from ..lazy import lazy_names
 from .build import build_report, families
 
 __all__ = ["FAMILIES", "build_report", "families"]
 
 
-def __getattr__(name: str):
-    # FAMILIES is read on first use: a family's page imports this package's modules.
-    if name == "FAMILIES":
-        return families()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# FAMILIES is read on first use: a family's page imports this package's modules.
+__getattr__ = lazy_names(__name__, {"FAMILIES": families})

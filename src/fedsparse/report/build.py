@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import importlib
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from ..algorithms.registry import report_pages
 from ..atomic import atomic_directory
 from ..errors import FedsparseError
 from ..layout import Layout
+from ..lazy import LazyModule
 from ..query import merge_results
 from ..results import check_results_folder
 from . import analysis as an
@@ -47,7 +47,7 @@ def families() -> tuple[Family, ...]:
     their ORDER, then any plugin's). A family names its page module in REPORT; the module
     defines FAMILY. Read on first use: a page imports this package's modules."""
     if not _PAGES:
-        _PAGES.extend(importlib.import_module(module).FAMILY for module in report_pages())
+        _PAGES.extend(LazyModule(module).FAMILY for module in report_pages())
     return tuple(_PAGES)
 
 

@@ -29,12 +29,12 @@ from ...algorithms.common import (
     BITS,
     DENSITY,
     LOCAL_STEP_BATCH_SIZE,
-    LazyModule,
     LocalSGDStack,
     server_stream,
     stepsize,
 )
 from ...errors import ConfigError
+from ...lazy import LazyModule
 
 kernels = LazyModule("fedsparse.kernels")
 

@@ -31,8 +31,9 @@ from ...algorithms.base import (
     dense_bytes,
     sparse_bytes,
 )
-from ...algorithms.common import LazyModule, batch_size, stepsize
+from ...algorithms.common import batch_size, stepsize
 from ...errors import ConfigError
+from ...lazy import LazyModule
 from .controllers import (
     AuthorsBandit,
     AuthorsExp3,

@@ -17,8 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...algorithms.base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
-from ...algorithms.common import LOCAL_STEP_BATCH_SIZE, LazyModule, LocalSGDStack, stepsize
+from ...algorithms.common import LOCAL_STEP_BATCH_SIZE, LocalSGDStack, stepsize
 from ...errors import ConfigError
+from ...lazy import LazyModule
 
 kernels = LazyModule("fedsparse.kernels")
 

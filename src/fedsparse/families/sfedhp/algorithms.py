@@ -40,13 +40,13 @@ from ...algorithms.base import (
 from ...algorithms.common import (
     BITS,
     DENSITY,
-    LazyModule,
     MemberStack,
     batch_size,
     server_stream,
     stepsize,
 )
 from ...errors import ConfigError
+from ...lazy import LazyModule
 
 kernels = LazyModule("fedsparse.kernels")
 prox_kernels = LazyModule("fedsparse.kernels.prox")

@@ -26,7 +26,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...algorithms.base import Algorithm, Column, Hyperparameter, RoundCost, dense_bytes
-from ...algorithms.common import LazyModule, MemberStack, batch_size
+from ...algorithms.common import MemberStack, batch_size
+from ...lazy import LazyModule
 
 kernels = LazyModule("fedsparse.kernels")
 ssca_kernels = LazyModule("fedsparse.families.ssca.kernels")
