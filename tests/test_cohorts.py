@@ -16,7 +16,7 @@ from fedsparse.experiment import load_dataset, run_cohort, run_result
 from fedsparse.families.hard_thresholding.algorithms import FedHT
 from fedsparse.pipeline import make_data
 from fedsparse.run_store import store_path
-from fedsparse.shard import run_shard
+from fedsparse.shard_runner import run_shard
 from fedsparse.sweep import plan_sweep
 
 DATA = {

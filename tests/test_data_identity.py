@@ -19,7 +19,7 @@ from fedsparse.errors import DataError
 from fedsparse.layout import Layout
 from fedsparse.pipeline import make_data
 from fedsparse.run_store import store_path
-from fedsparse.shard import run_shard
+from fedsparse.shard_runner import run_shard
 from fedsparse.sweep import plan_sweep
 
 SWEEP = {

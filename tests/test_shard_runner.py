@@ -21,7 +21,7 @@ from fedsparse.algorithms import ALGORITHMS
 from fedsparse.numerics import SHARED, model_path, numerics_version
 from fedsparse.pipeline import make_data
 from fedsparse.run_store import SUMMARY_KEY, SUMMARY_SHA256_KEY, read_stored, store_path
-from fedsparse.shard import run_shard
+from fedsparse.shard_runner import run_shard
 from fedsparse.sweep import plan_sweep
 
 LINEAR = SHARED["linear"]  # the toy sweeps' models are linear

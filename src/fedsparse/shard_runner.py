@@ -1,4 +1,5 @@
-"""Execute one shard of a sweep: its runs in one process, resumable run by run.
+"""Execute one shard of a sweep (cut by :mod:`fedsparse.sharding`): its runs in one process,
+resumable run by run.
 
 Each finished run is written at once to the results folder's run store
 (:mod:`fedsparse.run_store`: one atomic file per run, by run id, checked before it is taken
@@ -77,6 +78,7 @@ from .run_store import (
 from .sweep import Run, plan_sweep
 from .wording import counted
 
+# the shard job's lines: the logger is named for the job, not for the module
 log = logging.getLogger("fedsparse.shard")
 
 
