@@ -27,7 +27,6 @@ count changed: one line per interval at most.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import threading
@@ -37,12 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from .cost import RUN_OVERHEAD_S, known_shape, member_seconds, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
 from .layout import Layout, dataset_in
-from .run_store import SUMMARY_KEY, checkpointed_rounds, store_path, stored_ids
+from .run_store import checkpointed_rounds, stored_ids, unchecked_summary
 from .wording import counted
 
 __all__ = [
@@ -224,8 +222,7 @@ class SweepProgress:
         footer holds its summary: one small read per new run, never the trace)."""
         for run_id in self.ids[done & ~self.seen]:
             try:
-                meta = pq.read_schema(store_path(self.store, run_id)).metadata or {}
-                summary = json.loads(meta.get(SUMMARY_KEY, b"{}"))
+                summary = unchecked_summary(self.store, run_id)
             except (OSError, ValueError):  # an older store entry, or a truncated file
                 continue
             self.diverged += summary.get("status") == "diverged"

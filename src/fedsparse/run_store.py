@@ -1,8 +1,8 @@
 """The run store: one Parquet file per finished run, kept by run id.
 
 A results folder's store is :attr:`fedsparse.layout.Layout.store` (a shard run by hand may be
-given another folder); this module names the files in it and is the only one that writes,
-checks, reads, locks or moves them:
+given another folder). This module names the files in it, and no other module writes, checks,
+reads, locks, moves or lists the run files:
 
 - ``<run_id[:2]>/<run_id>.parquet``: a finished run's trace, with its run summary (the runs
   table's row, JSON) and that summary's SHA-256 in the file metadata (:func:`store_path`: a
@@ -18,8 +18,8 @@ checks, reads, locks or moves them:
 What the store guarantees, to the processes that go through this module:
 
 - A run's file appears whole or not at all: it is written beside its name and renamed over
-  it (:func:`write_stored`), so a reader finds no file or a complete one. Its pages carry
-  CRC-32 checksums.
+  it (:func:`write_stored`), so a reader finds no file or a complete one; each of its pages
+  is written with its CRC-32.
 - Nothing deletes a run's file: a shard writes a run only where the store holds no file of
   it (checked holding the run's lock; only :func:`adopt_parts`, moving in the runs an older
   fedsparse kept elsewhere, replaces a file of the same run), and a file found to be no
@@ -40,8 +40,10 @@ What the store guarantees, to the processes that go through this module:
   took the lock of a deleted lock file finds the run stored (:func:`run_lock`). The locks are
   ``flock`` locks of the processes sharing the folder.
 
-The listing for the progress line (:func:`stored_ids`) counts every ``*.parquet`` file by its
-name alone, checked or not: cheap, and a file found bad later is moved aside and so uncounted.
+What the progress line reads is cheaper and unchecked: :func:`stored_ids` lists every
+``*.parquet`` file by its name, and :func:`unchecked_summary` reads a footer's summary as it
+is (a file found bad later is moved aside, and so no longer listed).
+
 Like a checkpoint, a store file is trusted as the folder is: only a results folder's own runs
 write it.
 """
@@ -200,6 +202,14 @@ def _stored_config(summary: dict[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError):
         cfg = None
     return cfg if isinstance(cfg, dict) else {"algorithm": summary.get("algorithm")}
+
+
+def unchecked_summary(store: str | Path, run_id: str) -> Any:
+    """The summary the footer of ``run_id``'s file holds, unchecked (``{}`` if it holds
+    none): a cheap read for who only counts, the progress line. OSError for a file that is
+    not there or not Parquet, ValueError for one whose summary is not JSON."""
+    meta = pq.read_schema(store_path(store, run_id)).metadata or {}
+    return json.loads(meta.get(SUMMARY_KEY, b"{}"))
 
 
 def stored_summary(store: str | Path, run_id: str) -> dict[str, Any] | None:
