@@ -237,7 +237,7 @@ print(json.dumps([len(plan.runs), len(names), name, plan.shard_digest(name)]))
 """
 READ_SHARD = """
 import sys, yaml
-import fedsparse.shard
+import fedsparse.shard_runner
 from fedsparse.plan_file import read_plan_shard
 cfg = yaml.safe_load(open(sys.argv[1]))
 read_plan_shard(sys.argv[2], sys.argv[3], cfg)

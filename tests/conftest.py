@@ -140,7 +140,7 @@ def run_sweep(root, cfg: dict):
     every shard, the aggregate (the workflow's steps, as Snakemake runs them)."""
     from fedsparse import pipeline
     from fedsparse.aggregate import aggregate
-    from fedsparse.shard import run_shard
+    from fedsparse.shard_runner import run_shard
     from fedsparse.sweep import plan_sweep
 
     plan = plan_sweep(cfg)

@@ -19,7 +19,7 @@ from conftest import SMALL_LINEAR
 
 from fedsparse.checkpoint import KILL_IN_WRITE
 from fedsparse.pipeline import make_data
-from fedsparse.shard import run_shard
+from fedsparse.shard_runner import run_shard
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +68,7 @@ def shard_process(root: Path, env: dict[str, str] | None = None) -> subprocess.P
     """The shard in a process of its own, logging to stderr."""
     code = (
         "import json, logging, sys\n"
-        "from fedsparse.shard import run_shard\n"
+        "from fedsparse.shard_runner import run_shard\n"
         "logging.basicConfig(level=logging.INFO, format='%(name)s %(message)s')\n"
         f"run_shard(json.loads({json.dumps(SWEEP)!r}), {SHARD!r}, {str(root / 'data')!r},"
         f" {str(outputs(root)[0])!r}, {str(outputs(root)[1])!r})\n"

@@ -15,7 +15,8 @@ from fedsparse.errors import ConfigError
 from fedsparse.experiment import load_dataset, run_cohort, run_result
 from fedsparse.families.hard_thresholding.algorithms import FedHT
 from fedsparse.pipeline import make_data
-from fedsparse.shard import run_shard, store_path
+from fedsparse.run_store import store_path
+from fedsparse.shard_runner import run_shard
 from fedsparse.sweep import plan_sweep
 
 DATA = {

@@ -296,7 +296,7 @@ def test_a_plan_read_from_its_file_sizes_shards_as_the_planned_one(tmp_path):
 
 
 def test_a_second_process_on_the_same_shard_waits_for_the_first(tmp_path):
-    from fedsparse.shard import run_shard
+    from fedsparse.shard_runner import run_shard
 
     cfg = sweep(shard_size=50)
     make_data(cfg, "lin", tmp_path / "data" / "lin")

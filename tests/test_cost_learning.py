@@ -23,7 +23,7 @@ from fedsparse.cost_learning import (
 from fedsparse.errors import ConfigError
 from fedsparse.layout import Layout
 from fedsparse.machine import NOMINAL
-from fedsparse.shard import SUMMARY_KEY, SUMMARY_SHA256_KEY, store_path
+from fedsparse.run_store import SUMMARY_KEY, SUMMARY_SHA256_KEY, store_path
 from fedsparse.sweep import plan_sweep
 
 # big enough that a shard's estimate passes the cost model's 10-minute floor (no data is

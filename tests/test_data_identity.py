@@ -18,7 +18,8 @@ from fedsparse.data.identity import check_built, entry_digest, run_data_digest
 from fedsparse.errors import DataError
 from fedsparse.layout import Layout
 from fedsparse.pipeline import make_data
-from fedsparse.shard import run_shard, store_path
+from fedsparse.run_store import store_path
+from fedsparse.shard_runner import run_shard
 from fedsparse.sweep import plan_sweep
 
 SWEEP = {

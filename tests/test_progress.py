@@ -8,15 +8,8 @@ from conftest import SMALL_LINEAR
 
 from fedsparse.checkpoint import Checkpoint, read_header
 from fedsparse.layout import checkpoint_in
-from fedsparse.progress import (
-    SmoothedRate,
-    SweepProgress,
-    checkpointed_rounds,
-    duration,
-    stored_ids,
-    sweep_progress,
-)
-from fedsparse.shard import store_path
+from fedsparse.progress import SmoothedRate, SweepProgress, duration, sweep_progress
+from fedsparse.run_store import checkpointed_rounds, store_path, stored_ids
 from fedsparse.sweep import plan_sweep
 
 SWEEP = {

@@ -318,7 +318,7 @@ def test_a_shard_reads_its_part_and_plans_itself_only_without_a_valid_plan(
 
     import pandas as pd
 
-    import fedsparse.shard as shard_module
+    import fedsparse.shard_runner as shard_module
     from fedsparse.layout import Layout
     from fedsparse.pipeline import make_data
     from fedsparse.plan_file import write_plan_file

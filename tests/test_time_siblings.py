@@ -17,7 +17,8 @@ from fedsparse.experiment import run_result, run_results, time_siblings_key
 from fedsparse.families.gradient_sparsification.algorithms import FABTopK
 from fedsparse.pipeline import make_data
 from fedsparse.plan_file import read_plan, write_plan_file
-from fedsparse.shard import run_shard, store_path
+from fedsparse.run_store import store_path
+from fedsparse.shard_runner import run_shard
 from fedsparse.sweep import plan_sweep
 
 DATA = {

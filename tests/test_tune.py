@@ -679,7 +679,7 @@ def test_grid_sweeps_plan_no_study():
 def test_trial_files_merge_with_grid_shards(tmp_path):
     """aggregate: shard files (no Optuna columns) and study exports in one results folder."""
     from fedsparse.aggregate import aggregate, read_traces
-    from fedsparse.shard import run_shard
+    from fedsparse.shard_runner import run_shard
 
     grid = {
         "sweep": "g",

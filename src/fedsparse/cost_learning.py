@@ -31,7 +31,6 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from .cost import (
     MIN_RUNTIME_MIN,
@@ -48,6 +47,7 @@ from .cost import (
 from .errors import ConfigError
 from .layout import Layout
 from .machine import NOMINAL, Rates, host_rates
+from .run_store import stored_summary
 from .sweep import Plan, Run
 
 RUNTIME_SCALE_ENV = "FEDSPARSE_RUNTIME_SCALE"
@@ -252,7 +252,7 @@ class ShardRuntimes:
         if key not in self._retried:
             measured = {}
             for run in runs:
-                summary = _stored_summary(self.layout.store, run.run_id)
+                summary = stored_summary(self.layout.store, run.run_id)
                 if summary is not None:
                     measured[run.run_id] = summary
             left = [i for i, r in enumerate(runs) if r.run_id not in measured]
@@ -279,17 +279,6 @@ class ShardRuntimes:
                 self._samples_of(shard, finished),
             )
         return self._retried[key]
-
-
-def _stored_summary(store: Path, run_id: str) -> dict[str, Any] | None:
-    """The summary of a finished run in the store, from its footer (None: not there, or not
-    whole: the shard moves such a file aside and computes the run)."""
-    from .shard import BadStoreFile, check_footer, store_path
-
-    try:
-        return check_footer(store_path(store, run_id), run_id)
-    except (BadStoreFile, FileNotFoundError):
-        return None
 
 
 def _earlier_in_group(runs: list[Run], i: int, kept: set[int]) -> bool:

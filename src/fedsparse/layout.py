@@ -124,7 +124,8 @@ class Layout:
     # ------------------------------------------------------------------ grid runs
     @property
     def store(self) -> Path:
-        """The run store: each finished run's trace, kept whatever happens to the shards."""
+        """The run store: each finished run's trace, kept whatever happens to the shards
+        (:mod:`fedsparse.run_store` names the files in it)."""
         return self.root / "store"
 
     def checkpoint(self, run_id: str) -> Path:

@@ -27,10 +27,8 @@ count changed: one line per interval at most.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -38,21 +36,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
-from .checkpoint import read_header
 from .cost import RUN_OVERHEAD_S, known_shape, member_seconds, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
-from .layout import CHECKPOINTS, Layout, dataset_in
+from .layout import Layout, dataset_in
+from .run_store import checkpointed_rounds, stored_ids, unchecked_summary
 from .wording import counted
 
 __all__ = [
     "DEFAULT_EVERY",
     "SmoothedRate",
     "SweepProgress",
-    "checkpointed_rounds",
     "duration",
-    "stored_ids",
     "sweep_progress",
 ]
 
@@ -94,42 +89,6 @@ class SmoothedRate:
         if not self.rate or self.rate <= 0:
             return None
         return work_left / self.rate
-
-
-def stored_ids(store: str | Path) -> np.ndarray:
-    """The run ids in a run store (``store/<id[:2]>/<run_id>.parquet``), unsorted."""
-    ids = []
-    try:
-        folders = list(os.scandir(store))
-    except FileNotFoundError:
-        return np.array([], dtype=str)
-    for folder in folders:
-        if folder.is_dir():
-            ids += [e.name[:-8] for e in os.scandir(folder.path) if e.name.endswith(".parquet")]
-    return np.array(ids, dtype=str)
-
-
-def checkpointed_rounds(store: str | Path) -> dict[str, int]:
-    """Each run id held by a checkpoint in the run store, with the round it holds (a cohort's
-    checkpoint holds every member's, at one round). A run's checkpoint goes once the run is
-    stored; one of a killed run stays until its rerun, its rounds kept."""
-    rounds: dict[str, int] = {}
-    try:
-        entries = list(os.scandir(Path(store) / CHECKPOINTS))
-    except FileNotFoundError:
-        return rounds
-    for entry in entries:
-        if not entry.name.endswith(".ckpt"):  # e.g. a write's temporary file
-            continue
-        header = read_header(entry.path)
-        try:
-            round_ = int(header["round"])
-            for group in header["runs"]:
-                for run_id in group:
-                    rounds[str(run_id)] = round_
-        except (TypeError, KeyError, ValueError):  # no header (being replaced): next time
-            continue
-    return rounds
 
 
 class SweepProgress:
@@ -263,8 +222,7 @@ class SweepProgress:
         footer holds its summary: one small read per new run, never the trace)."""
         for run_id in self.ids[done & ~self.seen]:
             try:
-                meta = pq.read_schema(_store_path(self.store, run_id)).metadata or {}
-                summary = json.loads(meta.get(b"fedsparse_run_summary", b"{}"))
+                summary = unchecked_summary(self.store, run_id)
             except (OSError, ValueError):  # an older store entry, or a truncated file
                 continue
             self.diverged += summary.get("status") == "diverged"
@@ -326,11 +284,6 @@ def sweep_progress(
         return _Silent()
     layout = Layout(results)
     return SweepProgress(plan, layout.store, layout.data, emit, every)
-
-
-def _store_path(store: Path, run_id: str) -> Path:
-    # fedsparse.shard.store_path (which imports this module)
-    return store / run_id[:2] / f"{run_id}.parquet"
 
 
 def duration(seconds: float) -> str:

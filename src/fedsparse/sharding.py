@@ -1,4 +1,5 @@
-"""Packing a sweep's runs into shards: one process, one cluster job each.
+"""Packing a sweep's runs into shards: one process, one cluster job each
+(:mod:`fedsparse.shard_runner` runs one).
 
 By default as many shards as ``shard_size`` runs a shard make, cut so that each costs about
 the same by the cost model's estimate (:mod:`fedsparse.cost`): a data set of costly runs gets

@@ -18,7 +18,7 @@ a kill. Locks are removed only when every recorded owner is such a dead process 
 - a lock with no record at all (an older fedsparse, another workflow) is left alone.
 
 The jobs of a killed Snakemake may still run as orphans; they hold no Snakemake lock, and
-the rerun's job waits for the shard lock beside their outputs (:mod:`fedsparse.shard`).
+the rerun's job waits for the shard lock beside their outputs (:mod:`fedsparse.shard_runner`).
 """
 
 from __future__ import annotations

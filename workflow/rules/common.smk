@@ -69,7 +69,7 @@ if not workflow.remote_exec and L.root.is_dir():
 onstart:
     # When jobs are about to run (not in a dry run), in the Snakemake process only (not in a
     # cluster job's own Snakemake); an unchanged plan is not rewritten, and a job that finds
-    # no valid plan file plans the sweep itself (fedsparse.shard).
+    # no valid plan file plans the sweep itself (fedsparse.shard_runner).
     if not workflow.remote_exec:
         CONSOLE.start(PROGRESS, log)
     if SHARDS and not workflow.remote_exec:

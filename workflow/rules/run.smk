@@ -1,9 +1,9 @@
 # A shard's files are named by its digest, of the runs they hold (Plan.shard_digest): a sweep
 # edit that changes a shard's runs asks for files the folder lacks, so the shard reruns whether
 # or not Snakemake's records (.snakemake/) are there, and a shard whose runs are unchanged does
-# not; its job computes only the runs the store lacks (fedsparse.shard). The sweep's target
-# (rule all) asks for every shard's files itself: Snakemake, finding the aggregate's outputs
-# present and no record of its inputs, would take missing shard files for intermediates.
+# not; its job computes only the runs the store lacks (fedsparse.shard_runner). The sweep's
+# target (rule all) asks for every shard's files itself: Snakemake, finding the aggregate's
+# outputs present and no record of its inputs, would take missing shard files for intermediates.
 rule run_shard:
     input:
         shard_data,

@@ -84,7 +84,7 @@ def run_holdout(
     """Re-run the study's best configuration on the fresh ``holdout_seeds``."""
     from ..data import load_built
     from ..experiment import run_result
-    from ..shard import run_summary
+    from ..shard_runner import run_summary
     from ..sweep import Run
 
     spec = study_spec(sweep, study)

@@ -254,7 +254,7 @@ def _run_trial(
     from optuna.trial import TrialState
 
     from ..experiment import run_result
-    from ..shard import run_summary
+    from ..shard_runner import run_summary
     from ..sweep import Run
 
     params = trial.params

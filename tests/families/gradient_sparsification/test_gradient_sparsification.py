@@ -1131,7 +1131,7 @@ def test_the_algorithm_receives_the_sequence_resolved(tmp_path):
 def test_sequence_from_a_results_folder_and_a_sparser_trace(tmp_path):
     from fedsparse.aggregate import write_traces_dataset
     from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
-    from fedsparse.shard import run_summary
+    from fedsparse.shard_runner import run_summary
     from fedsparse.sweep import Run
 
     tables, summaries = [], []

@@ -19,7 +19,7 @@ from fedsparse.families.gradient_sparsification import report as gs_section
 from fedsparse.report.claims import NOT_AT_SETTING, SCORED, VERDICTS, Claim, require_evidence
 from fedsparse.report.page import Page
 from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
-from fedsparse.shard import run_summary
+from fedsparse.shard_runner import run_summary
 from fedsparse.sweep import Run
 
 DATA = {

@@ -43,7 +43,7 @@ from fedsparse.report.claims import (
     require_evidence,
 )
 from fedsparse.report.page import Page
-from fedsparse.shard import run_shard
+from fedsparse.shard_runner import run_shard
 from fedsparse.sweep import plan_sweep
 
 SETTING_1 = {

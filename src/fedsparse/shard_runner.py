@@ -1,21 +1,16 @@
-"""Execute one shard of a sweep: its runs in one process, resumable run by run.
+"""Execute one shard of a sweep (cut by :mod:`fedsparse.sharding`): its runs in one process,
+resumable run by run.
 
-Each finished run is written at once to the results folder's run store,
-``store/<run_id[:2]>/<run_id>.parquet`` (atomically, with its summary in the file
-metadata), and stays there: a shard job computes only the runs of its list that the
-store does not hold, whichever attempt, shard or sweep config computed them. So nothing
-that happens to a job's outputs loses a finished run: Snakemake deletes a job's outputs
-before it reruns it (after its own process was killed, its orphaned jobs' outputs count
-as incomplete), a sweep edit moves runs between shards, another config run on the same
-folder replaces the shard files. The shard's own outputs are assembled from the store
-and written atomically at the end.
-
-A store file counts as a finished run only when it is whole and is that run's: its footer
-reads as Parquet and holds a run summary naming its run id (checked before a run is taken
-as done, a footer read: cheap), and its pages pass their checksums when the shard reads
-it for its outputs. Any other file (torn, not Parquet, another run's, or corrupted) is
-moved aside as ``<run_id>.parquet.bad-<UTC time>`` with one log line saying why, and the
-run is computed again; see :func:`check_footer` for what the checks catch and what not.
+Each finished run is written at once to the results folder's run store
+(:mod:`fedsparse.run_store`: one atomic file per run, by run id, checked before it is taken
+as done, moved aside if it is no finished run) and stays there: a shard job computes only the
+runs of its list that the store does not hold, whichever attempt, shard or sweep config
+computed them. So nothing that happens to a job's outputs loses a finished run: Snakemake
+deletes a job's outputs before it reruns it (after its own process was killed, its orphaned
+jobs' outputs count as incomplete), a sweep edit moves runs between shards, another config run
+on the same folder replaces the shard files. The shard's own outputs are assembled from the
+store and written atomically at the end; a run whose file fails its full read then (a damaged
+page) is moved aside and computed again.
 
 A run in progress is not lost either: every ``checkpoint_minutes`` of its computation (a sweep
 key, default 5) its whole state is written to ``store/checkpoints/<run_id>.ckpt`` (a cohort's,
@@ -23,11 +18,11 @@ as one, under its first run's id; :mod:`fedsparse.checkpoint`). A killed run's n
 resumes from there, one log line saying from which round, with the trace it would have had
 uninterrupted; the checkpoint is deleted once the run is in the store.
 
-One process at a time computes a run (a lock file beside its store entry, taken
-without waiting: a run another process holds is left for last, then waited for) and
-one process at a time works on a shard (a lock beside its outputs): after the Snakemake
-process on a cluster's login node dies, its jobs run on, and the rerun may start the
-same shard, or another shard holding the same runs, while the orphan is still writing.
+One process at a time computes a run (the run's lock in the store, taken without waiting: a
+run another process holds is left for last, then waited for) and one process at a time works
+on a shard (a lock beside its outputs): after the Snakemake process on a cluster's login node
+dies, its jobs run on, and the rerun may start the same shard, or another shard holding the
+same runs, while the orphan is still writing.
 
 A shard finds its runs in the sweep's plan file (``shards/plan.parquet`` next to its
 outputs, written once by the Snakemake process; see :func:`fedsparse.plan_file.write_plan_file`),
@@ -42,18 +37,14 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import hashlib
 import json
 import logging
 import math
-import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .checkpoint import Checkpoint
 from .data import load_built
@@ -61,7 +52,7 @@ from .data.identity import run_data_digest
 from .defaults import SWEEP_DEFAULTS, sweep_default
 from .experiment import run_cohort, run_identity, time_siblings_key
 from .layout import Layout, checkpoint_in
-from .numerics import UNRECORDED, numerics_version
+from .numerics import numerics_version
 from .plan_file import PlanFileError, read_plan_shard
 from .progress import duration
 from .provenance import provenance
@@ -69,20 +60,26 @@ from .results import (
     RENAMED_RUNS_COLUMNS,
     RUNS_SCHEMA,
     TRACE_SCHEMA,
-    one_line,
     rows_table,
     upgrade,
     write_parquet_atomic,
 )
+from .run_store import (
+    BadStoreFile,
+    adopt_parts,
+    holds_finished,
+    is_stored,
+    move_aside,
+    read_stored,
+    run_lock,
+    store_path,
+    write_stored,
+)
 from .sweep import Run, plan_sweep
 from .wording import counted
 
+# the shard job's lines: the logger is named for the job, not for the module
 log = logging.getLogger("fedsparse.shard")
-
-# A store file's metadata: its run's summary (the runs.parquet row, JSON) and, since
-# store files are checked, the SHA-256 of those bytes (files of earlier versions lack it).
-SUMMARY_KEY = b"fedsparse_run_summary"
-SUMMARY_SHA256_KEY = b"fedsparse_run_summary_sha256"
 
 
 def run_summary(
@@ -122,131 +119,6 @@ def run_summary(
     }
 
 
-def _stored_config(summary: dict[str, Any]) -> dict[str, Any]:
-    """The run config a stored run's summary records (its algorithm alone if that is lost)."""
-    try:
-        cfg = json.loads(summary.get("config_json") or "")
-    except (TypeError, ValueError):
-        cfg = None
-    return cfg if isinstance(cfg, dict) else {"algorithm": summary.get("algorithm")}
-
-
-def store_path(store: str | Path, run_id: str) -> Path:
-    """Where the run store keeps a finished run (two-character fan-out: a million runs
-    make 256 folders of ~4,000 files, not one folder of a million)."""
-    return Path(store) / run_id[:2] / f"{run_id}.parquet"
-
-
-def bad_store_path(path: Path, when: dt.datetime) -> Path:
-    """Where a store file that is no finished run is moved aside (beside it, under a name
-    no reader of the store takes for a run: they read ``*.parquet``)."""
-    return path.with_name(f"{path.name}.bad-{when:%Y%m%dT%H%M%S.%fZ}")
-
-
-class BadStoreFile(Exception):
-    """A store file that is not its run's finished trace; the message says why."""
-
-
-def check_footer(path: Path, run_id: str) -> dict[str, Any]:
-    """The run summary of the store file ``path`` of ``run_id``, from its footer alone (a
-    read of its last few KB), or BadStoreFile; FileNotFoundError if there is none.
-
-    Catches: a torn (truncated) file or one that is not Parquet (no footer), a file of
-    another run (copied or renamed: the summary's run id), a summary whose bytes changed
-    (its SHA-256, in files written since the check exists). Not caught here: damage to the
-    data pages (caught by their checksums when the file is read whole, see
-    :func:`read_stored`), or to the footer's other fields that leaves it readable.
-    """
-    try:
-        meta = pq.read_metadata(path)
-    except FileNotFoundError:
-        raise
-    except (pa.ArrowException, OSError) as exc:
-        raise BadStoreFile(f"is not a whole Parquet file ({one_line(exc)})") from None
-    return _checked_summary(meta.metadata or {}, run_id)
-
-
-def read_stored(path: Path, run_id: str) -> tuple[pa.Table, dict[str, Any]]:
-    """The trace and summary of the store file ``path`` of ``run_id``, read whole and
-    checked (:func:`check_footer`, then each page's CRC-32 where the file has them: files
-    of earlier versions do not, and damage to their pages is caught only where it makes
-    them unreadable), or BadStoreFile; FileNotFoundError if there is none. One thread: a
-    run's file is small, and after reading damaged pages without checksums pyarrow's
-    threaded reader was seen, rarely, to abort the process at its exit."""
-    try:
-        table = pq.read_table(path, page_checksum_verification=True, use_threads=False)
-    except FileNotFoundError:
-        raise
-    except (pa.ArrowException, OSError) as exc:
-        raise BadStoreFile(f"cannot be read ({one_line(exc)})") from None
-    summary = _checked_summary(table.schema.metadata or {}, run_id)
-    ids = table.column("run_id").unique().to_pylist() if "run_id" in table.column_names else []
-    if ids != [run_id]:
-        raise BadStoreFile(f"holds the trace rows of runs {ids[:3]}, not of {run_id}")
-    return table, summary
-
-
-def _checked_summary(metadata: dict[bytes, bytes], run_id: str) -> dict[str, Any]:
-    raw = metadata.get(SUMMARY_KEY)
-    if raw is None:
-        raise BadStoreFile("has no run summary in its metadata")
-    digest = metadata.get(SUMMARY_SHA256_KEY)
-    if digest is not None and hashlib.sha256(raw).hexdigest().encode() != digest:
-        raise BadStoreFile("has a run summary that does not match its checksum")
-    try:
-        summary = json.loads(raw)
-    except ValueError:
-        raise BadStoreFile("has a run summary that is not JSON") from None
-    stored = summary.get("run_id") if isinstance(summary, dict) else None
-    if stored != run_id:
-        raise BadStoreFile(f"holds run {stored}, not {run_id}")
-    found, wanted = (
-        summary.get("numerics") or UNRECORDED,
-        numerics_version(_stored_config(summary)),
-    )
-    if wanted is not None and found != wanted:
-        raise BadStoreFile(f"was computed with numerics {found}, not this version's {wanted}")
-    return summary
-
-
-def _is_stored(store: Path, run_id: str) -> bool:
-    """Whether the store holds ``run_id`` finished, by its footer (see check_footer)."""
-    try:
-        check_footer(store_path(store, run_id), run_id)
-    except (BadStoreFile, FileNotFoundError):
-        return False
-    return True
-
-
-def _holds_finished(store: Path, run_id: str, shard: str) -> bool:
-    """Whether the store holds ``run_id`` finished; a file there that is not is moved aside
-    (one log line). Called holding the run's lock, so no other process writes it meanwhile."""
-    path = store_path(store, run_id)
-    try:
-        check_footer(path, run_id)
-    except FileNotFoundError:
-        return False
-    except BadStoreFile as exc:
-        _move_aside(path, exc, shard)
-        return False
-    return True
-
-
-def _move_aside(path: Path, why: BadStoreFile, shard: str) -> None:
-    target = bad_store_path(path, dt.datetime.now(dt.UTC))
-    try:
-        os.replace(path, target)
-    except FileNotFoundError:  # gone meanwhile: nothing to keep
-        return
-    log.warning(
-        "shard %s: store file %s %s; moved aside to %s, the run is computed again",
-        shard,
-        path,
-        why,
-        target.name,
-    )
-
-
 def run_shard(
     sweep: dict[str, Any],
     shard: str,
@@ -270,7 +142,7 @@ def run_shard(
     with _exclusive(runs_out.with_name(f".{shard}.lock"), shard):
         # (an older fedsparse's shard files were named without a digest)
         for parts in (Path(f"{traces_out}.parts"), around.shards / f"{shard}.parquet.parts"):
-            _adopt_parts(parts, store)
+            adopt_parts(parts, store)
         minutes = float(sweep_default(sweep, "checkpoint_minutes"))
         _run_shard(runs, shard, data_root, store, minutes)
         _write_outputs(runs, shard, store, data_root, traces_out, runs_out)
@@ -308,39 +180,6 @@ def _exclusive(lock_path: Path, shard: str):
         yield
 
 
-@contextlib.contextmanager
-def _run_lock(store: Path, run_id: str, wait: bool):
-    """Yield True holding ``run_id``'s lock (False, without it, if another process holds it
-    and ``wait`` is false). Whoever holds it checks the store before computing the run, and
-    the writer deletes the lock file only after the run is in the store, so a process that
-    locked a deleted lock file finds the run stored and never computes it a second time."""
-    path = store_path(store, run_id).with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            if store_path(store, run_id).exists():
-                path.unlink(missing_ok=True)
-
-
-def _adopt_parts(parts: Path, store: Path) -> None:
-    """Move the finished runs of an interrupted shard of an older fedsparse (which kept them
-    in ``<traces output>.parts/``) into the store."""
-    if not parts.is_dir():
-        return
-    for part in parts.glob("*.parquet"):
-        target = store_path(store, part.stem)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(part, target)
-    shutil.rmtree(parts, ignore_errors=True)
-
-
 def _run_shard(
     runs: list[Run],
     shard: str,
@@ -352,7 +191,7 @@ def _run_shard(
     once it has finished or died. Runs that differ only in a time model their algorithm does
     not read are computed together, once (fedsparse.experiment.run_results). Each computation
     checkpoints every ``checkpoint_minutes`` (0: never) and resumes from its checkpoint."""
-    todo = [r for r in runs if not _is_stored(store, r.run_id)]
+    todo = [r for r in runs if not is_stored(store, r.run_id)]
     reused = len(runs) - len(todo)
     log.info("shard %s: %s (%d already done)", shard, counted(len(runs), "run"), reused)
     if not todo:
@@ -383,7 +222,7 @@ def _run_shard(
             with contextlib.ExitStack() as locks:
                 mine = []
                 for run in group:
-                    if locks.enter_context(_run_lock(store, run.run_id, wait)):
+                    if locks.enter_context(run_lock(store, run.run_id, wait)):
                         mine.append(run)
                     else:
                         log.info(
@@ -392,7 +231,7 @@ def _run_shard(
                             run.run_id,
                         )
                         busy.append(run)
-                stored = [r for r in mine if _holds_finished(store, r.run_id, shard)]
+                stored = [r for r in mine if holds_finished(store, r.run_id, shard)]
                 for run in stored:  # finished elsewhere meanwhile
                     done += 1
                     report(run, "finished by another process")
@@ -456,11 +295,7 @@ def _compute(
     summaries = []
     for run, result in zip(runs, results, strict=True):
         summary = run_summary(run, result.trace, wall, shard, result.client_summary)
-        raw = json.dumps(summary).encode()
-        meta = {SUMMARY_KEY: raw, SUMMARY_SHA256_KEY: hashlib.sha256(raw).hexdigest().encode()}
-        table = result.trace.replace_schema_metadata({**TRACE_SCHEMA.metadata, **meta})
-        # each page's CRC-32, checked when the shard reads the file (read_stored)
-        write_parquet_atomic(table, store_path(store, run.run_id), write_page_checksum=True)
+        write_stored(store, run.run_id, result.trace, summary)
         summaries.append(summary)
     checkpoint.remove()  # every run of it is in the store
     return summaries
@@ -515,12 +350,12 @@ def _read_or_recompute(
         return read_stored(path, run.run_id)
     except (BadStoreFile, FileNotFoundError):
         pass
-    with _run_lock(store, run.run_id, wait=True):  # another process may have replaced it
+    with run_lock(store, run.run_id, wait=True):  # another process may have replaced it
         try:
             return read_stored(path, run.run_id)
         except FileNotFoundError:
             pass
         except BadStoreFile as exc:
-            _move_aside(path, exc, shard)
+            move_aside(path, exc, shard)
     _run_shard([run], shard, data_root, store)
     return read_stored(path, run.run_id)  # just written: fails only with a failing disk
