@@ -40,7 +40,6 @@ def _configure_cache() -> None:
 
 _configure_cache()
 
-from . import cnn  # noqa: E402,F401  (registers the CNN kernels with mlp's dispatch)
 from .evaluate import (  # noqa: E402
     client_losses_from_margins,
     column_checks,
@@ -50,6 +49,7 @@ from .evaluate import (  # noqa: E402
     ridge_term,
     transpose,
 )
+from .layers import ACTIVATIONS, RELU, SIGMOID, SWISH, TANH  # noqa: E402
 from .losses import (  # noqa: E402
     LEAST_SQUARES,
     LOGISTIC,
@@ -60,12 +60,7 @@ from .losses import (  # noqa: E402
     sample_loss_grad,
     weighted_sum,
 )
-from .mlp import (  # noqa: E402
-    ACTIVATIONS,
-    RELU,
-    SIGMOID,
-    SWISH,
-    TANH,
+from .network import (  # noqa: E402
     mlp_batch_grad,
     mlp_eval,
     mlp_local_sgd_round,
