@@ -27,7 +27,7 @@ import argparse
 import os
 import time
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads (see kernels.mlp)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads (see kernels.network)
 
 import numpy as np  # noqa: E402
 from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402

@@ -405,6 +405,11 @@ def numba_cache_dir(env: dict) -> str:
         for k, v in os.environ.items()
         if k not in ("FEDSPARSE_NUMBA_CACHE", "NUMBA_CACHE_DIR", "SLURM_JOB_ID")
     }
+    if "PYTHONPATH" in env:  # in front of the caller's own
+        env = {
+            **env,
+            "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], clean.get("PYTHONPATH", "")]),
+        }
     out = subprocess.run(
         [sys.executable, "-c", code],
         env={**clean, **env},
@@ -421,6 +426,27 @@ def test_numba_cache_is_keyed_by_kernel_sources_and_node_local_under_slurm(tmp_p
     slurm = numba_cache_dir({"SLURM_JOB_ID": "42", "TMPDIR": str(tmp_path / "node")})
     assert slurm.startswith(str(tmp_path / "node") + "/fedsparse-numba-")
     assert slurm.rsplit("/", 1)[1] == explicit.rsplit("/", 1)[1]  # same key: same sources
+
+
+def test_numba_cache_key_covers_the_builtin_families_kernels(tmp_path):
+    # The registry's entry points name the families; the kernels find their sources from them.
+    import shutil
+    from pathlib import Path
+
+    import fedsparse
+    from fedsparse.plugins import builtin_kernel_sources
+
+    package = Path(fedsparse.__file__).resolve().parent
+    found = [p.resolve() for p in builtin_kernel_sources()]
+    assert found == sorted(package.glob("families/*/kernels.py")) and len(found) >= 3
+    copy = tmp_path / "src"
+    shutil.copytree(package, copy / "fedsparse", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"FEDSPARSE_NUMBA_CACHE": str(tmp_path / "c"), "PYTHONPATH": str(copy)}
+    before = numba_cache_dir(env)
+    assert before == numba_cache_dir({**env, "PYTHONPATH": str(package.parent)})
+    kernels = copy / "fedsparse" / found[-1].relative_to(package)
+    kernels.write_text(kernels.read_text() + "\n# edited\n")
+    assert numba_cache_dir(env) != before
 
 
 def test_prefetching_csr_rows_reads_nothing_out_of_place():

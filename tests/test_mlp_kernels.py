@@ -163,13 +163,13 @@ def test_constants_and_sizes():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("ta, tb", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")])
 def test_layer_products_are_our_own_blas(dtype, ta, tb):
-    """The kernels' row-major ``_gemm`` is ``cblas_?gemm`` of scipy-openblas32 (the network
+    """The kernels' row-major ``gemm`` is ``cblas_?gemm`` of scipy-openblas32 (the network
     numerics name that library): the same bits as calling it directly, and NumPy's product
     within rounding, for every transpose flag, with alpha and beta."""
     import ctypes
 
     from fedsparse.kernels import blas
-    from fedsparse.kernels.mlp import _gemm
+    from fedsparse.kernels.layers import gemm
 
     rng = np.random.default_rng(3)
     m, n, k = 37, 29, 53
@@ -178,7 +178,7 @@ def test_layer_products_are_our_own_blas(dtype, ta, tb):
     C0 = rng.standard_normal((m, n)).astype(dtype)
     ours = C0.copy()
     flat = (A.ravel(), B.ravel(), 0.5, ours.ravel())
-    _gemm(ord(ta), ord(tb), m, n, k, 0.75, *flat)
+    gemm(ord(ta), ord(tb), m, n, k, 0.75, *flat)
     direct = C0.copy()
     real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
     call = blas.LIBRARY["scipy_cblas_" + ("s" if dtype == np.float32 else "d") + "gemm"]

@@ -2,8 +2,8 @@
 
 Linear models without intercept keep their fast paths (evaluation from the model's
 support columns, several models in one pass); every other model (an MLP, a cnn, or a
-linear model with intercept) is scored by the blocked forward kernels of ``kernels.mlp``
-(which hand a cnn's layer table to ``kernels.cnn``),
+linear model with intercept) is scored by the blocked forward kernels of ``kernels.network``
+(which run an MLP by ``kernels.mlp``, a cnn's layer table by ``kernels.cnn``),
 which also score per-client (personalised) models on each client's own rows.
 """
 
@@ -44,13 +44,13 @@ def one_blas_thread() -> None:
 class KernelModel(NamedTuple):
     """The model and loss as the training kernels take them, in their argument order: a call
     passes ``*problem.kernel_model`` where a kernel takes ``sizes, bias, activation_code,
-    loss_code, l2`` (the network kernels of ``kernels.mlp``/``kernels.cnn`` and the kernels
+    loss_code, l2`` (the network kernels of ``kernels.network`` and the kernels
     built on them), ``*problem.kernel_model.linear`` where a linear-model kernel takes
     ``loss_code, l2``. numba's kernels take loose arguments: this is where they are bundled."""
 
     sizes: np.ndarray  # layer widths, or a cnn's 2-D layer table (kernels.cnn)
     bias: bool
-    activation_code: int  # kernels.mlp's activation codes
+    activation_code: int  # kernels.layers' activation codes
     loss_code: int  # kernels.LOSS_CODES
     l2: float
 

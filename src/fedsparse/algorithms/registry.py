@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FedsparseError
+from ..plugins import GROUP, PACKAGE, is_builtin
+from ..plugins import entry_points as installed_entry_points
 
-GROUP = "fedsparse.algorithms"
-PACKAGE = __name__.split(".")[0]  # an entry point into this package is a built-in family
 LAST = float("inf")  # the ORDER of a family that declares none
 
 
@@ -44,12 +44,6 @@ class Registered:
     report: str | None
     builtin: bool
     order: float = LAST
-
-
-def _entry_points() -> list[Any]:
-    from importlib.metadata import entry_points
-
-    return sorted(entry_points(group=GROUP), key=lambda ep: (ep.name, ep.value))
 
 
 def _family(obj: Any, source: str, builtin: bool) -> Registered:
@@ -80,10 +74,6 @@ def _family(obj: Any, source: str, builtin: bool) -> Registered:
     return Registered(source, module, tuple(classes), report, builtin, order)
 
 
-def _is_builtin(ep: Any) -> bool:
-    return ep.value.split(":")[0].split(".")[0] == PACKAGE
-
-
 _LOADING: list[bool] = []
 
 
@@ -96,8 +86,8 @@ def _load(entry_points: list[Any] | None = None, plugins: bool = True) -> list[R
             "the algorithm registry was used while it was loading (a family module reads the "
             "registry or fedsparse.results' schemas at import: read them in a function instead)"
         )
-    installed = _entry_points()
-    points = [ep for ep in installed if _is_builtin(ep)]
+    installed = installed_entry_points()
+    points = [ep for ep in installed if is_builtin(ep)]
     if not points:
         raise FedsparseError(
             f"{PACKAGE}'s own algorithm families are not registered (no entry point of group "
@@ -105,12 +95,12 @@ def _load(entry_points: list[Any] | None = None, plugins: bool = True) -> list[R
         )
     if plugins:
         others = installed if entry_points is None else entry_points
-        points += [ep for ep in others if not _is_builtin(ep)]
+        points += [ep for ep in others if not is_builtin(ep)]
     _LOADING.append(True)
     try:
         out = []
         for ep in points:
-            builtin = _is_builtin(ep)
+            builtin = is_builtin(ep)
             source = f"entry point {ep.name} ({ep.value})"
             try:
                 obj = ep.load()

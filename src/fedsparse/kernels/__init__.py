@@ -1,12 +1,15 @@
 """Numba kernels: pure functions on arrays, no I/O, no configuration.
 
 Compiled kernels are cached on disk under a directory keyed by a hash of the
-kernel sources, because numba's own cache only notices edits to the file that
-defines a function, not to the helpers it inlines from other files (and a new
-package version with new kernels must never load old machine code). The base
-directory is ``FEDSPARSE_NUMBA_CACHE`` (or numba's ``NUMBA_CACHE_DIR``) if set;
-inside a SLURM job, node-local ``$TMPDIR`` (or /tmp), so jobs on many nodes
-do not write machine code to a shared home directory; else ~/.cache/fedsparse.
+kernel sources: these shared kernels and the built-in families' own (found from the
+registry's entry points, :func:`fedsparse.plugins.builtin_kernel_sources`), because
+numba's own cache only notices edits to the file that defines a function, not to the
+helpers it inlines from other files (and a new package version with new kernels must
+never load old machine code). numba fixes a function's cache directory when the
+function is defined, so the key is computed here, before any kernel module loads.
+The base directory is ``FEDSPARSE_NUMBA_CACHE`` (or numba's ``NUMBA_CACHE_DIR``) if
+set; inside a SLURM job, node-local ``$TMPDIR`` (or /tmp), so jobs on many nodes do
+not write machine code to a shared home directory; else ~/.cache/fedsparse.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import numba
 
+from ..plugins import builtin_kernel_sources
 from ..threads import configure_waiting
 
 configure_waiting()  # before numba loads OpenMP (at the first parallel kernel call)
@@ -24,8 +28,8 @@ configure_waiting()  # before numba loads OpenMP (at the first parallel kernel c
 
 def _configure_cache() -> None:
     here = Path(__file__).parent
-    digest = hashlib.sha256()  # the shared kernels and every built-in family's own
-    for source in [*sorted(here.glob("*.py")), *sorted(here.parent.glob("families/*/kernels.py"))]:
+    digest = hashlib.sha256()
+    for source in [*sorted(here.glob("*.py")), *builtin_kernel_sources()]:
         digest.update(source.read_bytes())
     base = os.environ.get("FEDSPARSE_NUMBA_CACHE") or os.environ.get("NUMBA_CACHE_DIR")
     if not base and "SLURM_JOB_ID" in os.environ:
@@ -40,7 +44,6 @@ def _configure_cache() -> None:
 
 _configure_cache()
 
-from . import cnn  # noqa: E402,F401  (registers the CNN kernels with mlp's dispatch)
 from .evaluate import (  # noqa: E402
     client_losses_from_margins,
     column_checks,
@@ -50,6 +53,7 @@ from .evaluate import (  # noqa: E402
     ridge_term,
     transpose,
 )
+from .layers import ACTIVATIONS, RELU, SIGMOID, SWISH, TANH  # noqa: E402
 from .losses import (  # noqa: E402
     LEAST_SQUARES,
     LOGISTIC,
@@ -60,12 +64,7 @@ from .losses import (  # noqa: E402
     sample_loss_grad,
     weighted_sum,
 )
-from .mlp import (  # noqa: E402
-    ACTIVATIONS,
-    RELU,
-    SIGMOID,
-    SWISH,
-    TANH,
+from .network import (  # noqa: E402
     mlp_batch_grad,
     mlp_eval,
     mlp_local_sgd_round,

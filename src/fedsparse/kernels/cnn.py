@@ -1,11 +1,11 @@
 """Convolutional networks: minibatch gradients, local SGD steps and blocked evaluation.
 
-A cnn reaches the kernels as the ``sizes`` argument of the MLP kernels
-(:mod:`fedsparse.kernels.mlp`), but two-dimensional: the int64 layer table of
-:func:`cnn_spec`. The MLP kernels dispatch on that dimension at compile time, so every
-algorithm that runs on an MLP (``mlp_batch_grad``, ``mlp_local_sgd_round``,
-``mlp_eval``, ``mlp_thread_work`` ...) runs on a cnn unchanged, and an MLP's compiled
-code does not change.
+A cnn reaches the network kernels (:mod:`fedsparse.kernels.network`) as their ``sizes``
+argument, but two-dimensional: the int64 layer table of :func:`cnn_spec`. Those kernels
+dispatch on that dimension to the ones here (:func:`cnn_step`, :func:`cnn_check`,
+:func:`cnn_eval`, :func:`cnn_work_lengths`, :func:`cnn_dtype`), so every algorithm that runs
+on an MLP (``mlp_batch_grad``, ``mlp_local_sgd_round``, ``mlp_eval``, ``mlp_thread_work``
+...) runs on a cnn unchanged.
 
 Layout: one sample's feature map is (h, w, c) row-major ("HWC"), the samples of a
 batch back to back; the first layer reads the input rows with the strides of their
@@ -15,14 +15,13 @@ samples: the patches of a chunk, ``(chunk * oh * ow) x (k * k * c_in)``, times
 chunks keep the patch matrix near ``COLS_BUDGET`` values whatever the batch. Backward:
 ``dW += delta^T @ patches`` and ``d patches = delta @ W`` added back into the input's
 delta (``col2im``). Pools tile their input (size = stride); max pools keep each
-output's winner (the first maximum in the window) in ``D``. Dense layers are the MLP's
-(:func:`fedsparse.kernels.mlp._gemm` and its bias/activation helpers), the loss the
-MLP's ``_row_loss``.
+output's winner (the first maximum in the window) in ``D``. Dense layers, activations and
+the loss are the building blocks the MLP uses too (:mod:`fedsparse.kernels.layers`).
 
-Work space (the MLP's 4-tuple, other lengths, see :func:`cnn_work_lengths`): ``X0`` the
-batch's input rows (dense even for CSR data, which is scattered into it), ``A``/``D``
-every hidden layer's outputs and activation derivatives (max pools: winners), ``E``
-two delta buffers of ``b * widest`` values then two patch buffers. Evaluation
+Work space (the network kernels' 4-tuple, other lengths, see :func:`cnn_work_lengths`):
+``X0`` the batch's input rows (dense even for CSR data, which is scattered into it),
+``A``/``D`` every hidden layer's outputs and activation derivatives (max pools: winners),
+``E`` two delta buffers of ``b * widest`` values then two patch buffers. Evaluation
 (:func:`cnn_eval`) keeps only two feature maps of a block of rows per thread.
 Threads: as the MLP kernels (clients or blocks per numba thread, BLAS on one thread,
 results independent of the number of threads).
@@ -31,7 +30,7 @@ float32: a table built with ``dtype="float32"`` (header ``H_F32``) gets float32 
 from ``mlp_work``/``mlp_thread_work``, and every kernel here then runs in float32 (the
 input rows are rounded as they are gathered into ``X0``; products by ``sgemm``), with
 ``E`` two parameter-length buffers longer (the float32 copies of theta and of a gradient,
-see :mod:`fedsparse.kernels.mlp`). An MLP in float32 is such a table of dense layers.
+see :mod:`fedsparse.kernels.network`). An MLP in float32 is such a table of dense layers.
 Evaluation converts each model to float32 once per thread; losses and sums stay float64.
 """
 
@@ -41,17 +40,16 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .mlp import BLAS_N as _N
-from .mlp import BLAS_T as _T
-from .mlp import CNN_KERNELS
-from .mlp import add_bias as _add_bias
-from .mlp import as_work as _as_work
-from .mlp import bias_activate as _bias_activate
-from .mlp import bias_grad as _bias_grad
-from .mlp import gather as _gather
-from .mlp import gemm as _gemm
-from .mlp import row_loss as _row_loss
-from .mlp import scale as _scale
+from .layers import BLAS_N as _N
+from .layers import BLAS_T as _T
+from .layers import add_bias as _add_bias
+from .layers import as_work as _as_work
+from .layers import bias_activate as _bias_activate
+from .layers import bias_grad as _bias_grad
+from .layers import gather as _gather
+from .layers import gemm as _gemm
+from .layers import row_loss as _row_loss
+from .layers import scale as _scale
 
 CONV, MAXPOOL, AVGPOOL, DENSE = 0, 1, 2, 3
 _KIND_CODES = {"conv": CONV, "max": MAXPOOL, "avg": AVGPOOL, "dense": DENSE}
@@ -425,7 +423,7 @@ def _shrink(row, n_weights, shrink, bias, T):
 @njit(cache=True)
 def cnn_step(X, y, rows, theta, spec, act, loss, work, alpha, shrink, T):
     """Forward, output deltas and ``T = shrink * T + alpha * data_grad``; return the mean
-    data loss over ``rows`` (the cnn twin of ``mlp._step``)."""
+    data loss over ``rows`` (the cnn twin of :func:`fedsparse.kernels.mlp.mlp_step`)."""
     X0, A, D, E = work
     b = rows.shape[0]
     c = spec[0, H_OUT]
@@ -464,7 +462,7 @@ def cnn_check(X0, rows, theta, spec, work):
 
 
 def cnn_eval(X, y, ptr, thetas, which, spec, act, loss, block, loss_sum, correct):
-    """:func:`fedsparse.kernels.mlp_eval` for a cnn: blocks of at most ``block`` rows (fewer
+    """:func:`fedsparse.kernels.network.mlp_eval` for a cnn: blocks of at most ``block`` rows (fewer
     where a block's widest feature map would pass ``EVAL_FEATURES`` values), forward only."""
     widest = int(spec[0, H_WIDEST])
     bb = max(1, min(int(block), EVAL_FEATURES // max(widest, 1)))
@@ -533,13 +531,3 @@ def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lane
             good += hits[j]
         loss_sum[i] = total
         correct[i] = good
-
-
-# mlp.py's dispatch on the layer table's rank finds these here (see mlp.CNN_KERNELS)
-CNN_KERNELS.update(
-    cnn_work_lengths=cnn_work_lengths,
-    cnn_check=cnn_check,
-    cnn_step=cnn_step,
-    cnn_eval=cnn_eval,
-    cnn_dtype=cnn_dtype,
-)

@@ -4,7 +4,7 @@ libm's ``exp`` and ``log1p`` are calls per element that LLVM cannot vectorise (n
 SVML here), and their bits are the machine's libm's. These use plain IEEE ``+ - * /``, a
 floor and exponent bits (no FMA contraction: numba does not contract without fastmath), so
 they give the same bits on every machine, within about an ulp of libm (tests check).
-Used by the networks' activations (:mod:`fedsparse.kernels.mlp`) and the logistic loss of
+Used by the networks' activations (:mod:`fedsparse.kernels.layers`) and the logistic loss of
 exact evaluation (:mod:`fedsparse.kernels.evaluate`).
 """
 

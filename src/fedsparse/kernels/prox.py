@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 
 from .losses import batch_grad
-from .mlp import mlp_batch_grad, mlp_thread_work
+from .network import mlp_batch_grad, mlp_thread_work
 from .rng import sample_without_replacement
 
 

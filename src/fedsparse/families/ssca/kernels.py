@@ -12,7 +12,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ...kernels.mlp import mlp_batch_grad
+from ...kernels.network import mlp_batch_grad
 from ...kernels.rng import draw_minibatch
 
 
