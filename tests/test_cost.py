@@ -360,7 +360,7 @@ def test_a_shard_estimate_counts_each_configuration_once_and_equals_the_per_run_
 
     calls = []
     real = cost.run_seconds
-    monkeypatch.setattr(cost, "run_seconds", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(cost, "run_seconds", lambda *a, **k: calls.append(a) or real(*a, **k))
     assert cost.shard_seconds(configs, shape) == pytest.approx(expected, rel=1e-12)
     assert len(calls) == len(configs) // 4  # one per configuration, not per seed
 

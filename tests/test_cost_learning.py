@@ -55,9 +55,9 @@ def plan():
     return plan
 
 
-def _estimate(run, plan) -> float:
+def _estimate(run, plan, member: bool = False) -> float:
     shape = cost.known_shape(plan.datasets[run.dataset]["data"], None)
-    return cost.run_seconds(run.config, shape)
+    return cost.run_seconds(run.config, shape, member=member)
 
 
 def _write_runs_table(layout: Layout, plan, shard: str, factor: dict[str, float]) -> None:
@@ -225,7 +225,7 @@ def test_a_cohort_is_one_sample_its_members_shares_against_its_estimate(tmp_path
     assert [r.cohort for r in runs[:3]] == [False, True, True]  # the 3 step sizes of one seed
     # the cohort took twice its estimate (the first member in full, the others as members),
     # each run's wall_time_s its share of that
-    estimate = _estimate(runs[0], plan) + 2 * cost.member_seconds(_estimate(runs[1], plan))
+    estimate = _estimate(runs[0], plan) + 2 * _estimate(runs[1], plan, member=True)
     share = 2.0 * estimate / 3
     layout = Layout(tmp_path)
     path = layout.shard_runs(first, plan.shard_digest(first))

@@ -22,9 +22,9 @@ rates (:class:`fedsparse.machine.Rates`):
 - a run's fixed cost (trace assembly, Parquet write, summary), and a job's start-up.
 
 A run of a cohort (:mod:`fedsparse.cohorts`) adds :data:`COHORT_MEMBER_SHARE` of its cost
-alone; a time sibling only its trace. Memory is a job's base, its data in memory (image rows
-as float64), and the largest computation's state (parameter vectors per client, times its
-cohort's members); disk is the data folders and the traces.
+alone, a network's evaluations in full; a time sibling only its trace. Memory is a job's base,
+its data in memory (image rows as float64), and the largest computation's state (parameter
+vectors per client, times its cohort's members); disk is the data folders and the traces.
 
 Estimates are core-seconds: the network kernels step clients in parallel on a job's cores, so
 a job's wall time is shorter where it has cores of its own. The plan packs shards and orders
@@ -48,9 +48,9 @@ from .machine import NOMINAL, Rates
 from .work import RunWork
 
 RUN_OVERHEAD_S = 0.05  # trace assembly, Parquet write, summary
-# What a member of a cohort adds to the cohort's time, as a share of the same run alone: its
-# minibatch rows come from cache rather than memory, but its exact evaluations cost nearly
-# what they cost alone (docs/performance.md, cohorts).
+# What a member of a cohort's rounds (and a linear model's evaluations) add to the cohort's
+# time, as a share of the same alone: its rows come from cache rather than memory
+# (docs/performance.md, cohorts). A network's evaluations cost what they cost alone.
 COHORT_MEMBER_SHARE = 0.6
 # Efficiency of the kernels against the machine's rates (fitted on benchmarks/cost_model.py's
 # cases, docs/performance.md): a linear step's arithmetic is vector multiply-adds, not matrix
@@ -335,9 +335,33 @@ def run_seconds(
     shape: DataShape,
     work: RunWork | None = None,
     rates: Rates = NOMINAL,
+    *,
+    member: bool = False,
 ) -> float:
-    """Estimated core-seconds of one run alone, its job's start-up aside (``work``: its
-    :func:`run_work`, where known already)."""
+    """Estimated core-seconds of one run, its job's start-up aside.
+
+    Parameters
+    ----------
+    config
+        The run's normalised config.
+    shape
+        Its data set's shape (:func:`known_shape`).
+    work
+        Its :func:`run_work`, where known already.
+    rates
+        The machine's rates.
+    member
+        Whether it joins a cohort after the cohort's first run: its rounds then cost
+        :data:`COHORT_MEMBER_SHARE` of theirs alone (its minibatch rows come from cache); so
+        do a linear model's evaluations (the cohort's pass reads each row once for all its
+        members), while a network's cost what they cost alone (matrix products of its own
+        model: arithmetic, not reads).
+
+    Returns
+    -------
+    float
+        Core-seconds, at least :data:`RUN_OVERHEAD_S`.
+    """
     params = config["params"]
     work = run_work(config) if work is None else work
     batch = params.get("batch_size")
@@ -355,16 +379,12 @@ def run_seconds(
         probe = step_seconds(config, shape, 1, rates) + model_bytes / rates.bandwidth
         per_client += work.probes * (probe + PROBE_CALL_S)
     evaluations = math.ceil(config["rounds"] / sweep_default(config, "eval_every")) + 1
-    return (
-        config["rounds"] * clients * per_client
-        + evaluations * evaluation_seconds(config, shape, work, rates)
-        + RUN_OVERHEAD_S
-    )
-
-
-def member_seconds(seconds: float) -> float:
-    """Estimated seconds a run adds to a cohort, of ``seconds`` alone (:func:`run_seconds`)."""
-    return COHORT_MEMBER_SHARE * (seconds - RUN_OVERHEAD_S) + RUN_OVERHEAD_S
+    rounds = config["rounds"] * clients * per_client
+    scoring = evaluations * evaluation_seconds(config, shape, work, rates)
+    if member:  # a network's scoring is products of its own model: no share of a pass
+        rounds *= COHORT_MEMBER_SHARE
+        scoring *= COHORT_MEMBER_SHARE if config["model"].get("kind", "linear") == "linear" else 1
+    return rounds + scoring + RUN_OVERHEAD_S
 
 
 def run_costs(
@@ -379,7 +399,7 @@ def run_costs(
     (``work``: each one's :func:`run_work`, where known already; ``siblings``: which runs
     share the computation of the run before them, and cost only their trace's writing;
     ``cohorts``: which join the cohort of the runs before them, and cost
-    :func:`member_seconds`)."""
+    :func:`run_seconds` as a member)."""
     work = [None] * len(configs) if work is None else work
     siblings = [False] * len(configs) if siblings is None else siblings
     cohorts = [False] * len(configs) if cohorts is None else cohorts
@@ -392,11 +412,11 @@ def run_costs(
         if sibling:
             out.append(RUN_OVERHEAD_S)
             continue
-        key = (id(c["params"]), c["rounds"], c.get("eval_every"), c.get("algorithm"), w)
+        key = (id(c["params"]), c["rounds"], c.get("eval_every"), c.get("algorithm"), w, member)
         seconds = known.get(key)
         if seconds is None:
-            seconds = known[key] = run_seconds(c, shape, w, rates)
-        out.append(member_seconds(seconds) if member else seconds)
+            seconds = known[key] = run_seconds(c, shape, w, rates, member=member)
+        out.append(seconds)
     return out
 
 

@@ -40,7 +40,6 @@ from .cost import (
     DataShape,
     RunWork,
     known_shape,
-    member_seconds,
     run_seconds,
     shard_seconds,
 )
@@ -211,12 +210,10 @@ class ShardRuntimes:
                 continue
             estimate = 0.0
             for run, w in group:
-                seconds = self._estimate(run, w, shape)
                 if run.sibling:
-                    seconds = RUN_OVERHEAD_S
-                elif run.cohort:
-                    seconds = member_seconds(seconds)
-                estimate += seconds
+                    estimate += RUN_OVERHEAD_S
+                else:
+                    estimate += self._estimate(run, w, shape)
             spent = sum(measured[run.run_id] for run, _ in group)
             out.append((group[0][0].config["algorithm"], spent, estimate))
         return out
@@ -224,9 +221,11 @@ class ShardRuntimes:
     def _estimate(self, run: Run, work: RunWork | None, shape: DataShape) -> float:
         c = run.config
         # a configuration's seeds share its params mapping in a plan made here (plan_sweep)
+        member = run.cohort  # a cohort's member after its first
         key = (id(c["params"]), c["rounds"], c.get("eval_every"), c["algorithm"], work, shape)
+        key += (member,)
         if key not in self._estimates:
-            self._estimates[key] = run_seconds(c, shape, work, self.rates)
+            self._estimates[key] = run_seconds(c, shape, work, self.rates, member=member)
         return self._estimates[key]
 
     def _shape(self, dataset: str) -> DataShape | None:

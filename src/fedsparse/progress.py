@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .cost import RUN_OVERHEAD_S, known_shape, member_seconds, run_seconds
+from .cost import RUN_OVERHEAD_S, known_shape, run_seconds
 from .defaults import SWEEP_DEFAULTS, sweep_default
 from .layout import Layout, dataset_in
 from .run_store import checkpointed_rounds, stored_ids, unchecked_summary
@@ -154,9 +154,11 @@ class SweepProgress:
             for run in shard:
                 seconds = np.nan
                 if shape is not None:  # a time sibling costs only its trace's writing
-                    seconds = RUN_OVERHEAD_S if run.sibling else run_seconds(run.config, shape)
-                    if run.cohort:  # a cohort's member after its first
-                        seconds = member_seconds(seconds)
+                    seconds = (  # a time sibling writes its trace; a cohort's member joins
+                        RUN_OVERHEAD_S
+                        if run.sibling
+                        else run_seconds(run.config, shape, member=run.cohort)
+                    )
                 out.append(seconds)
         cost = np.array(out, dtype=np.float64)
         known = ~np.isnan(cost)

@@ -63,7 +63,6 @@ from .cost import (
     RunWork,
     job_resources,
     known_shape,
-    member_seconds,
     run_seconds,
     shard_seconds,
 )
@@ -337,11 +336,13 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
                         if shape is None
                         else [seconds[0]] + [RUN_OVERHEAD_S] * (len(block) - 1)
                     )
-                    configurations.append((key, block, costs))
+                    member = _member_seconds(block[0][0], shape, key)
+                    configurations.append((key, block, costs, member))
                     continue
                 for (cfg, rids), cost in zip(block, seconds, strict=True):
                     key = cohort_key(cfg) if fuse else None
-                    configurations.append((key, [(cfg, rids)], [cost]))
+                    member = _member_seconds(cfg, shape, key)
+                    configurations.append((key, [(cfg, rids)], [cost], member))
         runs_of[ds_name], costs_of[ds_name], joins_of[ds_name] = _in_cohorts(
             configurations, seeds, shape is not None
         )
@@ -489,8 +490,17 @@ def _override_sets(algorithms: dict[str, Any]) -> list[tuple[str, dict[str, Any]
 
 # A configuration of a data set's plan: its cohort key (None: it computes alone), its
 # computation (per time model its normalised config and its seeds' run ids: a run and its
-# time siblings) and that computation's runs' estimated seconds (None: not known).
-_Configuration = tuple[str | None, list[tuple[dict[str, Any], list[str]]], list[float] | None]
+# time siblings), that computation's runs' estimated seconds and its first run's as a
+# cohort's member (None: not known).
+_Configuration = tuple[
+    str | None, list[tuple[dict[str, Any], list[str]]], list[float] | None, float | None
+]
+
+
+def _member_seconds(config: dict[str, Any], shape: Any, key: str | None) -> float | None:
+    """The estimated seconds ``config``'s run adds as a cohort's member (None: it computes
+    alone, or its data's shape is not known)."""
+    return None if shape is None or key is None else run_seconds(config, shape, member=True)
 
 
 def _in_cohorts(
@@ -500,7 +510,7 @@ def _in_cohorts(
     and each cohort's computations side by side: a cohort is one seed's computations of one
     key (at most cohorts.MAX_MEMBERS a cohort, in the order of the configurations), a key's
     cohorts go in seed order where its first configuration is, its members after the first
-    flagged ``cohort`` and charged :func:`fedsparse.cost.member_seconds`. With the runs,
+    flagged ``cohort`` and charged as members (:func:`fedsparse.cost.run_seconds`). With the runs,
     their estimated seconds (None: not ``costed``) and their :attr:`Run.joins` flags."""
     keyed: dict[str, list[_Configuration]] = {}
     order: list[list[_Configuration]] = []  # a configuration alone, or a key's configurations
@@ -518,23 +528,23 @@ def _in_cohorts(
     out_joins: list[bool] = []
     for members in order:
         joining = [k % MAX_MEMBERS > 0 for k in range(len(members))]
-        if any(len(block) > 1 for _, block, _ in members):  # time siblings
+        if any(len(block) > 1 for _, block, _, _ in members):  # time siblings
             for s, seed in enumerate(seeds):
-                for (_, block, costs), joins in zip(members, joining, strict=True):
+                for (_, block, costs, member), joins in zip(members, joining, strict=True):
                     for t, (cfg, rids) in enumerate(block):
                         out.append(Run(rids[s], {**cfg, "seed": seed}, t > 0, joins and t == 0))
                         out_joins.append(joins or t > 0)
                     if out_costs is not None:
-                        out_costs.append(member_seconds(costs[0]) if joins else costs[0])
+                        out_costs.append(member if joins else costs[0])
                         out_costs += costs[1:]
         elif len(members) == 1:  # one run per seed, alone
-            (_, [(cfg, rids)], costs) = members[0]
+            (_, [(cfg, rids)], costs, _) = members[0]
             out += [Run(rid, {**cfg, "seed": seed}) for seed, rid in zip(seeds, rids, strict=True)]
             out_joins += [False] * len(seeds)
             if out_costs is not None:
                 out_costs += [costs[0]] * len(seeds)
         else:  # one run per seed and configuration: each seed's cohort(s)
-            firsts = [block[0] for _, block, _ in members]
+            firsts = [block[0] for _, block, _, _ in members]
             for s, seed in enumerate(seeds):
                 out += [
                     Run(rids[s], {**cfg, "seed": seed}, False, joins)
@@ -543,8 +553,8 @@ def _in_cohorts(
                 out_joins += joining
                 if out_costs is not None:
                     out_costs += [
-                        member_seconds(costs[0]) if joins else costs[0]
-                        for (_, _, costs), joins in zip(members, joining, strict=True)
+                        member if joins else costs[0]
+                        for (_, _, costs, member), joins in zip(members, joining, strict=True)
                     ]
     return out, out_costs, out_joins
 
