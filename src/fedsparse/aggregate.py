@@ -57,8 +57,31 @@ def aggregate(
     traces_dir: str | Path,
     runs_path: str | Path,
 ) -> None:
-    """Stream the shard files into the results' traces dataset and runs table; a run found
-    in two shards is an error (and nothing is written)."""
+    """Stream the shard files into the results' traces dataset and runs table.
+
+    Both outputs are written beside their destinations and renamed into place only when whole;
+    on an error nothing is installed. The same inputs in the same order give the same bytes.
+
+    Parameters
+    ----------
+    trace_files
+        The shards' trace files, in plan order.
+    run_files
+        The shards' runs files, in plan order.
+    traces_dir
+        The hive-partitioned traces dataset (by ``dataset``, ``algorithm``), replaced whole.
+    runs_path
+        The runs table, replaced.
+
+    Raises
+    ------
+    ValueError
+        The same run id appears in two shards (checked before any trace is read).
+    DataError
+        A shard file is not readable Parquet; the message names it.
+    FileNotFoundError
+        A shard file is missing.
+    """
     staged_runs = _write_runs(run_files, runs_path)  # refuses duplicates before any trace
     try:
         staged_traces = stage_traces(_sorted_traces(trace_files), traces_dir)
@@ -69,8 +92,22 @@ def aggregate(
 
 
 def install(staged_traces: Path, traces_dir: str | Path, staged_runs: Path, runs_path) -> None:
-    """Rename staged outputs into place: the traces folder, then the runs table (each in one
-    rename; a reader sees the old or the new one)."""
+    """Rename staged outputs into place: the traces folder first, then the runs table.
+
+    The previous traces folder is renamed aside before the new one is renamed in, then deleted;
+    the runs table is renamed over the old one in one rename.
+
+    Parameters
+    ----------
+    staged_traces
+        The dataset written by :func:`stage_traces`.
+    traces_dir
+        Where the traces dataset goes.
+    staged_runs
+        The runs table written beside ``runs_path``.
+    runs_path
+        Where the runs table goes.
+    """
     _replace_dir(staged_traces, Path(traces_dir))
     os.replace(staged_runs, runs_path)
 

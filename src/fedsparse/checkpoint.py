@@ -117,7 +117,18 @@ class Checkpoint:
         return self.every_s > 0 and time.monotonic() - self.last >= self.every_s
 
     def write(self, round_: int, state: Any, shared: dict[str, Any]) -> None:
-        """Write ``state`` as of round ``round_`` (``shared``: objects written by name)."""
+        """Write ``state`` as of round ``round_``, atomically (``atomic_write``).
+
+        Parameters
+        ----------
+        round_
+            The last round the state includes; a resumed run continues after it.
+        state
+            What to pickle: every member's state, in one (objects they share stay shared).
+        shared
+            Objects written by reference under their names (e.g. ``problem``, ``data``);
+            :meth:`read` binds the resuming run's objects of those names in their place.
+        """
         buffer = io.BytesIO()
         _Pickler(buffer, shared).dump(state)
         payload = buffer.getvalue()

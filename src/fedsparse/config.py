@@ -605,6 +605,23 @@ def normalize_model(model: Any) -> dict[str, Any]:
 
 
 def check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    """Check that a config section has no key but the allowed ones.
+
+    Parameters
+    ----------
+    section
+        The config mapping checked.
+    allowed
+        The keys it may have.
+    where
+        The section's config path, for the message (``"config"``: the top level).
+
+    Raises
+    ------
+    ConfigError
+        For the first unknown key, naming its path, a close known key if any, and the
+        allowed keys.
+    """
     for key in section:
         if key not in allowed:
             prefix = "" if where == "config" else f"{where}."
@@ -615,6 +632,26 @@ def check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) ->
 
 
 def as_integer(value: Any, where: str, low: int | None = None) -> int:
+    """A config value as an integer, checked.
+
+    Parameters
+    ----------
+    value
+        The value read (an int, or a float with an integral value; never a bool).
+    where
+        The value's config path, for the message.
+    low
+        The smallest value allowed; None: no bound.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ConfigError
+        ``value`` is not a finite integral number, or is below ``low``.
+    """
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -628,6 +665,26 @@ def as_integer(value: Any, where: str, low: int | None = None) -> int:
 
 
 def as_number(value: Any, where: str, low: float | None = None) -> float:
+    """A config value as a finite float, checked.
+
+    Parameters
+    ----------
+    value
+        The value read (an int or float; never a bool).
+    where
+        The value's config path, for the message.
+    low
+        The smallest value allowed; None: no bound.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ConfigError
+        ``value`` is not a finite number, or is below ``low``.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"{where}: must be a finite number, got {value!r}")
     if low is not None and value < low:

@@ -89,8 +89,29 @@ def scaled_seconds(
     ratios: dict[str, float],
     rates: Rates = NOMINAL,
 ) -> float:
-    """Estimated seconds of one job running ``runs``: the cost model's estimate of each
-    algorithm's runs (:func:`fedsparse.cost.shard_seconds`) times that algorithm's ratio."""
+    """Estimated seconds of one job running ``runs``, each algorithm's estimate corrected.
+
+    Parameters
+    ----------
+    runs
+        The job's runs, in the order it runs them.
+    shape
+        Their data set's shape.
+    work
+        Each run's :class:`fedsparse.cost.RunWork` where known already (a plan file keeps it),
+        None to compute it from the runs' configs.
+    ratios
+        Algorithm to its measured / estimated ratio (:func:`median_ratios`); an algorithm
+        missing has ratio 1.
+    rates
+        The machine's rates the cost model estimates with.
+
+    Returns
+    -------
+    float
+        The job's start-up plus, for each algorithm, its runs' estimated seconds
+        (:func:`fedsparse.cost.shard_seconds` less the start-up) times its ratio.
+    """
     work = [None] * len(runs) if work is None else work
     by_algorithm: dict[str, list[int]] = defaultdict(list)
     for i, run in enumerate(runs):
@@ -107,8 +128,23 @@ def scaled_seconds(
 
 
 def limit_minutes(seconds: float, attempt: int = 1, scale: float = 1.0) -> int:
-    """A SLURM time limit for a job estimated at ``seconds``: the cost model's (×3, at
-    least 10 minutes), times ``scale``, at least SLURM's minute, times ``attempt``."""
+    """A SLURM time limit for a job estimated at ``seconds``.
+
+    Parameters
+    ----------
+    seconds
+        The job's estimated seconds.
+    attempt
+        The job's attempt (1: the first); values below 1 count as 1.
+    scale
+        The factor ``FEDSPARSE_RUNTIME_SCALE`` sets (:func:`runtime_scale`).
+
+    Returns
+    -------
+    int
+        Whole minutes: the cost model's limit (3x the estimate, at least 10 minutes), times
+        ``scale``, at least 1, times ``attempt``.
+    """
     base = max(MIN_RUNTIME_MIN, math.ceil(RUNTIME_SAFETY * seconds / 60))
     return max(SLURM_MIN_RUNTIME_MIN, math.ceil(base * scale)) * max(int(attempt), 1)
 

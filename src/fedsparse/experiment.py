@@ -52,10 +52,26 @@ def load_dataset(
     partition: str | dict[str, Any] = "natural",
     cache: str | Path | None = None,
 ) -> FederatedData:
-    """The federated data set a normalised ``dataset`` config describes (cached per process).
+    """The federated data set of a normalised ``dataset`` config, cached per process.
 
-    ``partition`` (normalised) splits the rows into clients; ``cache`` is the data cache
-    of downloaded files (default ``$FEDSPARSE_DATA_CACHE`` or ``~/.cache/fedsparse/data``).
+    Parameters
+    ----------
+    dataset
+        A normalised ``dataset`` config (its ``kind`` picks the reader).
+    loss
+        The model's loss; it gives the task of a LibSVM qid file's labels.
+    partition
+        The normalised partition: ``"natural"`` (each data set's own clients) or a spec
+        that splits the rows into clients.
+    cache
+        The data cache of downloaded files (None: ``$FEDSPARSE_DATA_CACHE``, else
+        ``~/.cache/fedsparse/data``).
+
+    Returns
+    -------
+    FederatedData
+        The rows stacked by client. The same object again for an equal request while it is in
+        the per-process cache; a LibSVM file whose size or mtime changed is read again.
     """
     if dataset["kind"] in PREPARED_KINDS or partition != "natural":
         return _prepared(
@@ -74,7 +90,26 @@ def prepare_dataset(
     cache: str | Path | None = None,
     embedding_sample: int = 0,
 ) -> Prepared:
-    """Like :func:`load_dataset`, with the partition's statistics (and a t-SNE embedding)."""
+    """Like :func:`load_dataset`, with the partition's statistics and an optional t-SNE embedding.
+
+    Parameters
+    ----------
+    dataset
+        A normalised ``dataset`` config.
+    loss
+        The model's loss (the task of a LibSVM qid file's labels).
+    partition
+        ``"natural"`` or a normalised partition spec.
+    cache
+        The data cache of downloaded files (None: the default cache).
+    embedding_sample
+        Rows of a t-SNE embedding to compute (0: none).
+
+    Returns
+    -------
+    Prepared
+        The data, and for a partitioned set its :class:`PartitionResult` and embedding.
+    """
     from .data.prepare import Prepared, apply_partition, prepare
 
     if dataset["kind"] in PREPARED_KINDS:
@@ -145,7 +180,22 @@ def run_trace(
     data: FederatedData | None = None,
     on_round: Callable[[int, float], bool | None] | None = None,
 ) -> pa.Table:
-    """The trace of :func:`run_result`, alone."""
+    """The trace of :func:`run_result`, alone.
+
+    Parameters
+    ----------
+    cfg
+        A normalised run config.
+    data
+        The run's data set, already loaded (None: loaded by :func:`load_dataset`).
+    on_round
+        As for :func:`run_result`.
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per evaluated round, round 0 first.
+    """
     return run_result(cfg, data, on_round).trace
 
 
@@ -155,14 +205,29 @@ def run_result(
     on_round: Callable[[int, float], bool | None] | None = None,
     checkpoint: Checkpoint | None = None,
 ) -> RunResult:
-    """Run a normalised config: its trace as an Arrow table, and its per-client totals.
+    """Run a normalised config: its trace and its per-client totals.
 
-    ``data`` may be passed to reuse an already loaded data set. A diverged round
-    ends the run: its row, the last, has ``status = 'diverged'`` (see :func:`is_diverged`).
-    ``on_round(round, objective)`` is called after each evaluated round after
-    round 0 (e.g. to report intermediate values to an Optuna pruner); a true
-    return value ends the run there, returning the trace so far. ``checkpoint``: where the run
-    keeps its state every few minutes, and resumes from (fedsparse.checkpoint).
+    A diverged round (see :func:`is_diverged`) ends the run: its row, the last, has
+    ``status = 'diverged'``.
+
+    Parameters
+    ----------
+    cfg
+        A normalised run config.
+    data
+        The run's data set, already loaded (None: loaded by :func:`load_dataset`).
+    on_round
+        Called as ``on_round(round, objective)`` after each evaluated round after round 0
+        (e.g. an Optuna pruner's report); a true return value ends the run at that round.
+    checkpoint
+        Where the run keeps its state every few minutes and resumes from
+        (:mod:`fedsparse.checkpoint`); None: none.
+
+    Returns
+    -------
+    RunResult
+        The trace (one row per evaluated round, round 0 first, ending at the last round, a
+        diverged one or where ``on_round`` stopped it) and the per-client totals.
     """
     return _run_cohort([[cfg]], data, on_round, checkpoint)[0][0]
 
@@ -191,13 +256,34 @@ def run_cohort(
     data: FederatedData | None = None,
     checkpoint: Checkpoint | None = None,
 ) -> list[list[RunResult]]:
-    """The results of a cohort: runs equal but for fusable hyperparameters (equal
-    :func:`cohort_key`), each computation a run with its time siblings (equal
-    :func:`time_siblings_key`). Every round is one ``cohort_round`` of their algorithm for all
-    members, and their evaluations share passes over the data; each trace is the one
-    :func:`run_result` gives alone, bit for bit, but for ``elapsed_s`` (the cohort's time,
-    shared equally among the members computing). ``checkpoint``: the cohort's, as one
-    (fedsparse.checkpoint)."""
+    """The results of a cohort of computations, run together.
+
+    The runs are equal but for fusable hyperparameters (equal :func:`cohort_key`); each round
+    is one ``cohort_round`` of their algorithm for all members still running, and their
+    evaluations share passes over the data.
+
+    Parameters
+    ----------
+    computations
+        Each computation's normalised run configs: a run with its time siblings (equal
+        :func:`time_siblings_key`).
+    data
+        The runs' data set, already loaded (None: loaded by :func:`load_dataset`).
+    checkpoint
+        The cohort's checkpoint, written and resumed as one (None: none).
+
+    Returns
+    -------
+    list of list of RunResult
+        In the order of ``computations`` and of their configs. Each trace is the one
+        :func:`run_result` gives alone, bit for bit, but for ``elapsed_s`` (the cohort's measured
+        time, shared equally among the members computing each round).
+
+    Raises
+    ------
+    ValueError
+        Computations that are not one cohort, or a computation whose runs are not time siblings.
+    """
     if len({cohort_key(group[0]) for group in computations}) != 1 and len(computations) > 1:
         raise ValueError("run_cohort: the runs must differ in fusable hyperparameters only")
     for group in computations:
@@ -427,10 +513,24 @@ def client_records(columns: dict[str, np.ndarray] | None) -> str | None:
 
 
 def is_diverged(objective: float, start: float, factor: float) -> bool:
-    """Whether a round's objective means a blow-up: not finite, or above ``factor`` times the
-    round-0 objective ``start``. The ratio only means something for ``start > 0`` (losses and
-    l2 terms are >= 0): from a start of 0, or of a negative or non-finite value, only a
-    non-finite objective counts."""
+    """Whether a round's objective means a blow-up.
+
+    Parameters
+    ----------
+    objective
+        The round's objective.
+    start
+        The round-0 objective.
+    factor
+        The config's ``divergence_factor`` (> 1).
+
+    Returns
+    -------
+    bool
+        True for a non-finite ``objective``, or one above ``factor * start`` when ``start`` is
+        finite and > 0 (losses and l2 terms are >= 0). From a start of 0, or of a negative or
+        non-finite value, only a non-finite objective counts.
+    """
     if not math.isfinite(objective):
         return True
     return math.isfinite(start) and start > 0 and objective > factor * start

@@ -305,7 +305,30 @@ class Layer:
 
 
 def input_shape(model: dict[str, Any], n_features: int, where: str = "model") -> tuple:
-    """(H, W, C) and order (chw | hwc) of a cnn's input rows of ``n_features`` values."""
+    """The image shape and pixel order of a cnn's input rows.
+
+    Parameters
+    ----------
+    model
+        A normalised cnn model config; ``input`` (``[height, width, channels]``) fixes the
+        shape, else it is inferred as a square of 1 or 3 channels.
+    n_features
+        The length of the data's rows.
+    where
+        The config path error messages name.
+
+    Returns
+    -------
+    tuple
+        ``((H, W, C), order)``, ``order`` the config's ``input_order`` (``"chw"`` or ``"hwc"``,
+        default ``"chw"``).
+
+    Raises
+    ------
+    ConfigError
+        ``input`` holds another number of values than ``n_features``, or no square shape of 1
+        or 3 channels has ``n_features`` values.
+    """
     order = model.get("input_order", "chw")
     if "input" in model:
         shape = tuple(model["input"])
@@ -333,8 +356,32 @@ def _same_pad(n: int, k: int, s: int) -> tuple[int, int]:
 
 
 def resolve(model: dict[str, Any], n_features: int, n_outputs: int, where: str = "model") -> list:
-    """A cnn config's layers with their shapes on rows of ``n_features`` values, the dense
-    output layer of ``n_outputs`` appended; ConfigError names the layer that does not fit."""
+    """A cnn config's layers with their shapes on rows of ``n_features`` values.
+
+    Parameters
+    ----------
+    model
+        A normalised cnn model config (its ``layers``, ``input``, ``input_order``).
+    n_features
+        The length of the data's rows.
+    n_outputs
+        The width of the dense output layer appended last.
+    where
+        The config path error messages name.
+
+    Returns
+    -------
+    list of Layer
+        The config's layers in order, each with its (H, W, C) input and output shapes, then the
+        dense output layer (no activation).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first layer that does not fit: a kernel larger than its (padded) input, a
+        pool size that does not divide its input, a conv or pool after a dense layer; or an
+        input shape that does not fit the rows (:func:`input_shape`).
+    """
     (h, w, c), _ = input_shape(model, n_features, where)
     out: list[Layer] = []
     flat = False
@@ -464,7 +511,25 @@ class Network:
 
     @classmethod
     def from_config(cls, model: dict[str, Any], n_features: int, n_outputs: int) -> Network:
-        """The network of a normalised model config for these data dimensions."""
+        """The network of a normalised model config for these data dimensions.
+
+        Nothing is checked against the data here: a cnn's layers are resolved on first use
+        (:attr:`cnn`).
+
+        Parameters
+        ----------
+        model
+            A normalised model config (its ``kind``'s defaults fill missing keys).
+        n_features
+            The length of the data's rows.
+        n_outputs
+            The model's outputs: the width of its last layer.
+
+        Returns
+        -------
+        Network
+            ``sizes`` is ``(n_features, hidden..., n_outputs)`` (no hidden sizes but an mlp's).
+        """
         kind = model.get("kind", "linear")
         spec = {**DEFAULTS[kind], **model}
         hidden = tuple(spec["hidden"]) if kind == "mlp" else ()
@@ -615,8 +680,22 @@ class Network:
 
 
 def truncated_normal(rng: np.random.Generator, std: float, n: int) -> np.ndarray:
-    """``n`` draws of N(0, std^2) with every draw beyond 2 std drawn again, as TensorFlow's
-    ``truncated_normal`` defines it (the result's std is 0.880 std)."""
+    """Draws of N(0, std^2) truncated at 2 std, as TensorFlow's ``truncated_normal`` defines it.
+
+    Parameters
+    ----------
+    rng
+        The generator drawn from (advanced).
+    std
+        The standard deviation before truncation.
+    n
+        How many values.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` float64 values, each draw beyond 2 ``std`` drawn again (their std is 0.880 ``std``).
+    """
     values = rng.normal(0.0, std, n)
     out = np.abs(values) > 2.0 * std
     while out.any():
@@ -636,7 +715,28 @@ def _layer_label(layer: dict[str, Any]) -> str:
 
 
 def load_init_file(path: str, n_params: int, sha256: str | None = None) -> np.ndarray:
-    """A 1-D float64 ``.npy`` of exactly ``n_params`` values; ConfigError names the file."""
+    """The initial point stored in a ``.npy`` file, checked.
+
+    Parameters
+    ----------
+    path
+        The ``.npy`` file (``~`` expanded).
+    n_params
+        The model's number of parameters.
+    sha256
+        The file's SHA-256 when the config was read; None: not checked.
+
+    Returns
+    -------
+    numpy.ndarray
+        A 1-D float64 array of ``n_params`` finite values.
+
+    Raises
+    ------
+    ConfigError
+        Naming the file: it changed since the config was read, is not a readable ``.npy``, or
+        is not a 1-D float64 array of ``n_params`` finite values.
+    """
     where = f"model.init.path: {path}"
     p = Path(path).expanduser()
     if sha256 is not None and _sha256(p, "model.init.path") != sha256:

@@ -139,17 +139,26 @@ def set_threads(threads: int) -> None:
 def make_data(
     sweep: dict[str, Any], dataset: str, out_dir: str | Path, spec: dict[str, Any] | None = None
 ) -> None:
-    """Generate, download or load data set ``dataset`` of the sweep, partition it, store it.
+    """Generate, download or load a data set of the sweep, partition it, and store it.
 
-    ``spec`` is the data set's entry of the sweep's plan (the workflow passes it, so a data
-    job never plans the sweep); without it the sweep is planned here. A partitioned data
-    set's directory also holds ``partition_stats.csv`` (rows, labels and clusters per client)
-    and ``embedding.csv`` (a 2-D t-SNE of a row sample), which the report shows.
-
-    The folder records the digest of the spec it holds (fedsparse.data.identity) and each
-    file's stamp, and is written whole or not at all (an earlier build is left alone until
-    then). Built as ``<data>/<name>.<digest>`` (the workflow's name for it), the link
+    A partitioned data set's folder also holds ``partition_stats.csv`` (rows, labels and
+    clusters per client) and ``embedding.csv`` (a 2-D t-SNE of a row sample), which the report
+    shows. The folder records the digest of the spec it holds (:mod:`fedsparse.data.identity`)
+    and each file's stamp, and is written whole or not at all (an earlier build is left alone
+    until then). Built as ``<data>/<name>.<digest>`` (the workflow's name for it), the link
     ``<data>/<name>`` is then pointed at it (:func:`link_latest`).
+
+    Parameters
+    ----------
+    sweep
+        The sweep config (its ``data_cache`` and ``embedding_sample`` are read).
+    dataset
+        The data set's name in the sweep.
+    out_dir
+        The folder the data set is stored in.
+    spec
+        The data set's entry of the sweep's plan (the workflow passes it, so a data job never
+        plans the sweep); None: the sweep is planned here.
     """
     if spec is None:
         spec = plan_sweep(sweep).datasets[dataset]
@@ -225,13 +234,32 @@ def aggregate_shards(
 ) -> None:
     """:func:`fedsparse.aggregate.aggregate`, started over where an input vanished while it read.
 
-    Snakemake deletes a job's outputs before it runs the job. A second Snakemake process on the
-    results folder that reruns a shard the first one finished (it planned before the files were
-    there) deletes them while the first one's aggregate may be reading, and its job then writes
-    the same files again: a shard file is named by the digest of its runs, which are in the
-    store. The aggregate waits up to ``patience_s`` for every input to be back, then starts over
-    (its outputs are written aside and renamed, so a pass cut short leaves nothing); an input
-    still missing then is a DataError naming it.
+    Snakemake deletes a job's outputs before it runs the job, so a second Snakemake process on
+    the results folder that reruns a shard may delete an input while this aggregate reads it,
+    then write the same file again (a shard file is named by the digest of its runs). A pass cut
+    short installs nothing (the outputs are written aside and renamed).
+
+    Parameters
+    ----------
+    trace_files
+        The shards' trace files, in plan order.
+    run_files
+        The shards' runs files, in plan order.
+    traces_dir
+        The traces dataset written.
+    runs_path
+        The runs table written.
+    patience_s
+        Seconds to wait, in all, for vanished inputs to be back before giving up.
+    poll_s
+        Seconds between checks for a vanished input.
+
+    Raises
+    ------
+    DataError
+        An input still missing after ``patience_s``, named; or as :func:`aggregate` raises.
+    FileNotFoundError
+        A missing file that is none of the inputs.
     """
     from .aggregate import aggregate  # pyarrow.dataset: not in every job's start (0.6 s)
 

@@ -51,8 +51,25 @@ def sweep_digest(sweep: dict[str, Any]) -> str:
 
 
 def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool:
-    """Write ``plan`` (planned from ``sweep``) to ``path`` atomically; return False without
-    writing when ``path`` already holds this very plan (same config, same run ids)."""
+    """Write a sweep's plan to its plan file, atomically, unless the file already holds it.
+
+    One row group per shard, in the plan's order (a job reads its own only).
+
+    Parameters
+    ----------
+    plan
+        The plan (:func:`fedsparse.sweep.plan_sweep`).
+    sweep
+        The sweep config it was planned from (its digest marks the file).
+    path
+        The plan file.
+
+    Returns
+    -------
+    bool
+        True if the file was written; False, untouched, when it already holds this very plan
+        (same config and version, same shards, run ids and cohorts).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -172,8 +189,25 @@ class _ShardsOnDemand(dict):
 def read_plan_shard(path: str | Path, shard: str, sweep: dict[str, Any]) -> list[Run]:
     """The runs of ``shard`` from the plan file ``path``, reading only its row group.
 
-    Raises PlanFileError, naming the file and the reason, when the file is missing or
-    unreadable, was written for another sweep config, or holds no such shard.
+    Parameters
+    ----------
+    path
+        The plan file.
+    shard
+        The shard's name.
+    sweep
+        The sweep config the file must have been planned from.
+
+    Returns
+    -------
+    list of Run
+        The shard's runs in plan order, with their sibling and cohort flags.
+
+    Raises
+    ------
+    PlanFileError
+        Naming the file and the reason: it is missing or unreadable, of another plan file
+        version, planned from another sweep config, or holds no such shard.
     """
     part = _read_part(path, shard, sweep, ["run_id", "config", "sibling", "cohort"])
     flags = zip(part["sibling"], part["cohort"], strict=True)

@@ -278,9 +278,27 @@ class _Silent:
 def sweep_progress(
     plan: Any, sweep: dict[str, Any], results: str | Path, emit: Callable[[str], None]
 ) -> SweepProgress | _Silent:
-    """The workflow's progress reporter: over ``results``/store, every ``progress_every``
-    seconds of the sweep config (default 30; 0: none). Built lazily: nothing is scanned
-    until the thread starts."""
+    """The workflow's progress reporter for a sweep's results folder.
+
+    Built lazily: nothing is scanned until its thread starts.
+
+    Parameters
+    ----------
+    plan
+        The sweep's :class:`fedsparse.sweep.Plan` (or one read from its plan file).
+    sweep
+        The sweep config; its ``progress_every`` (seconds, default 30; 0: none) sets the pace.
+    results
+        The results folder; its run store is counted, its built data sets refine the estimates.
+    emit
+        Called with each progress line.
+
+    Returns
+    -------
+    SweepProgress or _Silent
+        A silent reporter (whose ``start_thread`` and ``stop`` do nothing) where the plan has
+        no shards (an Optuna sweep) or ``progress_every`` is 0.
+    """
     every = float(sweep_default(sweep, "progress_every"))
     if not plan.shards or every <= 0:
         return _Silent()

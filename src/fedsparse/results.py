@@ -357,8 +357,20 @@ def to_frame(table: pa.Table) -> pd.DataFrame:
 
 
 def write_parquet_atomic(table: pa.Table, path: str | Path, **options: Any) -> None:
-    """Write ``table`` to ``path`` so that ``path`` is either absent or complete
-    (``options``: pyarrow's ``write_table`` options, e.g. ``write_page_checksum``)."""
+    """Write ``table`` to ``path`` as Parquet, atomically.
+
+    A reader finds ``path`` absent (or its previous content) or complete, never a part
+    (:func:`fedsparse.atomic.atomic_write`); missing folders are created.
+
+    Parameters
+    ----------
+    table
+        The rows to write.
+    path
+        The file written.
+    **options
+        pyarrow's ``write_table`` options, e.g. ``write_page_checksum``.
+    """
     with atomic_write(path) as fh:
         pq.write_table(table, fh, **options)
 

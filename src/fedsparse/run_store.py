@@ -102,9 +102,22 @@ def bad_store_path(path: Path, when: dt.datetime) -> Path:
 
 # ---------------------------------------------------------------------------- writing
 def write_stored(store: str | Path, run_id: str, trace: pa.Table, summary: dict[str, Any]) -> None:
-    """Put ``run_id``'s finished ``trace`` in the store, atomically, with ``summary`` (its
-    runs table row) and the summary's SHA-256 in the file metadata and each page's CRC-32
-    (checked by :func:`read_stored`)."""
+    """Put a finished run's trace in the store, atomically.
+
+    The file's metadata holds ``summary`` (JSON) and its SHA-256, and each page is written with
+    its CRC-32 (checked by :func:`read_stored`). An existing file of the run is replaced.
+
+    Parameters
+    ----------
+    store
+        The run store's folder.
+    run_id
+        The run's id; the file is :func:`store_path` ``(store, run_id)``.
+    trace
+        The run's trace rows (the trace schema's metadata is added to its own).
+    summary
+        The run's row of the runs table, JSON-serialisable.
+    """
     # (built from the algorithm registry: imported where a run is written, so that the
     # store's readers, the Snakemake process's progress line among them, load no algorithm)
     from .results import TRACE_SCHEMA
@@ -228,9 +241,26 @@ def is_stored(store: str | Path, run_id: str) -> bool:
 
 
 def holds_finished(store: Path, run_id: str, shard: str) -> bool:
-    """Whether the store holds ``run_id`` finished; a file there that is not is moved aside
-    (one log line naming ``shard``). Call it holding the run's lock (:func:`run_lock`), so no
-    other process writes the file meanwhile."""
+    """Whether the store holds ``run_id`` finished; a file there that is not is moved aside.
+
+    Call it holding the run's lock (:func:`run_lock`), so that no other process writes the
+    file meanwhile.
+
+    Parameters
+    ----------
+    store
+        The run store's folder.
+    run_id
+        The run's id.
+    shard
+        The shard asking, named by the log line of a file moved aside.
+
+    Returns
+    -------
+    bool
+        True if the run's file passes :func:`check_footer`; False if there is none, or there
+        was one that did not (then renamed by :func:`move_aside`, never deleted).
+    """
     path = store_path(store, run_id)
     try:
         check_footer(path, run_id)
@@ -243,9 +273,20 @@ def holds_finished(store: Path, run_id: str, shard: str) -> bool:
 
 
 def move_aside(path: Path, why: BadStoreFile, shard: str) -> None:
-    """Rename the store file ``path``, no finished run for ``why``, to its
-    :func:`bad_store_path` (kept, never deleted), with one log line naming ``shard``; nothing
-    if it is gone meanwhile."""
+    """Rename a store file that is no finished run to its :func:`bad_store_path`, kept.
+
+    Logs one warning naming ``shard``, the file, ``why`` and the new name; does nothing if the
+    file is gone meanwhile.
+
+    Parameters
+    ----------
+    path
+        The store file.
+    why
+        What is wrong with it (its message is logged).
+    shard
+        The shard that found it.
+    """
     target = bad_store_path(path, dt.datetime.now(dt.UTC))
     try:
         os.replace(path, target)
@@ -263,10 +304,28 @@ def move_aside(path: Path, why: BadStoreFile, shard: str) -> None:
 # ---------------------------------------------------------------------------- locks
 @contextlib.contextmanager
 def run_lock(store: Path, run_id: str, wait: bool) -> Iterator[bool]:
-    """Yield True holding ``run_id``'s lock (False, without it, if another process holds it
-    and ``wait`` is false). Whoever holds it checks the store before computing the run, and
-    the writer deletes the lock file only after the run is in the store, so a process that
-    locked a deleted lock file finds the run stored and never computes it a second time."""
+    """Hold ``run_id``'s lock (an exclusive ``flock`` on its lock file) for the ``with`` block.
+
+    Whoever holds it checks the store before computing the run; the lock file is deleted on
+    leaving only if the run's file is then in the store, so a process that locked a deleted
+    lock file finds the run stored and never computes it a second time.
+
+    Parameters
+    ----------
+    store
+        The run store's folder.
+    run_id
+        The run's id; the lock file is :func:`lock_path` ``(store, run_id)`` (its folder is
+        created).
+    wait
+        Block until the lock is free; false: give up at once if another process holds it.
+
+    Yields
+    ------
+    bool
+        True holding the lock; False (not held) if another process holds it and ``wait`` is
+        false.
+    """
     path = lock_path(store, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:

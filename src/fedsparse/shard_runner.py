@@ -85,7 +85,28 @@ log = logging.getLogger("fedsparse.shard")
 def run_summary(
     run: Run, trace: pa.Table, wall_time: float, shard: str, client_summary: str | None = None
 ) -> dict[str, Any]:
-    """The runs.parquet row of a finished run (``client_summary``: RunResult's)."""
+    """The runs table's row of a finished run.
+
+    Parameters
+    ----------
+    run
+        The planned run (its id and normalised config).
+    trace
+        The run's trace, at least one row; its last row gives the final values.
+    wall_time
+        The run's share of its computation's wall-clock time, in seconds.
+    shard
+        The shard that computed it.
+    client_summary
+        The per-client totals as JSON records (:attr:`RunResult.client_summary`), or None.
+
+    Returns
+    -------
+    dict
+        Column name to value: the run's identity and hyperparameters, its final and best
+        (finite) objective, totals at the final round, config as JSON, provenance, finish time
+        (UTC, ISO 8601) and numerics version.
+    """
     cfg = run.config
     objective = trace.column("objective").to_pylist()
     finite = [v for v in objective if v is not None and math.isfinite(v)]
@@ -128,12 +149,30 @@ def run_shard(
     plan_file: str | Path | None = None,
     store: str | Path | None = None,
 ) -> None:
-    """Run every run of ``shard`` the run store does not hold, then write its two Parquet
-    outputs.
+    """Run every run of ``shard`` the run store does not hold, then write the shard's outputs.
 
-    The runs come from ``plan_file``, else from planning ``sweep`` (see the module
-    docstring). The workflow passes its results folder's plan file and ``store``; both
-    default to those of the results folder ``runs_out`` lies in (as ``RESULTS/shards/``).
+    One process at a time works on a shard (a lock beside ``runs_out``; a second waits for
+    it). Each finished run goes to the store at once; the two outputs are assembled from the
+    store and each written atomically, and the shard's files of an earlier plan (other
+    digests) are deleted.
+
+    Parameters
+    ----------
+    sweep
+        The sweep config (as read), planned here if the plan file cannot serve the shard.
+    shard
+        The shard's name in the plan.
+    data_root
+        The folder of the built data sets; the shard's data set is checked to be its runs'.
+    traces_out
+        The shard's trace rows (Parquet), written.
+    runs_out
+        The shard's runs table rows (Parquet), written.
+    plan_file
+        The sweep's plan file (None: the one of the results folder ``runs_out`` lies in, as
+        ``RESULTS/shards/``).
+    store
+        The run store (None: that results folder's).
     """
     runs_out = Path(runs_out)
     around = Layout.of_shard_output(runs_out)
@@ -159,8 +198,28 @@ def _remove_superseded(layout: Layout, shard: str, keep: tuple[str | Path, ...])
 
 
 def shard_runs(sweep: dict[str, Any], shard: str, plan_file: str | Path) -> list[Run]:
-    """The runs of ``shard``: its part of ``plan_file``, else (one log line says why) its
-    runs in a plan of ``sweep`` made here."""
+    """The runs of ``shard``, from the plan file or else from a plan made here.
+
+    Parameters
+    ----------
+    sweep
+        The sweep config (as read).
+    shard
+        The shard's name.
+    plan_file
+        The sweep's plan file; where it cannot serve (missing, unreadable, stale, no such
+        shard) one log line says why and ``sweep`` is planned.
+
+    Returns
+    -------
+    list of Run
+        The shard's runs in plan order.
+
+    Raises
+    ------
+    KeyError
+        ``shard`` is in neither the plan file nor the plan of ``sweep``.
+    """
     try:
         return read_plan_shard(plan_file, shard, sweep)
     except PlanFileError as exc:

@@ -32,9 +32,23 @@ from .layout import SHARD_DIGEST_CHARS
 
 
 def count_bounds(n: int, size: int, siblings: list[bool] | None = None) -> list[tuple[int, int]]:
-    """[start, end) of consecutive shards of ``size`` runs (the last one may be smaller); a
-    shard grows past ``size`` rather than part a run from the one before it where
-    ``siblings[i]`` (it shares that run's computation)."""
+    """Cut ``n`` runs into consecutive shards of ``size`` runs.
+
+    Parameters
+    ----------
+    n
+        The number of runs.
+    size
+        Runs a shard holds (the last one may hold fewer).
+    siblings
+        ``siblings[i]``: run ``i`` shares the computation of run ``i - 1``, so no cut falls
+        between them (the shard grows past ``size`` instead). None: no siblings.
+
+    Returns
+    -------
+    list of tuple of int
+        ``[start, end)`` of each shard, in order, covering ``range(n)`` without gaps.
+    """
     bounds, start = [], 0
     while start < n:
         end = min(start + size, n)
@@ -48,10 +62,27 @@ def count_bounds(n: int, size: int, siblings: list[bool] | None = None) -> list[
 def cost_bounds(
     costs: list[float], target: float, siblings: list[bool] | None = None
 ) -> list[tuple[int, int]]:
-    """[start, end) of consecutive shards of about equal estimated cost, as few as hold at
-    most ``target`` each: ``ceil(sum / target)`` shards (fewer where there are fewer runs), cut
-    where the running sum is nearest each equal share, so no shard is a small remainder; never
-    between a run and the one before it where ``siblings[i]``."""
+    """Cut runs into consecutive shards of about equal estimated cost.
+
+    As few shards as hold at most ``target`` each: ``ceil(sum / target)`` (at most one a run),
+    cut where the running sum is nearest each equal share, so no shard is a small remainder.
+
+    Parameters
+    ----------
+    costs
+        Each run's estimated cost, in plan order.
+    target
+        The cost a shard holds at most, in the units of ``costs`` (> 0).
+    siblings
+        ``siblings[i]``: run ``i`` shares the computation of run ``i - 1``, so no cut falls
+        between them (such a group is cut as one cost). None: no siblings.
+
+    Returns
+    -------
+    list of tuple of int
+        ``[start, end)`` of each shard, in order, covering every run without gaps; each shard
+        holds at least one run. Empty for no runs.
+    """
     if siblings is not None and any(siblings):
         starts = [i for i, sibling in enumerate(siblings) if not sibling]  # groups' first runs
         ends = starts[1:] + [len(costs)]
@@ -82,12 +113,33 @@ def pack(
     target_s: float | None,
     siblings_of: dict[str, list[bool]] | None = None,
 ) -> dict[str, list[Any]]:
-    """Shard name (``<data set>--<k>``) -> its runs.
+    """Pack each data set's runs into shards.
 
-    ``costs_of`` holds each run's estimated seconds per data set (None where the data set's
-    shape is unknown before it is built: its runs go ``shard_size`` a shard); ``target_s``
-    the estimated seconds a shard aims at (None: every data set by count); ``siblings_of``
-    which runs share the computation of the run before them (kept in its shard).
+    Parameters
+    ----------
+    runs_of
+        Each data set's runs, in plan order.
+    costs_of
+        Each data set's runs' estimated seconds; None where the data set's shape is unknown
+        before it is built (its runs are cut by count).
+    shard_size
+        Runs a shard holds when cut by count; without ``target_s`` the number of shards is the
+        count this makes, shared out between the data sets of known cost by their cost
+        (:func:`balanced_counts`).
+    max_shards
+        The most shards made; past it shards grow (their size and ``target_s`` alike).
+    target_s
+        The estimated seconds a shard holds at most (the sweep's ``shard_minutes``); None:
+        shards counted by ``shard_size``.
+    siblings_of
+        Each data set's flags of runs that share the computation of the run before them,
+        never parted from it. None: no siblings.
+
+    Returns
+    -------
+    dict
+        Shard name ``<data set>--<kkkk>`` (``k`` from 0 within its data set) to its runs: a
+        consecutive slice of one data set's runs, data sets in the order of ``runs_of``.
     """
     siblings_of = siblings_of or {}
     if target_s is None:
@@ -136,11 +188,28 @@ def balanced_counts(
     shard_size: int,
     siblings_of: dict[str, list[bool]],
 ) -> dict[str, int]:
-    """How many shards each data set of known cost gets when shards are counted by
-    ``shard_size``: as many in all as by count, shared out in proportion to the data sets'
-    estimated cost (at least one each, at most one a computation), so that a data set of
-    costly runs gets more shards than one of cheap runs and every shard costs about the
-    same."""
+    """How many shards each data set of known cost gets when shards are counted by ``shard_size``.
+
+    As many in all as cutting by count makes, shared out in proportion to the data sets'
+    estimated cost by largest remainder, so that every shard costs about the same.
+
+    Parameters
+    ----------
+    runs_of
+        Each data set's runs, in plan order.
+    costs_of
+        Each data set's runs' estimated seconds (None: unknown; that data set is left out).
+    shard_size
+        Runs a shard holds when cut by count.
+    siblings_of
+        Each data set's flags of runs that share the computation of the run before them.
+
+    Returns
+    -------
+    dict
+        Data set to its number of shards, for the data sets of known, non-empty costs only:
+        at least one each, at most one per computation.
+    """
     costed = {ds: math.fsum(c) for ds, c in costs_of.items() if c is not None and c}
     if not costed:
         return {}

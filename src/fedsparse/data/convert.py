@@ -64,14 +64,37 @@ def parse_svmlight(
     zero_based: bool = False,
     block_size: int = BLOCK,
 ) -> Parsed:
-    """Parse ``path`` into CSR (float64 values, int32 indices, sorted per row).
+    """Parse an svmlight/LibSVM file into CSR, never densifying.
 
-    ``n_features``: the data set's dimension (an index above it is an error; the
-    matrix has this many columns even if the file never uses the last ones).
-    ``rows``: the expected number of rows (a different count is an error).
-    Indices are 1-based as on the LibSVM site unless ``zero_based``. Every error
-    is a one-line :class:`DataError` naming ``display`` (default: the path) and,
-    for a malformed line, its line number.
+    Parameters
+    ----------
+    path
+        The file: plain, ``.bz2`` or ``.xz`` (recognised by its first bytes).
+    n_features
+        The data set's dimension: an index above it is an error, and the matrix has this many
+        columns even if the file never uses the last ones. None: the largest index found.
+    rows
+        The expected number of rows (another count is an error); None: any.
+    display
+        How error messages name the file (None: its path).
+    zero_based
+        Indices count from 0; default from 1, as on the LibSVM site.
+    block_size
+        Bytes of text parsed at a time (peak memory is about twice the CSR arrays plus one
+        block).
+
+    Returns
+    -------
+    Parsed
+        ``X``: float64 values, int32 column indices (strictly increasing within each row, as
+        the file must have them), at least one column; ``y``: the raw float labels.
+
+    Raises
+    ------
+    DataError
+        One line naming ``display`` (and, for a malformed line, its line number): no such
+        file, a truncated or corrupt archive, no rows, another row count than ``rows``, a
+        malformed token, a non-finite label or value, an index out of range or not increasing.
     """
     path = Path(path)
     name = display or str(path)
@@ -274,7 +297,31 @@ def convert(
     rows: int | None = None,
     display: str | None = None,
 ) -> Parsed:
-    """Parse ``source`` and save it as CSR ``out``; return the parsed data."""
+    """Parse ``source`` (:func:`parse_svmlight`) and save it as CSR ``out`` (:func:`save_csr`).
+
+    Parameters
+    ----------
+    source
+        The svmlight file (plain, ``.bz2`` or ``.xz``).
+    out
+        The ``.npz`` written, atomically.
+    n_features
+        As for :func:`parse_svmlight`.
+    rows
+        As for :func:`parse_svmlight`.
+    display
+        How messages name the file (None: its path).
+
+    Returns
+    -------
+    Parsed
+        The parsed data.
+
+    Raises
+    ------
+    DataError
+        As :func:`parse_svmlight` raises.
+    """
     parsed = parse_svmlight(source, n_features=n_features, rows=rows, display=display)
     save_csr(parsed, out)
     log.info(

@@ -151,11 +151,36 @@ def download(
 ) -> None:
     """Fill ``part`` with the whole body of ``url``, resuming what is already there.
 
-    Retries transient failures (connection errors, time-outs, cut transfers,
-    HTTP 408/429/5xx) ``retries`` times, waiting ``backoff * 2**k`` seconds
-    (at most ``max_backoff``). Raises :class:`DataError` with a one-line message
-    on a permanent HTTP error, a size that disagrees with ``expected_size``, or
-    when the retries are used up (the partial file is kept for the next run).
+    Retries transient failures (connection errors, time-outs, cut transfers, HTTP 408, 429
+    and 5xx, a refused resume, which starts over) with exponential back-off.
+
+    Parameters
+    ----------
+    url
+        The URL downloaded.
+    part
+        The partial file, appended to with an HTTP ``Range`` request where the server resumes
+        (its folder is created).
+    expected_size
+        The body's size in bytes, checked against the size the server announces; None: not
+        checked.
+    retries
+        Transient failures retried before giving up.
+    backoff
+        Seconds waited before the first retry; doubled after each.
+    max_backoff
+        The longest wait between retries, in seconds.
+    timeout
+        Seconds each socket operation may take.
+    progress
+        Show a progress bar on a terminal (a log line every 10 % or 30 s otherwise).
+
+    Raises
+    ------
+    DataError
+        One line naming the URL: a permanent HTTP error, a size that disagrees with
+        ``expected_size``, or the retries used up (the partial file is then kept for the next
+        attempt to resume).
     """
     part.parent.mkdir(parents=True, exist_ok=True)
     name = url.rsplit("/", 1)[-1] or url
@@ -252,7 +277,27 @@ def read_record(dest: Path) -> dict[str, Any] | None:
 
 
 def record_download(dest: Path, url: str, size: int, sha256: str) -> bool:
-    """Record ``dest``'s hash (first download) or compare with the record; True if it differs."""
+    """Record a download's size and SHA-256 beside it, or compare it with the first download's.
+
+    The record ``<dest>.json`` is written atomically: the first download's entry, and every
+    later one under ``later`` with whether it differs (logged as a warning when it does).
+
+    Parameters
+    ----------
+    dest
+        The downloaded file's final place.
+    url
+        Where it came from.
+    size
+        Its size in bytes.
+    sha256
+        Its SHA-256, hex.
+
+    Returns
+    -------
+    bool
+        True if a record existed and this download's size or SHA-256 differs from it.
+    """
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rec = read_record(dest)
     entry = {"url": url, "size": size, "sha256": sha256, "downloaded_at": now}
@@ -289,9 +334,35 @@ def fetch(
 ) -> Path:
     """``dest``, downloading ``url`` first if it is not there yet.
 
-    The download goes to ``<dest>.part``; it is checked (size, ``expected_sha256``,
-    then ``verify(part)``, which raises :class:`DataError` on a bad file) and only
-    then renamed to ``dest``. A file that fails a check is deleted.
+    The download goes to ``<dest>.part`` and is checked (its size against ``expected_size``,
+    its SHA-256 against ``expected_sha256``, then ``verify``) before it is recorded
+    (:func:`record_download`) and renamed to ``dest``; a file that fails a check is deleted.
+
+    Parameters
+    ----------
+    url
+        The URL downloaded.
+    dest
+        The file's final place; returned as it is if it exists.
+    verify
+        Called with the downloaded part; it raises (a :class:`DataError`) on a bad file.
+        None: no check.
+    expected_size
+        The file's size in bytes; None: not checked.
+    expected_sha256
+        The file's SHA-256, hex (either case); None: not checked.
+    **download_options
+        Passed to :func:`download` (``retries``, ``backoff``, ``timeout``, ...).
+
+    Returns
+    -------
+    Path
+        ``dest``.
+
+    Raises
+    ------
+    DataError
+        A download that fails (:func:`download`) or a file that fails a check.
     """
     dest = Path(dest)
     if dest.is_file():
@@ -346,10 +417,38 @@ def fetch_parsed(
     expected_sha256: str | None = None,
     download_options: dict[str, Any] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """The parsed contents of ``url``, downloaded to ``dest`` and converted once (file lock).
+    """The parsed contents of ``url``, downloaded to ``dest`` and converted once.
 
-    A later call reads the converted form; a download is renamed into place only once it
-    parses (see :func:`fetch`). Returns the parsed data and ``{origin, size, sha256}``.
+    Holds a file lock on ``dest`` throughout, so two jobs never download or convert the same
+    file at once. A converted form ``<dest><codec.suffix>`` that still fits is read; a
+    download found without one is parsed and converted; otherwise the file is fetched
+    (:func:`fetch`, renamed into place only once it parses) and converted.
+
+    Parameters
+    ----------
+    url
+        The URL downloaded.
+    dest
+        The download's place in the data cache.
+    codec
+        How the file is parsed, and its converted form saved and loaded.
+    expected_size
+        The download's size in bytes; None: not checked.
+    expected_sha256
+        The download's SHA-256, hex; None: not checked.
+    download_options
+        Options of :func:`download`; None: its defaults.
+
+    Returns
+    -------
+    tuple
+        The parsed data, and ``{origin, size, sha256}``: the URL and the download's recorded
+        size and SHA-256 (None where it has no record).
+
+    Raises
+    ------
+    DataError
+        A download that fails or does not parse (as :func:`fetch`).
     """
     converted = dest.with_name(dest.name + codec.suffix)
     with file_lock(dest):
@@ -389,12 +488,39 @@ def read_local(
     expected_sha256: str | None = None,
     converted_dir: Path | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Parse the local copy ``path`` (offline), checked against the pins and, if ``recorded``
-    (the cache place of the same file) holds a download record, against its SHA-256.
+    """Parse the local copy ``path`` of a data file (offline), checked against its pins.
 
-    ``converted_dir``: keep the converted form there, named by the file's SHA-256 (so an
-    edited file is parsed again), and read it instead of parsing on later calls; a folder
-    that cannot be written only costs the parse."""
+    A ``recorded`` download record whose SHA-256 differs from the file's is logged as a
+    warning, not an error.
+
+    Parameters
+    ----------
+    path
+        The local file.
+    codec
+        How the file is parsed, and its converted form saved and loaded.
+    recorded
+        The cache place of the same file, whose download record (if any) the file is compared
+        with; None: none.
+    expected_size
+        The file's size in bytes; None: not checked.
+    expected_sha256
+        The file's SHA-256, hex; None: not checked.
+    converted_dir
+        Where the converted form is kept, named by the file's SHA-256 (an edited file is parsed
+        again), and read on later calls; a folder that cannot be written only costs the parse.
+        None: not kept.
+
+    Returns
+    -------
+    tuple
+        The parsed data, and ``{origin, size, sha256}`` of ``path``.
+
+    Raises
+    ------
+    DataError
+        No such file, a size or SHA-256 other than the pins, or a file that does not parse.
+    """
     if not path.is_file():
         raise DataError(f"{path}: no such file (dataset.path)")
     size, sha = path.stat().st_size, sha256_of(path)

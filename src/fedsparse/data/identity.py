@@ -48,9 +48,25 @@ def without_locations(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def data_spec(data: dict[str, Any], loss: str, partition: Any = "natural") -> dict[str, Any]:
-    """The normalised spec a data folder is built from: the data set's config (source or
-    generator, parameters, seed, preprocessing), its partition and the data code's version;
-    the loss only where it decides the data (a qid file's labels: ``kind: libsvm``)."""
+    """The normalised spec a data folder is built from.
+
+    Parameters
+    ----------
+    data
+        A normalised data set config (source or generator, parameters, seed,
+        preprocessing); the place of a registry file (``path``, ``mirror``) is left out.
+    loss
+        The model's loss: part of the spec only where it decides the data (a qid file's
+        labels, ``kind: libsvm``).
+    partition
+        The normalised partition (a false value counts as ``"natural"``).
+
+    Returns
+    -------
+    dict
+        ``{data, partition, code}`` (``code``: the data code's version), plus ``loss`` for
+        ``kind: libsvm``.
+    """
     spec = {
         "data": without_locations(data),
         "partition": partition or "natural",
@@ -62,7 +78,23 @@ def data_spec(data: dict[str, Any], loss: str, partition: Any = "natural") -> di
 
 
 def data_digest(data: dict[str, Any], loss: str, partition: Any = "natural") -> str:
-    """A short hash of :func:`data_spec`: what names a data folder."""
+    """A short hash of :func:`data_spec`: what names a data folder.
+
+    Parameters
+    ----------
+    data
+        A normalised data set config.
+    loss
+        The model's loss.
+    partition
+        The normalised partition.
+
+    Returns
+    -------
+    str
+        The first ``DIGEST_CHARS`` (12) hex characters of the SHA-256 of the spec as
+        canonical JSON; equal specs give equal digests, in any process.
+    """
     text = json.dumps(data_spec(data, loss, partition), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]
 
@@ -97,12 +129,31 @@ def file_stamps(folder: Path) -> dict[str, dict[str, Any]]:
 
 
 def check_built(folder: str | Path, digest: str, dataset: str) -> dict[str, Any]:
-    """The ``meta.json`` of the data folder ``folder`` once checked to hold data set
-    ``dataset`` built from the spec of ``digest``, its files as built; else DataError, one
-    line naming the data set, what differs and what to run.
+    """The ``meta.json`` of a built data folder, once checked to hold this data set as built.
 
-    Cost: a read of ``meta.json`` and a ``stat`` per file; a file whose time differs but
-    whose size does not is read once (hashed), and its new time recorded (atomically).
+    Cost: a read of ``meta.json`` and a ``stat`` per file. A file whose time differs but whose
+    size does not is hashed once and, if it is the build's, its new time recorded in
+    ``meta.json`` (atomically; best effort on a read-only folder).
+
+    Parameters
+    ----------
+    folder
+        The data folder.
+    digest
+        The digest (:func:`data_digest`) of the spec the runs read.
+    dataset
+        The data set's name, for the messages.
+
+    Returns
+    -------
+    dict
+        The folder's ``meta.json``.
+
+    Raises
+    ------
+    DataError
+        One line naming the data set, what differs and what to run: no readable
+        ``meta.json``, another digest, no file stamps, or a file missing or not as built.
     """
     folder = Path(folder)
     rebuild = f"delete {folder} and run snakemake again to rebuild it"

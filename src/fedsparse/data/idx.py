@@ -51,11 +51,27 @@ class ImageSplit:
 
 
 def read_idx(path: str | Path, magic: int, *, display: str | None = None) -> np.ndarray:
-    """The array of the IDX file ``path`` (plain or gzip), which must carry ``magic``.
+    """The array of an IDX file (plain or gzip), which must carry ``magic``.
 
-    Images come back as ``(n, rows * columns)`` uint8, labels as ``(n,)`` uint8. A wrong
-    magic number, a header that disagrees with the file's size, or a truncated or corrupt
-    gzip stream is a one-line :class:`DataError` naming ``display`` (default: the path).
+    Parameters
+    ----------
+    path
+        The file; gzip is recognised by its first bytes.
+    magic
+        The magic number expected: ``IMAGES`` or ``LABELS``.
+    display
+        How error messages name the file (None: its path).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8: images as ``(n, rows * columns)``, labels as ``(n,)``.
+
+    Raises
+    ------
+    DataError
+        One line naming ``display``: no such or unreadable file, a truncated or corrupt gzip
+        stream, a wrong magic number, or a header that disagrees with the file's size.
     """
     name = display or str(path)
     raw = _read_bytes(Path(path), name)
@@ -143,7 +159,33 @@ def obtain(
     cache: str | Path | None = None,
     download_options: dict[str, Any] | None = None,
 ) -> tuple[ImageSplit, dict[str, Any]]:
-    """The images and labels of the normalised ``kind: idx`` config ``ds``, and their origin."""
+    """The images and labels of a normalised ``kind: idx`` config, and their origin.
+
+    The four files come from ``ds["path"]``, else a system package's folder (no ``mirror``),
+    else a download into the data cache (:func:`fedsparse.data.download.fetch_parsed`).
+
+    Parameters
+    ----------
+    ds
+        The normalised ``kind: idx`` data set config (``source`` or ``path``).
+    cache
+        The data cache (None: the default, :func:`fedsparse.data.download.cache_dir`).
+    download_options
+        Options of :func:`fedsparse.data.download.download`; None: its defaults.
+
+    Returns
+    -------
+    tuple
+        An :class:`ImageSplit` (images uint8, one row of pixels each; labels float64), and
+        ``{origin, files}``: the folder or base URL, and each file's origin, size and SHA-256.
+
+    Raises
+    ------
+    DataError
+        A missing folder or file, a file that does not read as IDX or holds another number of
+        rows than the registry's, or train and test files that disagree (image and label
+        counts, pixels per image).
+    """
     entry = registry.get_images(ds["source"]) if ds.get("source") else None
     cache = cache_dir(cache)
     folder, system = None, False

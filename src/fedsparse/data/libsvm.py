@@ -14,12 +14,31 @@ from .federated import FederatedData
 def load_qid_file(
     path: str | Path, task: str, n_features: int | None = None, name: str | None = None
 ) -> FederatedData:
-    """Load ``path`` as federated data, one client per distinct ``qid`` (ascending).
+    """Load an svmlight file as federated data, one client per distinct ``qid``.
 
-    ``task`` decides how labels are read: ``regression`` (as is), ``binary``
-    (-1/+1, 0/1 mapped to -1/+1) or ``multiclass`` (any integer labels, mapped to
-    0..c-1 in sorted order). Rows stay sparse (CSR). Raises :class:`DataError`
-    naming the file when it is missing, malformed or unusable.
+    Parameters
+    ----------
+    path
+        The svmlight file; every row has a ``qid:<client>`` field.
+    task
+        How labels are read (:func:`labels_for_task`): ``regression``, ``binary`` or
+        ``multiclass``.
+    n_features
+        The data set's dimension (None: inferred from the file).
+    name
+        The data set's name (None: the file's stem).
+
+    Returns
+    -------
+    FederatedData
+        Rows stay sparse (CSR, sorted indices), stacked by client in ascending ``qid`` order
+        (the file's row order kept within a client).
+
+    Raises
+    ------
+    DataError
+        Naming the file: missing, not valid svmlight, no rows, a row without a qid, a
+        non-finite value or label, or labels that do not fit ``task``.
     """
     from sklearn.datasets import load_svmlight_file  # slow import, only needed here
 
@@ -63,6 +82,28 @@ def load_qid_file(
 
 
 def labels_for_task(y: np.ndarray, task: str, path: Path) -> np.ndarray:
+    """The labels ``y`` as the loss of ``task`` reads them.
+
+    Parameters
+    ----------
+    y
+        The raw float labels.
+    task
+        ``binary``: -1/+1 kept, 0/1 mapped to -1/+1; ``multiclass``: integer labels mapped to
+        0..c-1 in sorted order; any other task (``regression``): as they are.
+    path
+        The file they came from, for the messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        The labels, one per row of ``y`` (``y`` itself where they are kept as they are).
+
+    Raises
+    ------
+    DataError
+        Binary labels other than -1/+1 or 0/1, or multiclass labels that are not integers.
+    """
     values = np.unique(y)
     if task == "binary":
         if set(values) <= {-1.0, 1.0}:

@@ -113,7 +113,22 @@ class PartitionResult:
 
 
 def label_groups(y: np.ndarray, task: str, bins: int = 10) -> np.ndarray:
-    """Labels as 0..G-1 (classification) or quantile bins of y (regression)."""
+    """Each row's group: its class, or its quantile bin of ``y`` for regression.
+
+    Parameters
+    ----------
+    y
+        The labels, one per row.
+    task
+        ``regression``: rows binned by the quantiles of ``y``; any other task: grouped by label.
+    bins
+        The number of quantile bins for regression.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 group numbers 0..G-1, one per row, in the sorted order of the labels or bins.
+    """
     if task == "regression":
         edges = np.quantile(y, np.linspace(0.0, 1.0, bins + 1)[1:-1])
         g = np.searchsorted(edges, y, side="right")
@@ -129,10 +144,37 @@ def partition(
     spec: dict,
     y_test: np.ndarray | None = None,
 ) -> PartitionResult:
-    """Partition rows of ``(X, y)`` as the normalised partition ``spec`` says.
+    """Partition the rows of ``(X, y)`` into clients as the normalised partition ``spec`` says.
 
-    ``y_test``: labels of a separate test pool (a data set's test file), from which
-    ``label_cycle`` draws each client's test rows (``test`` then indexes that pool).
+    Every random draw comes from ``spec``'s ``seed`` (default 0).
+
+    Parameters
+    ----------
+    X
+        The rows' features (dense or CSR); read by ``papers`` clustering only.
+    y
+        The labels, one per row.
+    task
+        ``regression``, ``binary`` or ``multiclass``.
+    spec
+        The normalised partition (``kind`` one of :data:`KINDS`, its parameters, ``seed``,
+        ``test_fraction``, ``test_split``, ``min_size``).
+    y_test
+        Labels of a separate test pool (a data set's test file), from which ``label_cycle``
+        draws each client's test rows (``test`` then indexes that pool); None: none.
+
+    Returns
+    -------
+    PartitionResult
+        Each client's sorted training rows, the test rows (per client, or one global array),
+        each row's cluster (``papers``) and group, and per-client statistics.
+
+    Raises
+    ------
+    DataError
+        An unknown kind, a label-based kind on regression data, a ``test_fraction`` that
+        leaves no test or no training rows, a client with fewer than ``min_size`` rows (at
+        least 1), or parameters the data cannot meet.
     """
     kind = spec["kind"]
     if kind not in KINDS:
@@ -523,9 +565,28 @@ def _stats(clients, test, y, task, groups, clusters) -> list[dict[str, Any]]:
 def embedding(
     X, clusters: np.ndarray, client_of_row: np.ndarray, sample: int = 1000, seed: int = 0
 ) -> pd.DataFrame:
-    """A 2-D t-SNE embedding of a random subsample of rows (sparse rows reduced by SVD first).
+    """A 2-D t-SNE embedding of a random sample of rows, for the report.
 
-    Returns columns ``x, y, cluster, client`` for ``min(sample, n)`` rows.
+    Sparse rows, and dense rows of more than 50 features, are reduced by truncated SVD first.
+
+    Parameters
+    ----------
+    X
+        The rows' features (dense or CSR).
+    clusters
+        Each row's cluster (or group), copied to the output.
+    client_of_row
+        Each row's client (-1: none), copied to the output.
+    sample
+        How many rows to embed at most.
+    seed
+        Seeds the sample, the SVD and t-SNE.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``x, y, cluster, client``, one row per sampled row (``min(sample, n)``, in row
+        order).
     """
     import pandas as pd
     import scipy.sparse as sp

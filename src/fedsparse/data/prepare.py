@@ -71,7 +71,31 @@ def obtain(
     cache: str | Path | None = None,
     download_options: dict[str, Any] | None = None,
 ) -> tuple[Parsed, dict[str, Any]]:
-    """Parsed CSR data of the normalised svmlight config ``ds`` and where it came from."""
+    """Parsed CSR data of a normalised svmlight config, and where it came from.
+
+    A local ``path`` is read offline (:func:`fedsparse.data.download.read_local`); otherwise
+    the file is downloaded into the data cache and converted once
+    (:func:`fedsparse.data.download.fetch_parsed`). ``size`` and ``sha256`` pin the file.
+
+    Parameters
+    ----------
+    ds
+        The normalised ``kind: svmlight`` data set config.
+    cache
+        The data cache (None: the default, :func:`fedsparse.data.download.cache_dir`).
+    download_options
+        Options of :func:`fedsparse.data.download.download`; None: its defaults.
+
+    Returns
+    -------
+    tuple
+        The :class:`Parsed` rows and raw labels, and ``{origin, size, sha256}`` of the file.
+
+    Raises
+    ------
+    DataError
+        A file that is missing, fails its pins, does not download, or does not parse.
+    """
     opts = {"n_features": ds.get("n_features"), "rows": ds.get("rows")}
     codec = Codec(
         parse=lambda path, name: parse_svmlight(path, display=name, **opts),
@@ -102,14 +126,45 @@ def apply_partition(
     y_test: np.ndarray | None = None,
     preprocessing: dict[str, Any] | None = None,
 ) -> Prepared:
-    """Partition rows ``(X, y)`` and stack them by client (the test split kept apart).
+    """Partition rows ``(X, y)`` into clients and stack them by client, the test split kept apart.
 
-    ``X_test, y_test``: the data set's own test file, if it has one. ``label_cycle`` draws
-    each client's test rows from it; any other partition keeps it whole as the global
-    test set, unless it holds out its own rows (``test_fraction > 0``). ``preprocessing``
-    (``{scale, standardize}``) is applied to the selected rows, its statistics taken from
-    the training rows. ``test_pool: pooled`` in ``spec``: the test file is appended to the
-    training rows first, and the partition's row indices count in that pool.
+    Parameters
+    ----------
+    X
+        The rows' features (dense or CSR).
+    y
+        The labels, one per row, as the loss reads them (:func:`labels_for_task`).
+    task
+        ``regression``, ``binary`` or ``multiclass`` (classes: the largest label + 1).
+    name
+        The data set's name.
+    spec
+        The normalised partition. ``test_pool: pooled``: the test file is appended to the
+        training rows first, and the partition's row indices count in that pool.
+    x_true
+        The generating model of synthetic data, kept with it; None: none.
+    embedding_sample
+        Rows of a t-SNE embedding to compute (0: none).
+    X_test
+        The data set's own test file's features, if it has one. ``label_cycle`` draws each
+        client's test rows from it; any other partition keeps it whole as the global test set,
+        unless it holds out its own rows (``test_fraction > 0``).
+    y_test
+        The test file's labels (with ``X_test``).
+    preprocessing
+        ``{scale, standardize}`` applied to the selected rows (:func:`preprocess`), its
+        statistics taken from the training rows; None: none.
+
+    Returns
+    -------
+    Prepared
+        The data (rows stacked by client, each client's rows in ascending row order), the
+        :class:`PartitionResult` and the embedding (or None).
+
+    Raises
+    ------
+    DataError
+        As :func:`fedsparse.data.partition.partition` raises.
     """
     if spec.get("test_pool") == "pooled" and X_test is not None:
         X = sp.vstack([X, X_test], format="csr") if sp.issparse(X) else np.concatenate([X, X_test])
@@ -162,7 +217,33 @@ def prepare(
     embedding_sample: int = 0,
     download_options: dict[str, Any] | None = None,
 ) -> Prepared:
-    """The federated data of a normalised svmlight, idx or leaf dataset config and partition."""
+    """The federated data of a normalised svmlight, idx or leaf data set config and partition.
+
+    Parameters
+    ----------
+    ds
+        The normalised data set config (``kind`` svmlight, idx or leaf).
+    spec
+        The normalised partition; ``"natural"`` only for leaf data (its writers as clients).
+    cache
+        The data cache (None: the default).
+    embedding_sample
+        Rows of a t-SNE embedding to compute (0: none).
+    download_options
+        Options of :func:`fedsparse.data.download.download`; None: its defaults (not used for
+        leaf data).
+
+    Returns
+    -------
+    Prepared
+        The data, its partition and embedding, and ``source``: where its files came from.
+
+    Raises
+    ------
+    DataError
+        An svmlight or idx set without a partition spec, or as obtaining or partitioning the
+        data raises.
+    """
     if ds["kind"] == "leaf":
         return _prepare_leaf(ds, spec, cache, embedding_sample)
     if not isinstance(spec, dict):

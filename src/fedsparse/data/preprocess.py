@@ -10,12 +10,26 @@ import numpy as np
 def preprocess(
     X: np.ndarray, X_test: np.ndarray | None, spec: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """``X`` and ``X_test`` as float64, divided by ``spec['scale']`` and, if
-    ``spec['standardize']``, centred and scaled by the mean and standard deviation of
-    each feature over the TRAINING rows ``X`` only (a constant feature: std 1), so
-    nothing about the test rows leaks into training.
+    """Scale image rows and, if asked, standardise each feature on the training rows.
 
+    Nothing about the test rows leaks into training: the statistics are the training rows'.
     Float64 inputs are changed in place (callers pass fresh row selections).
+
+    Parameters
+    ----------
+    X
+        The training rows (dense).
+    X_test
+        The test rows (dense), or None.
+    spec
+        ``{scale, standardize}``: every value is divided by ``scale``; with ``standardize``,
+        each feature is centred and divided by its standard deviation over ``X`` (a constant
+        feature is only centred: std 1).
+
+    Returns
+    -------
+    tuple
+        ``(X, X_test)`` as C-contiguous float64 (``X_test`` None if it was).
     """
     X = _scaled(X, spec["scale"])
     X_test = _scaled(X_test, spec["scale"]) if X_test is not None else None

@@ -26,12 +26,26 @@ def save_dataset(
     digest: str | None = None,
     tables: dict[str, Any] | None = None,
 ) -> None:
-    """Write ``data`` to directory ``path`` atomically (a temporary directory swapped in: a
-    reader finds the old folder or the complete new one).
+    """Write a data set to the folder ``path``, atomically.
 
-    ``digest``: of the spec it was built from (:mod:`.identity`), recorded in ``meta.json``
-    with every file's stamp (size, time, SHA-256); ``tables``: file name -> DataFrame, each
-    written as CSV beside the arrays (the partition's statistics, the embedding).
+    A temporary folder is filled and swapped in (:func:`fedsparse.atomic.atomic_directory`): a
+    reader finds the old folder or the complete new one. It holds one ``.npy`` per array (a
+    dense matrix also column-major, ``Xt``), the ``tables``, and ``meta.json``.
+
+    Parameters
+    ----------
+    data
+        The federated data set.
+    path
+        The data folder written.
+    config
+        The spec it was built from, recorded in ``meta.json``; None: none.
+    digest
+        The digest of that spec (:mod:`fedsparse.data.identity`), recorded in ``meta.json``
+        with every file's stamp (size, time, SHA-256); None: none recorded.
+    tables
+        File name to DataFrame, each written as CSV beside the arrays (the partition's
+        statistics, the embedding); None: none.
     """
     with atomic_directory(path) as tmp:
         arrays = {"y": data.y, "client_ptr": data.client_ptr}
@@ -71,9 +85,32 @@ def save_dataset(
 def load_dataset_dir(
     path: str | Path, digest: str | None = None, dataset: str | None = None
 ) -> FederatedData:
-    """Load a directory written by :func:`save_dataset` (arrays memory-mapped). Given the
-    ``digest`` of the spec its reader's config names, the folder is first checked to hold
-    that spec's data as built (:func:`.identity.check_built`: DataError otherwise)."""
+    """Load a folder written by :func:`save_dataset`.
+
+    The feature matrices (and ``x_true``, ``Xt``) are memory-mapped, so the processes of a
+    sweep share one copy through the page cache; labels and client pointers are read into
+    memory.
+
+    Parameters
+    ----------
+    path
+        The data folder.
+    digest
+        The digest of the spec the reader's config names: the folder is first checked to
+        hold that spec's data as built (:func:`fedsparse.data.identity.check_built`). None:
+        not checked.
+    dataset
+        The data set's name, for the messages (None: the folder's name).
+
+    Returns
+    -------
+    FederatedData
+
+    Raises
+    ------
+    DataError
+        The folder is not a built data folder, or fails :func:`check_built`.
+    """
     path = Path(path)
     if digest is not None:
         meta = check_built(path, digest, dataset or path.name)
@@ -120,10 +157,29 @@ def load_dataset_dir(
 
 
 def load_built(data_root: str | Path, dataset: str, digest: str) -> FederatedData:
-    """Data set ``dataset`` as built from the spec of ``digest`` in the data folder
-    ``data_root``: its build ``<dataset>.<digest>``, else ``<dataset>`` (the link to its
-    latest build, or a folder built by hand), checked first to hold that spec's data as
-    built (:func:`.identity.check_built`; one-line DataError naming both digests if not)."""
+    """A data set as built from the spec of ``digest``, checked.
+
+    Parameters
+    ----------
+    data_root
+        The folder of the built data sets.
+    dataset
+        The data set's name; its build ``<dataset>.<digest>`` is read, else ``<dataset>`` (the
+        link to its latest build, or a folder built by hand).
+    digest
+        The digest of the spec the runs read (:func:`fedsparse.data.identity.run_data_digest`).
+
+    Returns
+    -------
+    FederatedData
+        As :func:`load_dataset_dir` loads it.
+
+    Raises
+    ------
+    DataError
+        One line naming the data set: the folder is missing or does not hold that spec's data
+        as built (:func:`fedsparse.data.identity.check_built`).
+    """
     from ..layout import dataset_in
 
     folder = dataset_in(data_root, dataset, digest)

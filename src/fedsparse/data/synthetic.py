@@ -40,8 +40,24 @@ def reading_suffix(
     u_mean: float = 0.1,
     v_mean: str = "client_scalar",
 ) -> str:
-    """The part of a simulation's name that says which readings differ from the text's:
-    '' at the defaults, else e.g. '-std-u0-sharedB-center-global'."""
+    """The part of a simulation's name that says which readings differ from the text's.
+
+    Parameters
+    ----------
+    center
+        As for :func:`simulation`.
+    alpha_beta_as
+        As for :func:`simulation`.
+    u_mean
+        As for :func:`simulation`.
+    v_mean
+        As for :func:`simulation`.
+
+    Returns
+    -------
+    str
+        ``''`` at the defaults, else e.g. ``'-std-u0-sharedB-center-global'`` (in that order).
+    """
     parts = ""
     if alpha_beta_as != "variance":
         parts += f"-{alpha_beta_as}"
@@ -74,18 +90,58 @@ def simulation(
 ) -> FederatedData:
     """Generate Simulation I (``task='linear'``) or II (``task='logistic'``).
 
-    ``samples_per_client`` defaults to the papers' 100 (linear) or 1000 (logistic).
-    ``shared_model=True`` draws one model for all clients (a noiseless, IID-model
-    sanity case when combined with ``noise_std=0``). The reference model
-    ``x_true`` is the mean of the client models, supported on the first
-    ``support`` coordinates.
+    Every draw comes from one generator seeded by ``seed``; at the readings' defaults, the data
+    of a seed is that of the text's reading (the module docstring).
 
-    ``center`` is a reading of the data the papers do not describe: ``global`` subtracts the
-    features' mean over all rows, ``per_client`` each client's own feature mean (after the
-    responses are drawn, so y is unchanged).
+    Parameters
+    ----------
+    task
+        ``linear`` (regression responses) or ``logistic`` (labels -1/+1).
+    clients
+        The number of clients.
+    samples_per_client
+        Rows per client; None: the papers' 100 (linear) or 1000 (logistic).
+    dim
+        Features per row.
+    support
+        The client models' nonzero entries: the first ``support`` coordinates.
+    alpha
+        The spread of each client's ``u_i`` (a variance, or a std by ``alpha_beta_as``).
+    beta
+        The spread of each client's ``B_i`` (a variance, or a std by ``alpha_beta_as``).
+    seed
+        Seeds every draw.
+    noise_std
+        The standard deviation of the responses' noise (0: none).
+    positives
+        Rows of each client labelled +1 (logistic): those of the largest margins.
+    shared_model
+        Draw one model for all clients (with ``noise_std=0``, a noiseless IID-model sanity
+        case).
+    name
+        The data set's name; None: ``sim-<task>-a<alpha>-b<beta>`` and :func:`reading_suffix`.
+    center
+        A reading the papers do not describe: ``global`` subtracts the features' mean over all
+        rows, ``per_client`` each client's own (after the responses are drawn, so ``y`` is
+        unchanged); ``none``: no centring.
+    alpha_beta_as
+        ``variance`` or ``std``: how ``alpha`` and ``beta`` are read.
+    u_mean
+        The mean of ``u_i``.
+    v_mean
+        ``client_scalar`` (each client's scalar ``B_i``) or ``shared_vector`` (one vector ``B``
+        for all clients).
 
-    ``alpha_beta_as``, ``u_mean`` and ``v_mean`` are the readings of the module docstring; at
-    their defaults the draws (and so the data of a seed) are those of the text's reading.
+    Returns
+    -------
+    FederatedData
+        Dense rows, ``n`` consecutive ones per client; task ``regression`` (linear) or
+        ``binary`` (logistic); ``x_true`` the mean of the client models.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``alpha_beta_as``, ``v_mean`` or ``center``.
     """
     if alpha_beta_as not in ALPHA_BETA_AS:
         raise ValueError(f"alpha_beta_as: must be variance or std, got {alpha_beta_as!r}")
@@ -143,8 +199,25 @@ def simulation(
 
 
 def center_features(X: np.ndarray, clients: int, n: int, how: str) -> None:
-    """Subtract the global (``global``) or each client's (``per_client``) column means in
-    place; ``none`` leaves X alone. Clients hold ``n`` consecutive rows each."""
+    """Centre the columns of ``X`` in place, globally or per client.
+
+    Parameters
+    ----------
+    X
+        The rows, C-contiguous; clients hold ``n`` consecutive rows each.
+    clients
+        The number of clients.
+    n
+        Rows per client.
+    how
+        ``global``: subtract the column means over all rows; ``per_client``: each client's
+        own column means; ``none``: ``X`` is left alone.
+
+    Raises
+    ------
+    ValueError
+        Any other ``how``.
+    """
     if how == "global":
         X -= X.mean(axis=0)
     elif how == "per_client":

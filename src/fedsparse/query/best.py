@@ -52,12 +52,34 @@ BEST_CONFIG_COLUMNS = (
 def best_configurations(
     results: Results, metric: str = "final_objective", by: Sequence[str] = ()
 ) -> pa.RecordBatchReader:
-    """Per (``by``..., dataset, algorithm): the configuration with the best mean ``metric``
-    over its seeds, with its number of seeds and of diverged runs, and ``grid_edges``: its
-    hyperparameters at an edge of the values searched (fedsparse.grid_edges; '' when none).
+    """The best configuration, by mean ``metric`` over its seeds, per group.
 
-    Optuna trials are searches (pruned ones stop early), so as in the report only grid runs
-    and the held-out re-runs of Optuna's best trials (trial_state HOLDOUT) are compared.
+    Only grid runs and the held-out re-runs of Optuna's best trials (``trial_state``
+    ``HOLDOUT``) are compared: other trials are searches (pruned ones stop early). A diverged
+    run scores the worst value, so a configuration with any diverged seed ranks last.
+
+    Parameters
+    ----------
+    results
+        The open results views (:func:`open_results`).
+    metric
+        A key of :data:`METRICS`.
+    by
+        Runs columns that split the groups further, before ``dataset`` and ``algorithm``.
+
+    Returns
+    -------
+    pyarrow.RecordBatchReader
+        One row per (``by``..., dataset, algorithm) where some run has a value of ``metric``,
+        in that order: the configuration columns, ``mean_<metric>``, ``seeds``, ``diverged``
+        (runs) and ``grid_edges`` (the hyperparameters at an edge of the values searched,
+        :mod:`fedsparse.grid_edges`; ``''`` when none). Ties go to the first configuration by
+        its columns, nulls first.
+
+    Raises
+    ------
+    FedsparseError
+        As :func:`check_arguments` raises.
     """
     return _best_reader(results, _best_query(results, metric, by))
 
@@ -112,12 +134,32 @@ class BestView:
 def best_view(
     results: Results, metric: str = "final_objective", by: Sequence[str] = ()
 ) -> BestView:
-    """:func:`best_configurations` for reading: the ``by`` columns, dataset and algorithm, the
-    configuration columns that take two or more values (null counts as one: set for one
-    algorithm, unset for another) among the configurations compared, the mean metric, seeds,
-    diverged and grid_edges (short: ``stepsize lower``). A configuration column with one value
-    everywhere is named in a note instead; one that no run sets is left out. Files keep every
-    column: scripts get the same schema whatever the results hold.
+    """:func:`best_configurations` for reading: only the columns that tell configurations apart.
+
+    Files keep every column instead, so that scripts get the same schema whatever the results
+    hold.
+
+    Parameters
+    ----------
+    results
+        The open results views.
+    metric
+        A key of :data:`METRICS`.
+    by
+        Runs columns that split the groups further.
+
+    Returns
+    -------
+    BestView
+        The ``by`` columns, dataset and algorithm, the configuration columns that take two or
+        more values among the configurations compared (null counts as a value), the mean
+        metric, seeds, diverged and a short ``grid_edges`` (``stepsize lower``); notes name the
+        columns of one value everywhere and count those no run sets.
+
+    Raises
+    ------
+    FedsparseError
+        As :func:`check_arguments` raises.
     """
     q = _best_query(results, metric, by)
     config = [c for c in q.config if c not in q.groups]
@@ -143,9 +185,28 @@ def compact(
     edges_note: str = "grid_edges: the best value is at the lower/upper edge of those "
     "searched; extend the grid there",
 ) -> BestView:
-    """``table`` without the ``config`` columns that take one value (``n``: distinct values
-    of each among the configurations compared, ``one``: a value of each), grid_edges short,
-    and the notes saying what was left out."""
+    """``table`` without the configuration columns that take one value, and notes saying so.
+
+    Parameters
+    ----------
+    table
+        Configurations, ``grid_edges`` its last column (long phrases, ``'; '``-separated).
+    config
+        The configuration columns that may be dropped.
+    n
+        The number of distinct values of each of ``config`` among the configurations compared.
+    one
+        A value of each of ``config`` (shown in the note where it is the only one).
+    edges_note
+        The note added when some configuration is at a grid edge.
+
+    Returns
+    -------
+    BestView
+        The table with the columns of ``config`` that take one value dropped and ``grid_edges``
+        shortened (``stepsize lower``), and the notes: the shared values, ``edges_note`` if
+        any, and how many columns no run sets.
+    """
     varying = {c for c, k in zip(config, n, strict=True) if k > 1}
     shown = [c for c in table.column_names if c not in config or c in varying]
     table = table.select(shown)
@@ -219,7 +280,23 @@ def _best_query(results: Results, metric: str, by: Sequence[str]) -> _BestQuery:
 
 
 def check_arguments(results: Results, metric: str, by: Sequence[str]) -> None:
-    """One-line errors for an unknown metric, one these results lack, or a bad --by."""
+    """Check a query's metric and ``--by`` columns against these results.
+
+    Parameters
+    ----------
+    results
+        The open results views.
+    metric
+        The metric asked for.
+    by
+        The ``--by`` columns asked for.
+
+    Raises
+    ------
+    FedsparseError
+        One line: an unknown metric, a ``by`` that is not a runs column, or a metric no grid
+        or held-out run of these results has (naming those they have).
+    """
     if metric not in METRICS:
         raise FedsparseError(f"best: unknown metric {metric!r} (known: {', '.join(METRICS)})")
     unknown = [c for c in by if c not in RUNS_SCHEMA.names]

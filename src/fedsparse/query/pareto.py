@@ -36,10 +36,30 @@ PARETO_COLUMNS = {
 
 
 def pareto_front(metric: Sequence[float], cost: Sequence[float], higher: bool) -> np.ndarray:
-    """Which points are on the front: no other point is at least as good on both the metric
-    (``higher``: higher is better) and the cost (lower is better) and strictly better on one.
-    Points equal on both do not dominate each other, so all of them are kept. Every value must
-    be finite (the callers leave out the others)."""
+    """Which points are on the Pareto front of a metric against a cost (lower is better).
+
+    A point is on it when no other point is at least as good on both and strictly better on
+    one; points equal on both do not dominate each other, so all of them are kept.
+
+    Parameters
+    ----------
+    metric
+        Each point's metric, finite.
+    cost
+        Each point's cost, finite.
+    higher
+        Higher metric is better (else lower).
+
+    Returns
+    -------
+    numpy.ndarray
+        A boolean mask, one per point, in the order given.
+
+    Raises
+    ------
+    ValueError
+        A value is not finite.
+    """
     m = np.asarray(metric, dtype=float)
     m = m if higher else -m  # from here on: higher metric, lower cost
     c = np.asarray(cost, dtype=float)
@@ -137,8 +157,32 @@ def _pareto(results: Results, metric: str, column: str, by: Sequence[str]) -> _P
 def pareto_candidates(
     results: Results, metric: str, column: str, by: Sequence[str] = ()
 ) -> pa.Table:
-    """Every configuration compared for the fronts of :func:`pareto_configurations`, with
-    ``eligible`` (no diverged run; every run has a finite metric and column) and ``front``."""
+    """Every configuration compared for the fronts of :func:`pareto_configurations`.
+
+    Parameters
+    ----------
+    results
+        The open results views.
+    metric
+        A key of :data:`METRICS`.
+    column
+        A key of :data:`PARETO_COLUMNS`: the cost.
+    by
+        Runs columns that split the fronts further, before ``dataset``.
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per configuration (mean over seeds), ordered by its columns (nulls first):
+        the means of the metric and of ``column``, seeds, grid_edges, ``eligible`` (no
+        diverged run; every run has a finite metric and column) and ``front``.
+
+    Raises
+    ------
+    FedsparseError
+        ``column`` is not a cost column or no compared run has one, or as
+        :func:`check_arguments` raises.
+    """
     p = _pareto(results, metric, column, by)
     return p.table.rename_columns(
         [{"_eligible": "eligible", "_front": "front"}.get(n, n) for n in p.table.column_names]
@@ -151,11 +195,34 @@ def pareto_configurations(
     column: str = "total_bytes_up",
     by: Sequence[str] = (),
 ) -> pa.Table:
-    """Per (``by``..., dataset): the configurations (mean over seeds) that no other one beats
-    on both the metric and ``column`` (lower is better; :data:`PARETO_COLUMNS`), cheapest
-    first, with both means, seeds and grid_edges. A configuration with a diverged run, or a
-    run without a finite metric or column, is left out; configurations equal on both are all
-    kept. Compared, as in :func:`best_configurations`: grid runs and held-out re-runs."""
+    """The configurations on each group's front of mean ``metric`` against mean ``column``.
+
+    Compared, as in :func:`best_configurations`: grid runs and held-out re-runs. A
+    configuration with a diverged run, or a run without a finite metric or column, is left
+    out; configurations equal on both are all kept.
+
+    Parameters
+    ----------
+    results
+        The open results views.
+    metric
+        A key of :data:`METRICS`.
+    column
+        A key of :data:`PARETO_COLUMNS` (lower is better).
+    by
+        Runs columns that split the fronts further, before ``dataset``.
+
+    Returns
+    -------
+    pyarrow.Table
+        The front configurations with both means, seeds and grid_edges, sorted by group, then
+        cheapest first, then best metric, then algorithm.
+
+    Raises
+    ------
+    FedsparseError
+        As :func:`pareto_candidates` raises.
+    """
     return _front_rows(_pareto(results, metric, column, by))
 
 
@@ -177,8 +244,30 @@ def pareto_view(
     column: str = "total_bytes_up",
     by: Sequence[str] = (),
 ) -> BestView:
-    """:func:`pareto_configurations` for reading, as :func:`best_view` shows the best: the
-    configuration columns that differ among the configurations compared, and notes."""
+    """:func:`pareto_configurations` for reading, as :func:`best_view` shows the best.
+
+    Parameters
+    ----------
+    results
+        The open results views.
+    metric
+        A key of :data:`METRICS`.
+    column
+        A key of :data:`PARETO_COLUMNS`.
+    by
+        Runs columns that split the fronts further.
+
+    Returns
+    -------
+    BestView
+        The front rows with the configuration columns that differ among the eligible
+        configurations, and notes (what the front is, how many were compared and left out).
+
+    Raises
+    ------
+    FedsparseError
+        As :func:`pareto_candidates` raises.
+    """
     p = _pareto(results, metric, column, by)
     compared = p.table.filter(pc.field("_eligible"))
     n, one = [], []

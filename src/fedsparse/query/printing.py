@@ -45,8 +45,31 @@ def write_rows(
     limit: int = DEFAULT_LIMIT,
     stdout: TextIO | None = None,
 ) -> int:
-    """Write the rows as a table (at most ``limit`` rows, 0 = all), CSV or Parquet; files
-    atomically. Return the number of rows."""
+    """Write the rows as an aligned table, CSV or Parquet.
+
+    Parameters
+    ----------
+    reader
+        The rows, streamed.
+    fmt
+        ``table`` (printed), ``csv`` or ``parquet`` (:func:`output_format`).
+    output
+        The file written, atomically; None: ``stdout`` (CSV or table only).
+    limit
+        Rows a table shows at most (0: all); a line then counts the rest. Files get every row.
+    stdout
+        Where a table or CSV without ``output`` goes (None: ``sys.stdout``).
+
+    Returns
+    -------
+    int
+        The number of rows read (all of them, also where a table shows fewer).
+
+    Raises
+    ------
+    FedsparseError
+        One line for a DuckDB error raised while the rows are computed.
+    """
     stdout = stdout or sys.stdout
     try:
         if fmt == "table":

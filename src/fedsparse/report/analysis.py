@@ -342,7 +342,23 @@ def _edges(configs: pd.DataFrame, best: pd.DataFrame) -> list[str]:
 
 
 def edge_note(a: Analysis, section: str, algorithm: str) -> str:
-    """'stepsize at the lower edge of the grid: extend it' for a best configuration, or ''."""
+    """The warning that a best configuration lies at an edge of its grid, or ``''``.
+
+    Parameters
+    ----------
+    a
+        The report's analysis.
+    section
+        The section (data set, and loss or partition where several) of the configuration.
+    algorithm
+        Its algorithm.
+
+    Returns
+    -------
+    str
+        E.g. ``'stepsize at the lower edge of the grid: extend it'``; ``''`` when the
+        configuration is at no edge or ``a.best`` has no row for it.
+    """
     hit = a.best[(a.best["section"] == section) & (a.best["algorithm"] == algorithm)]
     flags = hit["grid_edges"].iloc[0] if len(hit) else ""
     return edge_warning(flags.split("; ")) if flags else ""

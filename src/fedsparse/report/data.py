@@ -193,8 +193,27 @@ class ReportData:
     def trace_rows(
         self, run_ids: Iterable[str], columns: Sequence[str], where: str = ""
     ) -> pa.Table:
-        """The trace rows of ``run_ids`` (``columns``, run_id first, by run and round),
-        optionally only those where the SQL condition ``where`` holds."""
+        """The trace rows of some runs, as Arrow.
+
+        Parameters
+        ----------
+        run_ids
+            The runs (duplicates and order do not matter).
+        columns
+            Trace columns to read; ``run_id`` comes first whether named or not.
+        where
+            An SQL condition on the trace rows (``''``: every row).
+
+        Returns
+        -------
+        pyarrow.Table
+            The rows ordered by run id, then round.
+
+        Raises
+        ------
+        FedsparseError
+            One line naming the results folders, for a query DuckDB refuses (e.g. a bad ``where``).
+        """
         ids = pa.table({"run_id": pa.array(sorted({str(r) for r in run_ids}), pa.string())})
         cols = ", ".join(sql_ident(c) for c in dict.fromkeys(["run_id", *columns]))
         cond = f" AND ({where})" if where else ""
@@ -235,9 +254,24 @@ class ReportData:
     def round_means(
         self, runs: pd.DataFrame, keys: list[str], means: dict[str, str]
     ) -> pd.DataFrame:
-        """Per ``keys`` (columns of ``runs``, one row per run) and round: for each name of
-        ``means``, the mean of its SQL expression over those runs' trace rows (``t``) where it
-        is not NaN. What a figure of mean curves draws, computed without loading the rows."""
+        """Mean curves per group of runs, computed in SQL without loading the trace rows.
+
+        Parameters
+        ----------
+        runs
+            One row per run: ``run_id``, and the ``keys`` columns that group them.
+        keys
+            The grouping columns of ``runs``.
+        means
+            Output column name to an SQL expression over the trace row ``t`` (e.g. ``t.objective``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``keys``, ``round``, then one per name of ``means``: the mean of its expression
+            over the group's trace rows of that round where it is not NaN; ordered by ``keys`` then
+            ``round``. Empty, with those columns, for no runs.
+        """
         if runs.empty:
             return pd.DataFrame(columns=[*keys, "round", *means])
         names = ", ".join(f"k.{sql_ident(c)}" for c in keys)

@@ -58,6 +58,26 @@ def read_partition_stats(
 
 
 def partition_summary(name: str, meta: dict, stats: pd.DataFrame) -> dict:
+    """One data set's row of the report's partition summary table.
+
+    Parameters
+    ----------
+    name
+        The data set's name.
+    meta
+        Its data folder's ``meta.json`` (``{}`` if unreadable): the partition and test shape
+        are read from it.
+    stats
+        Its ``partition_stats.csv``, one row per client (``rows``; ``test_rows``, ``labels``
+        and ``clusters`` where present).
+
+    Returns
+    -------
+    dict
+        The data set, its partition label, clients, training rows (total, mean, population sd,
+        min, max), test rows, and the mean labels and clusters per client (NaN where not
+        recorded).
+    """
     part = (meta.get("config") or {}).get("partition", "natural")
     if isinstance(part, dict):
         from ..config import partition_label
@@ -141,8 +161,25 @@ def test_accuracy_table(source: ReportData | str | Path, a: analysis.Analysis) -
 def add_data_section(
     page, data: ReportData, a: analysis.Analysis, tables: Path, data_dirs: list[Path] | None = None
 ) -> None:
-    """Append the data/partition section to the report ``page`` (nothing if nothing to show);
-    partition statistics come from ``data_dirs`` (default: the results folders read)."""
+    """Append the data and partition section to the report page; nothing if nothing to show.
+
+    Writes ``partitions.csv``, ``partition_stats.csv`` and ``test_accuracy.csv`` to ``tables``
+    where it has them.
+
+    Parameters
+    ----------
+    page
+        The report page appended to.
+    data
+        The results read.
+    a
+        The report's analysis (its best configurations' test accuracy is shown).
+    tables
+        The folder the section's CSV tables are written to.
+    data_dirs
+        Results folders whose data sets' partition statistics are shown (None: those of
+        ``data``); a data set found in several is taken from the first.
+    """
     found = read_partition_stats(data_dirs or data.folders)
     acc = test_accuracy_table(data, a)
     if not found and acc.empty:

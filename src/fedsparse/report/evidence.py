@@ -207,11 +207,29 @@ def t_interval(values: Sequence[float]) -> Interval:
 def bootstrap_interval(
     groups: Sequence[Sequence], statistic: Callable[..., float], seed: int = 0
 ) -> Interval:
-    """``statistic(*groups)`` with a 95 % percentile interval from BOOTSTRAP_SAMPLES
-    resamplings, each group's seeds (its items: per-seed values or curves) resampled with
-    replacement on its own; deterministic (a fixed generator), so a claims table rebuilds
-    byte for byte. Statistics that may be infinite (a target never reached) are fine: the
-    percentiles are taken without interpolation."""
+    """A statistic of per-seed groups with a 95 % percentile bootstrap interval.
+
+    Deterministic (a generator seeded by ``seed``), so a claims table rebuilds byte for byte.
+    Percentiles are taken without interpolation, so an infinite statistic (a target never
+    reached) is fine.
+
+    Parameters
+    ----------
+    groups
+        Per-seed items (values or curves) of each group; each group is resampled with
+        replacement on its own, ``BOOTSTRAP_SAMPLES`` times.
+    statistic
+        Called as ``statistic(*groups)`` with float arrays; resamples where it is NaN are
+        dropped.
+    seed
+        Seeds the resampling.
+
+    Returns
+    -------
+    Interval
+        The statistic on all seeds and ``[lo, hi]``; ``lo`` and ``hi`` are NaN with fewer than
+        two seeds in some group (the value too with none) or when every resample is NaN.
+    """
     arrays = [np.asarray(g, dtype=float) for g in groups]
     n = min((len(g) for g in arrays), default=0)
     if n == 0:
@@ -296,12 +314,31 @@ def judge(
     interval: Interval | None = None,
     fmt: Callable[[float], str] = lambda v: f"{v:.3g}",
 ):
-    """``claim`` (a ``claims.Claim``, its verdict a placeholder) scored against its evidence:
-    ``band`` and ``interval`` give agrees / does not agree / inconclusive when ``ran`` meets
-    ``setting``; otherwise the verdict is NOT_AT_SETTING with what is unmet. A measurement
-    without an interval (none could be made) keeps the claim's own verdict when that is
-    ``not measured here``, and is inconclusive otherwise. The row records the seeds, the
-    interval, the tolerance, the setting and the stand-ins used."""
+    """A claim scored against its evidence.
+
+    Parameters
+    ----------
+    claim
+        A ``claims.Claim``, its verdict a placeholder (or ``not measured here``).
+    setting
+        What the paper states the claim at.
+    ran
+        What the runs behind the measurement were.
+    band
+        The claim at its tolerance; None: none could be stated.
+    interval
+        The measured quantity; None: no measurement could be made.
+    fmt
+        Formats the interval's numbers.
+
+    Returns
+    -------
+    Claim
+        A copy of ``claim`` with the seeds, interval, tolerance, setting, unmet needs and
+        stand-ins recorded, and its verdict: kept when it is ``not measured here`` and there
+        is no interval; NOT_AT_SETTING when ``ran`` does not meet ``setting``; inconclusive
+        without a band or interval; else :func:`score`.
+    """
     gaps, stand = unmet(setting, ran)
     fields = {
         "seeds": ran.seeds,

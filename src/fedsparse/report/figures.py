@@ -34,14 +34,42 @@ def colour(algorithm: str) -> str:
 
 
 def log_if_useful(ax, values: pd.Series, axis: str = "y") -> None:
+    """Set a log scale on ``ax`` where the finite values are all positive and span over 10x.
+
+    Parameters
+    ----------
+    ax
+        The matplotlib axes.
+    values
+        The values plotted on that axis.
+    axis
+        ``"y"``, or anything else for x.
+    """
     v = values[np.isfinite(values)]
     if len(v) and (v > 0).all() and v.max() / v.min() > 10:
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
 
 
 def objective_figure(curves: pd.DataFrame, configs: dict[str, str], fstar: float, title: str):
-    """2x2: objective vs rounds / local iterations / bytes, and f - f̂ vs rounds, f̂ the lowest
-    objective of any run on the data set (``fstar``: every run, the plotted ones or not)."""
+    """The objective against rounds, local iterations and bytes, and its gap to the best seen.
+
+    Parameters
+    ----------
+    curves
+        Seed-averaged curves: ``algorithm``, ``round``, ``local_iterations``, ``bytes``, and
+        ``mean``, ``min``, ``max`` of the objective over ``n`` seeds.
+    configs
+        Algorithm to its configuration's label, shown in the legend.
+    fstar
+        The lowest objective of any run on the data set (plotted or not): the gap's f̂.
+    title
+        The data set's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        A 2x2 figure (a min-max band where there are several seeds); None for no curves.
+    """
     if curves.empty:
         return None
     # fixed margins: constrained layout would double the (already dominant) drawing time

@@ -107,8 +107,24 @@ def _ours(text: str) -> str:
 
 
 def render(kind: str, claims: pd.DataFrame, provenance: dict | None = None) -> str:
-    """A block's generated Markdown: the claims as a table, or one sentence per paper with
-    the config the rows come from (``provenance``) and the seeds behind its scored rows."""
+    """A verdicts block's generated Markdown.
+
+    Parameters
+    ----------
+    kind
+        ``table`` (the claims as a Markdown table), ``summary`` (one sentence per paper) or
+        ``brief`` (one line of counts per paper).
+    claims
+        A claims table as text cells (:func:`read_claims`).
+    provenance
+        The ledger's ``provenance.json``, whose configs the summary and brief name; None:
+        they name the claims table instead.
+
+    Returns
+    -------
+    str
+        Lines ending in a newline; papers in the order of ``claims``.
+    """
     if kind == "brief":
         return _brief(claims, provenance)
     if kind == "summary":
@@ -206,8 +222,28 @@ def sync(text: str, root: Path) -> str:
 
 
 def sync_files(paths: list[Path], root: Path, check: bool = False) -> list[Path]:
-    """The files among ``paths`` whose verdicts blocks differ from their CSVs; rewritten
-    (atomically) unless ``check``."""
+    """Regenerate the verdicts blocks of some files from the claims tables they name.
+
+    Parameters
+    ----------
+    paths
+        The Markdown files.
+    root
+        The folder the blocks' paths are relative to (the checkout).
+    check
+        Only report; write nothing.
+
+    Returns
+    -------
+    list of Path
+        The files whose blocks differed from their CSVs, in the order of ``paths``; rewritten
+        (atomically) unless ``check``.
+
+    Raises
+    ------
+    FileNotFoundError
+        A block names a claims table that does not exist.
+    """
     stale = []
     for path in paths:
         text = path.read_text()
@@ -222,10 +258,33 @@ def sync_files(paths: list[Path], root: Path, check: bool = False) -> list[Path]
 def record(
     sources: Sequence[Path], family: Family, configs: Sequence[str], out: Path = LEDGERS
 ) -> Path:
-    """Write the ledger of ``family`` from the results folders ``sources`` (the sweeps of
-    ``configs``, paths as given on the command line): their union as a results folder (the
-    runs table and every trace), the family's rows of the claims table a report of that copy
-    gives, and the provenance. The folder is replaced whole or not at all. Returns it."""
+    """Write a family's ledger from results folders, replacing it whole or not at all.
+
+    The ledger holds the union of ``sources`` as a results folder (the runs table and every
+    trace), the family's rows of the claims table a report of that copy gives, and the
+    provenance.
+
+    Parameters
+    ----------
+    sources
+        The results folders of the sweeps of ``configs``.
+    family
+        The family whose ledger is written.
+    configs
+        The sweep configs, paths as given on the command line (recorded in the provenance).
+    out
+        The ledgers' folder; the ledger is ``out/<family folder>``.
+
+    Returns
+    -------
+    Path
+        The ledger's folder.
+
+    Raises
+    ------
+    FedsparseError
+        ``sources`` hold no run of the family's algorithms (nothing is written).
+    """
     from ..query.merge import merge_results
 
     folder = out / family_folder(family)
@@ -245,9 +304,24 @@ def record(
 
 
 def rebuilt_claims(ledger: Path, family: Family, pages: Path | None = None) -> pd.DataFrame:
-    """The family's rows of the claims table that a report of ``ledger`` (a results folder:
-    runs table and traces) gives, computed from the stored runs alone; the report's pages go
-    to ``pages`` (a temporary folder, deleted, when None)."""
+    """The family's rows of the claims table a report of ``ledger`` gives, from its stored runs.
+
+    No run is computed.
+
+    Parameters
+    ----------
+    ledger
+        A results folder (runs table and traces).
+    family
+        The family whose rows are kept.
+    pages
+        Where the report's pages go; None: a temporary folder beside ``ledger``, deleted.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The family's paper's rows as text cells, in the report's order, index 0..n-1.
+    """
     from .build import build_report
 
     with tempfile.TemporaryDirectory(prefix=".ledger-report.", dir=ledger.parent) as scratch:
@@ -260,9 +334,30 @@ def rebuilt_claims(ledger: Path, family: Family, pages: Path | None = None) -> p
 def rebuild(
     family: Family, out: Path = LEDGERS, pages: Path | None = None, check: bool = False
 ) -> bool:
-    """Rebuild ``family``'s report pages (into ``pages``) and claims table from its ledger,
-    recomputing no run. Returns whether the stored claims table was already what the ledger
-    gives; unless ``check``, a table that differs is rewritten (atomically)."""
+    """Re-score a family's ledger and compare with its stored claims table, recomputing no run.
+
+    Parameters
+    ----------
+    family
+        The family whose ledger is rebuilt.
+    out
+        The ledgers' folder.
+    pages
+        Where the report's pages go; None: a temporary folder, deleted.
+    check
+        Only compare; write nothing.
+
+    Returns
+    -------
+    bool
+        Whether the stored ``claims.csv`` already was what the ledger's runs give; unless
+        ``check``, one that differs is rewritten (atomically).
+
+    Raises
+    ------
+    FedsparseError
+        The ledger has no runs table.
+    """
     folder = out / family_folder(family)
     if not (folder / RUNS_FILE).is_file():
         raise FedsparseError(f"ledger: {folder} holds no runs table ({RUNS_FILE}); record it first")
@@ -280,8 +375,30 @@ def rerun_commands(
     out: Path = LEDGERS,
     snakemake_args: Sequence[str] = ("--cores", "all"),
 ) -> list[tuple[list[str], tuple[str, Path]]]:
-    """The Snakemake commands that recompute ``family``'s ledger from scratch, one per config
-    its provenance names, each with its (config, results folder ``results_root/<sweep>``)."""
+    """The Snakemake commands that recompute a family's ledger from scratch.
+
+    Parameters
+    ----------
+    family
+        The family whose ledger is recomputed.
+    results_root
+        The folder under which each sweep's results folder ``<results_root>/<sweep>`` goes.
+    out
+        The ledgers' folder.
+    snakemake_args
+        Arguments given to each ``snakemake`` before its ``--configfile``.
+
+    Returns
+    -------
+    list of tuple
+        One per config the ledger's provenance names, in its order: the command's arguments,
+        and ``(config, results folder)``.
+
+    Raises
+    ------
+    FedsparseError
+        The ledger has no ``provenance.json``.
+    """
     prov = _read_provenance(out / family_folder(family))
     if prov is None:
         raise FedsparseError(

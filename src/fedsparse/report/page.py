@@ -49,14 +49,46 @@ class Page:
         self.parts.append(fragment)
 
     def text(self, tag: str, text: str, cls: str | None = None) -> None:
+        """Append an element holding ``text``, HTML-escaped.
+
+        Parameters
+        ----------
+        tag
+            The element's tag, e.g. ``"p"`` or ``"h3"``.
+        text
+            Its plain text.
+        cls
+            Its ``class`` attribute; None: none.
+        """
         attr = f' class="{cls}"' if cls else ""
         self.add(f"<{tag}{attr}>{html.escape(text)}</{tag}>")
 
     def heading(self, tag: str, text: str, anchor: str) -> None:
-        """A heading other pages can link to (``page.html#anchor``)."""
+        """Append a heading other pages can link to (``page.html#anchor``).
+
+        Parameters
+        ----------
+        tag
+            The heading's tag, e.g. ``"h2"``.
+        text
+            Its plain text (HTML-escaped).
+        anchor
+            Its ``id``.
+        """
         self.add(f'<{tag} id="{html.escape(anchor)}">{html.escape(text)}</{tag}>')
 
     def figure(self, fig, name: str, alt: str) -> None:
+        """Embed a figure as a base64 PNG and save it as ``figures/<name>.png``; closes the figure.
+
+        Parameters
+        ----------
+        fig
+            A matplotlib figure; None: nothing is added.
+        name
+            The PNG's name (without suffix) under ``figures/``.
+        alt
+            The image's alternative text.
+        """
         if fig is None:
             return
         buf = io.BytesIO()

@@ -95,11 +95,28 @@ def configurations(source: ReportData | str | Path, a: Analysis) -> pd.DataFrame
 
 
 def budget_fronts(source: ReportData | str | Path, a: Analysis, df: pd.DataFrame) -> pd.DataFrame:
-    """Per section of ``df`` and algorithm (and ``algorithm`` = "overall"): the best mean metric
-    reached within each byte budget, over every evaluated round of the section's eligible
-    configurations (no diverged run): rows section, algorithm, metric, bytes, value, where the
-    value improves (a staircase, cheapest first). One SQL query per metric, which returns
-    the staircase's points only."""
+    """The best mean metric reached within each byte budget, per section and algorithm.
+
+    Over every evaluated round of each section's valid configurations (no diverged run), mean
+    over seeds per round; one SQL query per metric, returning the staircase's points only.
+
+    Parameters
+    ----------
+    source
+        The results read (a :class:`ReportData` or a results folder).
+    a
+        The report's analysis (its runs, and which configurations are valid).
+    df
+        The compared configurations (:func:`configurations`): their sections and each
+        section's metric.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``section, algorithm, metric, bytes, value`` (``algorithm`` also
+        ``"overall"``): the points where the best value reached improves, cheapest first per
+        section and algorithm. Empty, with those columns, when there is nothing to draw.
+    """
     columns = ["section", "algorithm", "metric", "bytes", "value"]
     if df.empty:
         return pd.DataFrame(columns=columns)
@@ -195,9 +212,24 @@ def front_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def front_figure(df: pd.DataFrame, title: str, budget: pd.DataFrame | None = None):
-    """One section: left, the best metric within each byte budget over every round (each
-    algorithm's staircase and the overall one); right, at the final round, every
-    configuration faint, each algorithm's front, the overall front."""
+    """One section's figure: the metric against bytes communicated.
+
+    Parameters
+    ----------
+    df
+        The section's configurations (:func:`configurations`), one metric.
+    title
+        The section's name.
+    budget
+        The section's rows of :func:`budget_fronts`; None or empty: the left panel is left out.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left (with ``budget``), each algorithm's and the overall best metric within each byte
+        budget; right, at the final round, every eligible configuration faint, each
+        algorithm's front and the overall front.
+    """
     metric = df["metric"].iloc[0]
     higher = METRICS[metric][0] == "higher"
     ok = df[df["eligible"]]
@@ -277,8 +309,19 @@ def _log_if_spread(ax, values: pd.Series, higher: bool) -> None:
 
 
 def add_page(page, df: pd.DataFrame, tables: Path, budget: pd.DataFrame | None = None) -> None:
-    """Write the page's text, one figure and table per section, tables/pareto.csv and
-    tables/pareto_budget.csv (``budget``: ``budget_fronts``)."""
+    """Write the Pareto page's text, one figure and table per section, and its tables.
+
+    Parameters
+    ----------
+    page
+        The report page appended to.
+    df
+        The compared configurations (:func:`configurations`).
+    tables
+        The folder ``pareto.csv`` (and ``pareto_budget.csv``) are written to.
+    budget
+        The :func:`budget_fronts` rows; None: no budget panels or table.
+    """
     table = front_table(df)
     table.to_csv(tables / "pareto.csv", index=False)
     if budget is not None:

@@ -112,8 +112,24 @@ def pareto_table(runs: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def pareto_figure(trials: pd.DataFrame, front: pd.DataFrame, study: str):
-    """A two-objective study: every finished trial's values (second objective across, first
-    up), the Pareto set joined, and its held-out means (crosses)."""
+    """A two-objective study's trials, its Pareto set and the set's held-out means.
+
+    Parameters
+    ----------
+    trials
+        The study's finished trials (:func:`trials_table`), their ``trial_values`` JSON.
+    front
+        The study's rows of :func:`pareto_table`: the Pareto set, with its ``holdout``
+        means (may be empty).
+    study
+        The study's name, for the title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        The second objective across, the first up (trials without both values left out); None
+        unless the study has exactly two objectives.
+    """
     objectives = objectives_of(trials)
     if len(objectives) != 2:
         return None
@@ -327,7 +343,25 @@ def history_figure(trials: pd.DataFrame, title: str):
 
 
 def add_section(page, data: ReportData | str | Path, tables_dir: Path) -> bool:
-    """Append the Optuna section to ``page`` (a report _Page); False when there is none."""
+    """Append the Optuna section to the report page, and write its tables.
+
+    Writes ``optuna_best.csv`` and ``optuna_importances.csv`` (and ``optuna_pareto.csv`` for
+    multi-objective studies) to ``tables_dir``.
+
+    Parameters
+    ----------
+    page
+        The report page appended to.
+    data
+        The results read (a :class:`ReportData` or a results folder).
+    tables_dir
+        The folder the tables are written to.
+
+    Returns
+    -------
+    bool
+        False, with nothing added or written, when the results hold no Optuna runs.
+    """
     runs = optuna_runs(data)
     if runs.empty:
         return False

@@ -165,10 +165,21 @@ def paper_verdicts(claims: pd.DataFrame) -> list[str]:
 
 
 def claims_section(html_parts: list[str], claims: pd.DataFrame, fronts: dict[str, str]) -> None:
-    """The index's verdicts (appended to ``html_parts``): per paper its sentence, a table of
-    the scored measurements, and the rows where the paper makes no claim and those not
-    measured, each folded under one line; claims about communication also link to the front
-    of the data set they name (``fronts``: section -> slug of pareto.html)."""
+    """Append the index's verdicts: per paper its sentence, and its measurements in tables.
+
+    The scored measurements come first; those not at the paper's setting, in our variations,
+    where the paper makes no claim, and not measured here are each folded under one line.
+
+    Parameters
+    ----------
+    html_parts
+        The index's HTML fragments, appended to.
+    claims
+        The claims table's rows (``tables/claims.csv``); papers are shown in its order.
+    fronts
+        Section to the slug of its front on the Pareto page: claims about communication link
+        to it.
+    """
     add = html_parts.append
     add('<h2 id="claims">Paper claims and our measurements</h2>')
     if claims.empty:

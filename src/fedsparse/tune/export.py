@@ -35,7 +35,32 @@ def finished_trials(study) -> list:
 def export_study(
     sweep: dict[str, Any], study: str, results_dir: str | Path, traces_out, runs_out
 ) -> None:
-    """Write the finished trials' traces and run rows (trial number, state, sampler)."""
+    """Export a finished study's trials: their trace rows and runs table rows.
+
+    Every trial's runs get the study's columns (trial number and state, sampler, search space,
+    the trial's objective values).
+
+    Parameters
+    ----------
+    sweep
+        The sweep config.
+    study
+        The study's name in the sweep's plan.
+    results_dir
+        The results folder holding the study's storage and trial traces.
+    traces_out
+        The trace rows (Parquet), written atomically.
+    runs_out
+        The runs table rows (Parquet), written atomically.
+
+    Raises
+    ------
+    TuneError
+        Fewer (or more) finished trials than ``n_trials``, or a finished trial's trace file
+        missing.
+    ConfigError
+        ``study`` is not one of the sweep's studies.
+    """
     spec = study_spec(sweep, study)
     s = load_study(spec, open_storage(spec, results_dir))
     trials = finished_trials(s)
@@ -81,7 +106,34 @@ def run_holdout(
     traces_out,
     runs_out,
 ) -> None:
-    """Re-run the study's best configuration on the fresh ``holdout_seeds``."""
+    """Re-run the study's best configuration on its fresh ``holdout_seeds``.
+
+    A single-objective study re-runs its best trial (a warning where it lies at an edge of the
+    searched space); a multi-objective one every trial of its Pareto set. The rows'
+    ``trial_state`` is ``HOLDOUT``.
+
+    Parameters
+    ----------
+    sweep
+        The sweep config.
+    study
+        The study's name in the sweep's plan.
+    data_root
+        The folder of the built data sets.
+    results_dir
+        The results folder holding the study's storage.
+    traces_out
+        The trace rows (Parquet), written atomically.
+    runs_out
+        The runs table rows (Parquet), written atomically.
+
+    Raises
+    ------
+    TuneError
+        No completed trial (all pruned or failed).
+    ConfigError
+        ``study`` is not one of the sweep's studies.
+    """
     from ..data import load_built
     from ..experiment import run_result
     from ..shard_runner import run_summary

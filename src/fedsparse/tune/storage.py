@@ -85,7 +85,19 @@ def _FlockJournalLock(path: str):
 
 @contextlib.contextmanager
 def study_lock(storage, spec: StudySpec, results_dir: str | Path) -> Iterator[None]:
-    """Serialise trial reservation among all workers of a study."""
+    """Serialise trial reservation among all workers of a study, for the ``with`` block.
+
+    Parameters
+    ----------
+    storage
+        The study's storage: a PostgreSQL one is locked by a transaction-scoped advisory lock
+        (released when its transaction ends or its session dies), any other by an exclusive
+        ``flock`` on the study's lock file.
+    spec
+        The study's spec.
+    results_dir
+        The results folder holding the study's lock file.
+    """
     engine = getattr(storage, "engine", None)
     if engine is not None and engine.dialect.name == "postgresql":
         from sqlalchemy import text
@@ -141,6 +153,26 @@ def make_pruner(spec: StudySpec):
 
 
 def load_study(spec: StudySpec, storage, offset: int = 0):
+    """The stored Optuna study of ``spec``, with its configured sampler and pruner.
+
+    Parameters
+    ----------
+    spec
+        The study's spec.
+    storage
+        Its storage (:func:`open_storage`).
+    offset
+        Added to the sampler's seed (the next trial's number).
+
+    Returns
+    -------
+    optuna.Study
+
+    Raises
+    ------
+    KeyError
+        The storage holds no such study.
+    """
     import optuna
 
     return optuna.load_study(
@@ -152,8 +184,32 @@ def load_study(spec: StudySpec, storage, offset: int = 0):
 
 
 def create_study(sweep: dict[str, Any], study: str, results_dir: str | Path, marker=None):
-    """Create the study (or check that the stored one matches the config); write ``marker``
-    (named by the study's digest: the markers of its earlier settings are deleted)."""
+    """Create the study, or check that the stored one matches the config; write ``marker``.
+
+    Holds the study lock while it loads or creates the study.
+
+    Parameters
+    ----------
+    sweep
+        The sweep config.
+    study
+        The study's name in the sweep's plan.
+    results_dir
+        The results folder holding the study's storage and lock.
+    marker
+        A JSON file written atomically (named by the study's digest); the markers of its
+        earlier settings (``study*.json`` beside it) are deleted. None: none written.
+
+    Returns
+    -------
+    optuna.Study
+
+    Raises
+    ------
+    ConfigError
+        The stored study was created with other settings (:func:`check_identity`), or the
+        storage's URL is missing or unusable.
+    """
     import optuna
 
     spec = study_spec(sweep, study)
@@ -181,9 +237,25 @@ def create_study(sweep: dict[str, Any], study: str, results_dir: str | Path, mar
 
 
 def check_identity(s, spec: StudySpec, results_dir: str | Path) -> None:
-    """ConfigError, one line naming the study, unless the stored study ``s`` was created with
-    ``spec``'s search space, sampler, metric and run settings: never trials of two spaces in
-    one study. (A study of a fedsparse that did not record its sampler is checked without.)"""
+    """Check that a stored study was created with ``spec``'s settings.
+
+    Never trials of two search spaces in one study. A study of a fedsparse that did not record
+    its sampler is checked without it.
+
+    Parameters
+    ----------
+    s
+        The stored Optuna study.
+    spec
+        The study's spec from the config.
+    results_dir
+        The results folder, for the message.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the study: its search space, sampler, metric or run settings differ.
+    """
     stored = s.user_attrs.get("fedsparse")
     identity = spec.identity()
     if isinstance(stored, dict) and "sampler" not in stored:

@@ -230,7 +230,34 @@ def plan_studies(
     algorithms: dict[str, dict[str, Any]],
     seeds: list[int],
 ) -> dict[str, StudySpec]:
-    """Validate the ``optuna`` and ``space`` sections; one study per data set x algorithm."""
+    """Validate the ``optuna`` and ``space`` sections: one study per data set x algorithm.
+
+    Parameters
+    ----------
+    sweep
+        The sweep config (its ``optuna``, ``space``, ``rounds``, ``eval_every`` and
+        ``divergence_factor``).
+    name
+        The sweep's name, the first part of each study's name.
+    datasets
+        The plan's data sets: name to ``{data, model, partition?}``.
+    algorithms
+        Algorithm to its fixed hyperparameters from the config.
+    seeds
+        The seeds every trial runs.
+
+    Returns
+    -------
+    dict
+        Study name (``<sweep>--<data set>--<partition>--<algorithm>``) to its spec, by
+        algorithm then data set.
+
+    Raises
+    ------
+    ConfigError
+        A bad ``optuna`` or ``space`` section, a sampler the space does not suit, or a corner
+        of the space that makes no valid run config.
+    """
     settings = parse_settings(sweep.get("optuna"), seeds)
     space = parse_space(sweep.get("space"))
     rounds = as_integer(sweep["rounds"], "rounds", low=1)
@@ -436,7 +463,23 @@ def _storage(value: Any, n_workers: int) -> dict[str, Any]:
 
 
 def check_url(url: str, env: str, n_workers: int) -> None:
-    """Refuse a database URL that is neither PostgreSQL nor (for one worker) SQLite."""
+    """Refuse a database URL that is neither PostgreSQL nor (for one worker) SQLite.
+
+    Parameters
+    ----------
+    url
+        The URL held by the environment variable.
+    env
+        The variable's name, for the message (the URL itself is never shown).
+    n_workers
+        The study's number of workers.
+
+    Raises
+    ------
+    ConfigError
+        A scheme other than ``postgresql``/``postgres`` (driver suffixes allowed) or
+        ``sqlite``, or SQLite with more than one worker.
+    """
     scheme = url.split(":", 1)[0].split("+", 1)[0]
     if scheme == "sqlite":
         if n_workers > 1:

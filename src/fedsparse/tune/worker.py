@@ -194,14 +194,49 @@ def _reported(objective: float | None) -> float:
 
 
 def trial_run_id(cfg: dict[str, Any], study: str, number: int) -> str:
-    """A trial run's id: its config's run id, qualified by study and trial (a configuration
-    may be tried twice, and a pruned trial is a partial run)."""
+    """A trial run's id: its config's run id, qualified by study and trial.
+
+    A configuration may be tried twice, and a pruned trial is a partial run.
+
+    Parameters
+    ----------
+    cfg
+        The run's normalised config.
+    study
+        The study's name.
+    number
+        The trial's number.
+
+    Returns
+    -------
+    str
+        16 hex characters of a SHA-256; equal arguments give equal ids.
+    """
     text = json.dumps([run_id(cfg), study, number])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def metric_value(trace: pa.Table, metric: dict[str, Any], rounds: int) -> float:
-    """The metric of one run's trace (lower is better); a diverged run scores +inf."""
+    """A study's metric of one run's trace (lower is better).
+
+    Parameters
+    ----------
+    trace
+        The run's trace, round 0 first.
+    metric
+        The study's metric: ``{name[, target]}``, ``name`` one of :data:`METRICS`.
+    rounds
+        The run's configured rounds.
+
+    Returns
+    -------
+    float
+        ``best_objective``: the lowest finite objective (+inf if none).
+        ``rounds_to_target``: the first round whose objective is at most ``target``, else
+        ``rounds + 1``. Otherwise a diverged run (or a non-finite last objective) scores +inf;
+        ``final_objective``: the last objective; ``auc_log_objective``: the mean over rounds
+        of log10 of the objective (trapezoids, values floored at 1e-300).
+    """
     r = np.asarray(trace.column("round").to_pylist(), dtype=float)
     obj = np.asarray(trace.column("objective").to_pylist(), dtype=float)
     diverged = trace.column("status")[-1].as_py() == "diverged" or not np.isfinite(obj[-1])
@@ -223,9 +258,30 @@ def metric_value(trace: pa.Table, metric: dict[str, Any], rounds: int) -> float:
 
 
 def objective_value(trace: pa.Table, objective: dict[str, Any], rounds: int) -> float:
-    """One objective (``{metric, direction[, target]}`` of optuna.objectives) of one run's
-    trace. A diverged run scores the worst value for the objective's direction on every
-    objective: it stopped early, so its bytes and time alone would look best."""
+    """One objective of one run's trace, for a multi-objective study.
+
+    Parameters
+    ----------
+    trace
+        The run's trace.
+    objective
+        ``{metric, direction[, target]}`` of ``optuna.objectives``.
+    rounds
+        The run's configured rounds.
+
+    Returns
+    -------
+    float
+        :func:`metric_value` for a metric of :data:`METRICS`, else the last row's value of the
+        column (``total_bytes``: bytes up plus down). A diverged run, or one whose last
+        objective is not finite, scores the worst value for the direction (+inf or -inf): it
+        stopped early, so its bytes and time alone would look best.
+
+    Raises
+    ------
+    ConfigError
+        The runs have no value of that column (e.g. no test split).
+    """
     worst = math.inf if objective["direction"] == "minimize" else -math.inf
     obj = trace.column("objective")[-1].as_py()
     if trace.column("status")[-1].as_py() == "diverged" or obj is None or not math.isfinite(obj):
@@ -324,7 +380,26 @@ def _run_trial(
 def with_study_columns(
     trace: pa.Table, rid: str, spec: StudySpec, number: int | None, state: str
 ) -> pa.Table:
-    """``trace`` with the run id and the study's columns (study, trial, state, sampler)."""
+    """``trace`` with the run id and the study's columns set on every row.
+
+    Parameters
+    ----------
+    trace
+        The run's trace, with the trace schema's columns.
+    rid
+        The run id written (:func:`trial_run_id`, or a held-out run's config id).
+    spec
+        The study's spec (its name and sampler).
+    number
+        The trial's number; None: null.
+    state
+        The ``trial_state`` written (e.g. ``RUNNING``, ``HOLDOUT``).
+
+    Returns
+    -------
+    pyarrow.Table
+        A new table; ``trace`` is not changed.
+    """
     n = trace.num_rows
     values = {
         "run_id": pa.array([rid] * n, pa.string()),
@@ -362,8 +437,38 @@ def run_worker(
 ) -> int:
     """Run trials of ``study`` until it holds exactly ``n_trials`` finished trials.
 
-    Returns the number of trials this worker ran. Safe to run in any number of
-    processes at once, on any machines sharing the storage.
+    Safe to run in any number of processes at once, on any machines sharing the storage:
+    trials are reserved under the study lock. A trial that fails is logged and marked failed
+    (unless its outcome was saved), and the worker goes on. SIGTERM is turned into
+    KeyboardInterrupt while it runs (in the main thread).
+
+    Parameters
+    ----------
+    sweep
+        The sweep config.
+    study
+        The study's name in the sweep's plan.
+    data_root
+        The folder of the built data sets.
+    results_dir
+        The results folder holding the study's storage, lock and trial traces.
+    done
+        A JSON marker written (atomically) once the study is complete; None: none.
+    poll
+        Seconds to wait before asking again while no trial can be reserved.
+
+    Returns
+    -------
+    int
+        The number of trials this worker ran.
+
+    Raises
+    ------
+    ConfigError
+        The sweep has no such study, a corner of the space cannot run on the data, or the
+        stored study was created with other settings.
+    DataError
+        The built data set is missing or not the spec's.
     """
     from ..data import load_built
 

@@ -709,8 +709,24 @@ def pct(v: float) -> str:
 
 
 def setting_of(claim: PaperClaim, reading_kind: str, data: object) -> Setting:
-    """``claim``'s Setting in a reading, for runs on ``data`` (the one place the page asks;
-    a test may declare a small setting here)."""
+    """A paper claim's Setting in a reading, for runs on ``data``.
+
+    The one place the page asks for a setting, so that a test may declare a small one here.
+
+    Parameters
+    ----------
+    claim
+        The paper's claim.
+    reading_kind
+        The reading measured (the paper's text, the authors' code, or a variation of ours,
+        held to the text).
+    data
+        The runs' ``data`` value (on CIFAR-10, a claim Fig. 8 states gets Fig. 8's setting).
+
+    Returns
+    -------
+    Setting
+    """
     return claim.setting(reading_kind, data)
 
 

@@ -49,7 +49,25 @@ class SpeedUp(NamedTuple):
 
 
 def paper_data(name: str, alpha, beta, rows) -> dict:
-    """A simulation's data in a Setting's terms."""
+    """A simulation's data in a Setting's terms.
+
+    Parameters
+    ----------
+    name
+        The simulation's name (``"Simulation I"``, ...).
+    alpha
+        Its α.
+    beta
+        Its β.
+    rows
+        Rows per client.
+
+    Returns
+    -------
+    dict
+        ``{data, α, β, d, clients, rows per client}``, with the papers' d = 1000 and 100
+        clients.
+    """
     return {"data": name, "α": alpha, "β": beta, "d": 1000, "clients": 100, "rows per client": rows}
 
 
@@ -168,8 +186,23 @@ R2T_COLUMNS = [
 def seed_curves(
     a: analysis.Analysis, section: str, algorithm: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(rounds, objective per seed × round) of an algorithm's best configuration: the rounds
-    every seed evaluated, one row per run."""
+    """Per-seed objective curves of an algorithm's best configuration on a section.
+
+    Parameters
+    ----------
+    a
+        The report's analysis (its ``seed_traces``).
+    section
+        The section.
+    algorithm
+        The algorithm.
+
+    Returns
+    -------
+    tuple
+        ``(rounds, objective)``: the rounds every seed evaluated (int64, ascending), and the
+        objective as a float array of one row per run (by run id) and one column per round.
+    """
     t = a.seed_traces
     t = t[(t["section"] == section) & (t["algorithm"] == algorithm)]
     wide = t.pivot_table(index="run_id", columns="round", values="objective").dropna(axis=1)
@@ -182,9 +215,24 @@ def _first_at(rounds: np.ndarray, mean: np.ndarray, target: float) -> int | None
 
 
 def speedup_statistic(base_rounds, alg_rounds, r: int):
-    """R / the first round at which the algorithm's mean curve reaches Distributed-IHT's mean
-    objective at its last evaluated round ≤ R, of resampled seeds (0: never reached; ∞: at
-    round 0), as Table 2 computes it on all seeds."""
+    """Table 2's speed-up, as a statistic of resampled seeds for :func:`bootstrap_interval`.
+
+    Parameters
+    ----------
+    base_rounds
+        The rounds of Distributed-IHT's per-seed curves (:func:`seed_curves`).
+    alg_rounds
+        The rounds of the algorithm's per-seed curves.
+    r
+        The horizon R; the target is Distributed-IHT's mean objective at its last evaluated
+        round ≤ R.
+
+    Returns
+    -------
+    callable
+        ``ratio(alg, base)`` of per-seed curves (rows: seeds): R / the first round at which the
+        algorithm's mean curve reaches the target; 0 if never, ∞ if at round 0.
+    """
     last = np.flatnonzero(base_rounds <= r)[-1]
 
     def ratio(alg: np.ndarray, base: np.ndarray) -> float:
@@ -197,8 +245,24 @@ def speedup_statistic(base_rounds, alg_rounds, r: int):
 
 
 def ran_of(a: analysis.Analysis, sec, algorithms: list[str]) -> Ran:
-    """What the runs behind a comparison of ``algorithms`` on section ``sec`` were, in a
-    SpeedUp setting's terms (the data set's generator parameters from its runs' configs)."""
+    """What the runs behind a comparison on a section were, in a SpeedUp setting's terms.
+
+    Parameters
+    ----------
+    a
+        The report's analysis.
+    sec
+        The section's row of ``a.sections``.
+    algorithms
+        The algorithms compared.
+
+    Returns
+    -------
+    Ran
+        The data (a synthetic set's generator parameters from its runs' configs), model, the
+        rounds every run covers, the best configurations' τ values and methods, and the fewest
+        seeds among them (0 unless every algorithm has a best configuration).
+    """
     runs = a.runs[(a.runs["section"] == sec.section)]
     d = {
         **SYNTHETIC_DEFAULTS,
@@ -228,8 +292,29 @@ def ran_of(a: analysis.Analysis, sec, algorithms: list[str]) -> Ran:
 
 
 def judge_speedup(a: analysis.Analysis, sec, alg: str, r: int, claim: SpeedUp, trivial: bool):
-    """The rounds claim for ``alg`` on ``sec`` judged against its setting: the judged Claim's
-    evidence fields and verdict, as a dict. A trivial target is not measured (no interval)."""
+    """The rounds claim for ``alg`` on a section, judged against the claim's setting.
+
+    Parameters
+    ----------
+    a
+        The report's analysis.
+    sec
+        The section's row of ``a.sections``.
+    alg
+        The algorithm the claim is about.
+    r
+        The horizon R of Table 2.
+    claim
+        The papers' speed-up claim for this data set.
+    trivial
+        The target is trivial: not measured (no interval is drawn).
+
+    Returns
+    -------
+    dict
+        ``verdict`` and the judged Claim's evidence fields (:data:`JUDGED`): the ratio's
+        bootstrap interval over seeds, tolerance (≈ the claimed ratio), unmet needs, ...
+    """
     setting = claim.setting(alg, sec.loss)
     ran = ran_of(a, sec, [alg, BASELINE])
     interval = None
@@ -259,8 +344,23 @@ def verdict_sentence(judged: dict) -> str:
 
 
 def trivial_round(base: pd.DataFrame, r: int, target: float) -> int | None:
-    """The round (R/20, at least 1) by which Distributed-IHT's mean curve ``base`` is already
-    within TRIVIAL_TOL of its round-``r`` value ``target``, or None: the target is not trivial."""
+    """The round by which Distributed-IHT is already at the target, if that is early.
+
+    Parameters
+    ----------
+    base
+        Distributed-IHT's mean curve (``round``, ``mean``).
+    r
+        The horizon R.
+    target
+        Its mean objective at round R.
+
+    Returns
+    -------
+    int or None
+        R / 20 rounded up (at least 1) when the curve's minimum up to that round is at most
+        ``target + TRIVIAL_TOL * |target|``; None otherwise, or for a non-finite target.
+    """
     check = max(1, math.ceil(r * TRIVIAL_SHARE))
     early = base.loc[base["round"] <= check, "mean"]
     if early.empty or not math.isfinite(target):
@@ -280,9 +380,23 @@ def trivial_text(r: int, check: int) -> str:
 def with_baseline(
     a: analysis.Analysis, b: analysis.Analysis, edges: bool = True
 ) -> analysis.Analysis:
-    """``a`` with Distributed-IHT's best configuration and curves taken from ``b`` (an analysis
-    of fewer step sizes), the other algorithms' kept; without ``edges``, Distributed-IHT's grid
-    edges are dropped (a step held on purpose is no edge to extend)."""
+    """``a`` with Distributed-IHT's best configuration and curves taken from ``b``.
+
+    Parameters
+    ----------
+    a
+        The analysis kept for every other algorithm (and its runs, sections, configs).
+    b
+        An analysis of fewer step sizes, Distributed-IHT's taken from it.
+    edges
+        Keep Distributed-IHT's grid edges; false: dropped (a step held on purpose is no edge
+        to extend).
+
+    Returns
+    -------
+    Analysis
+        A new analysis; ``a`` and ``b`` are not changed.
+    """
     base = b.best[b.best["algorithm"] == BASELINE]
     if not edges:
         base = base.assign(grid_edges="")
@@ -358,9 +472,27 @@ def _verdict(alg, r, first, ratio, claim, claimed, last_round) -> tuple[str, str
 def grid_sensitivity(
     source: ReportData | str | Path, a: analysis.Analysis, r2t: pd.DataFrame
 ) -> pd.DataFrame:
-    """The rounds-to-target verdicts at the papers' step sizes next to those at all the step
-    sizes searched; empty unless the sweep searched the papers' grid and more (a verdict drawn
-    at the edge of the papers' grid may not survive a finer one)."""
+    """The rounds-to-target verdicts at the papers' step sizes beside those at all searched.
+
+    A verdict drawn at the edge of the papers' grid may not survive a finer one.
+
+    Parameters
+    ----------
+    source
+        The results read (for the analysis at the papers' step sizes).
+    a
+        The report's analysis (all step sizes).
+    r2t
+        Its rounds-to-target table (:func:`rounds_to_target`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``section, algorithm, grid, best_config, rounds_to_target, agreement,
+        verdict``: per section and algorithm the papers' grid's row, then ours. A verdict
+        missing at the papers' grid gets a row saying why. Empty unless the sweep searched the
+        papers' step sizes and more.
+    """
     cols = ["section", "algorithm", "grid", "best_config", "rounds_to_target"]
     cols += ["agreement", "verdict"]
     steps = a.runs["stepsize"] if "stepsize" in a.runs else pd.Series(dtype=float)
@@ -459,12 +591,33 @@ def readings_table(
     order: list[str],
     held: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Simulation data sets run under several readings (``reading``: section -> reading name,
-    ``order``: the readings' order, the papers' first): per reading and algorithm, the level
-    reached (best mean final objective) and the rounds-to-target verdict, so a reading that
-    speeds the methods up but stalls them higher shows as such. Empty unless some (task, loss,
-    alpha, beta) was run with two readings or more. ``held``: the rounds-to-target table with
-    Distributed-IHT held at HELD_STEP, whose rounds and verdicts become ``*_held`` columns."""
+    """Per reading and algorithm, the level reached and the rounds-to-target verdict.
+
+    For simulation data sets run under several readings, so that a reading that speeds the
+    methods up but stalls them higher shows as such.
+
+    Parameters
+    ----------
+    a
+        The report's analysis.
+    r2t
+        Its rounds-to-target table.
+    reading
+        Section to its reading's name.
+    order
+        The readings' order, the papers' first.
+    held
+        The rounds-to-target table with Distributed-IHT held at ``HELD_STEP``, whose rounds
+        and verdicts become ``*_held`` columns; None: no such columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per such section and algorithm with a best configuration: its final
+        objective and rounds-to-target columns, sorted by (task, loss, α, β), then reading
+        in ``order``, then algorithm. Empty unless some (task, loss, α, β) was run with two
+        readings or more.
+    """
     cols = ["task", "loss", "alpha", "beta", "reading", "algorithm", "best_config"]
     cols += ["final_objective", "rounds_to_target", "ratio", "trivial", "claimed_ratio"]
     cols += ["agreement"]

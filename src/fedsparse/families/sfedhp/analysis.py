@@ -450,7 +450,22 @@ def paper_values(key, algo: str, row: pd.Series) -> tuple[float | None, float | 
 
 
 def paper_spread(key, algo: str, gm: float | None) -> float | None:
-    """Table I's ± of a GM number (the row Table I took), None where the paper states none."""
+    """Table I's ± of a GM number, where Table I took that row.
+
+    Parameters
+    ----------
+    key
+        The table's key, ``(data set, case)``.
+    algo
+        The configuration's algorithm.
+    gm
+        The GM number of Tables II-V; None: none.
+
+    Returns
+    -------
+    float or None
+        The ± where Table I's mean is ``gm``; None where the paper states none.
+    """
     mean_std = TABLE_I.get(key, {}).get(algo) if gm is not None else None
     return mean_std[1] if mean_std is not None and mean_std[0] == gm else None
 
@@ -463,10 +478,26 @@ def _paper_text(key, algo: str, value: float | None, gm: bool) -> str:
 
 
 def accuracy_band(key, algo: str, value: float, gm: bool) -> Band:
-    """A table number at its tolerance: the shared ACCURACY_PP points. Table I's ± (0.03 to 0.15)
-    is the spread of the paper's own runs, not a tolerance a reproduction could be held to, so
-    it is quoted in the paper's number and not used as the band (``key``, ``algo`` and ``gm``
-    name the number; ``value`` is it)."""
+    """A table number at its tolerance: the shared ``ACCURACY_PP`` points either way.
+
+    Table I's ± (0.03 to 0.15) is the spread of the paper's own runs, not a tolerance a
+    reproduction could be held to, so it is quoted in the paper's number, not used as the band.
+
+    Parameters
+    ----------
+    key
+        The table's key (names the number; not used for the band).
+    algo
+        The algorithm (names the number; not used for the band).
+    value
+        The paper's number, in %.
+    gm
+        Whether it is a GM number (names it; not used for the band).
+
+    Returns
+    -------
+    Band
+    """
     return accuracy(value)
 
 
@@ -514,8 +545,23 @@ def _values(column: pd.Series) -> list[float]:
 
 
 def mean_std(mean, std, n: int) -> str:
-    """A mean over ``n`` seeds as the tables write it: "mean ± std" (two decimals), the mean
-    alone for fewer than two seeds or no std, "" without a mean."""
+    """A mean over seeds as the tables write it.
+
+    Parameters
+    ----------
+    mean
+        The mean; None or NaN: no value.
+    std
+        The standard deviation over seeds (NaN: none).
+    n
+        The number of seeds.
+
+    Returns
+    -------
+    str
+        ``"mean ± std"`` (two decimals), the mean alone for fewer than two seeds or no std,
+        ``""`` without a mean.
+    """
     if mean is None or pd.isna(mean):
         return ""
     return f"{mean:.2f}" if n < 2 or pd.isna(std) else f"{mean:.2f} ± {std:.2f}"

@@ -553,8 +553,21 @@ class ClaimRows:
     rows: list[Claim] = field(default_factory=list)
 
     def add(self, key: str, ours: str, ran: Ran, interval: Interval | None, anchor: str) -> None:
-        """The claim ``key`` of CLAIMS, judged against its setting (not measured: no
-        interval)."""
+        """Judge the paper's claim ``key`` against its setting and append the row.
+
+        Parameters
+        ----------
+        key
+            A key of ``CLAIMS``.
+        ours
+            Our measurement, in words.
+        ran
+            What the runs behind it were.
+        interval
+            The measured quantity; None: not measured.
+        anchor
+            The page element the row links to.
+        """
         spec = CLAIMS[key]
         placeholder = NOT_MEASURED if interval is None else INCONCLUSIVE  # judge decides
         claim = Claim(PAPER, spec.text, spec.paper_value, ours, placeholder, self.where, anchor)
