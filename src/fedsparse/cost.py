@@ -58,7 +58,7 @@ COHORT_MEMBER_SHARE = 0.6
 # layers, activations and their derivatives between products).
 LINEAR_FLOP_EFFICIENCY = 0.2
 NETWORK_EFFICIENCY = 0.8  # dense layers' products in a local step
-EVAL_EFFICIENCY = 1.0  # dense layers' products over an evaluation's blocks of 256 rows
+EVAL_EFFICIENCY = 0.7  # an evaluation's products over blocks of 256 rows, activations between
 CONV_EFFICIENCY = 0.45  # a convolution's products (im2col, narrow channels)
 # A linear model's evaluations are scored several rounds at a time and consecutive models
 # share most of their support: the support's columns come from memory about once per two.
