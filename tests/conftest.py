@@ -199,3 +199,30 @@ def file_digests(folder) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+def np_act(name, z):
+    """Activation and its derivative."""
+    if name == "relu":
+        return np.maximum(z, 0.0), (z > 0).astype(float)
+    if name == "tanh":
+        t = np.tanh(z)
+        return t, 1.0 - t**2
+    s = expit(z)
+    if name == "sigmoid":
+        return s, s * (1.0 - s)
+    return z * s, s + z * s * (1.0 - s)  # swish
+
+
+def np_per_sample(z, y, loss):
+    """Per-sample losses and d loss / d z."""
+    if loss == "least_squares":
+        r = z[:, 0] - y
+        return r**2, 2.0 * r[:, None]
+    if loss == "logistic":
+        m = y * z[:, 0]
+        return np.logaddexp(0.0, -m), (-y * expit(-m))[:, None]
+    lab = y.astype(int)
+    g = softmax(z, axis=1)
+    g[np.arange(len(y)), lab] -= 1.0
+    return logsumexp(z, axis=1) - z[np.arange(len(y)), lab], g

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 import yaml
-from test_mlp_kernels import np_act, np_per_sample
+from conftest import np_act, np_per_sample
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS

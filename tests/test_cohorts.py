@@ -4,9 +4,8 @@ and with fusion off."""
 
 from __future__ import annotations
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from cohort_helpers import stored_traces, without_elapsed
 
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.cohorts import MAX_MEMBERS, cohort_key
@@ -14,9 +13,6 @@ from fedsparse.config import normalize_run_config
 from fedsparse.errors import ConfigError
 from fedsparse.experiment import load_dataset, run_cohort, run_result
 from fedsparse.families.hard_thresholding.algorithms import FedHT
-from fedsparse.pipeline import make_data
-from fedsparse.run_store import store_path
-from fedsparse.shard_runner import run_shard
 from fedsparse.sweep import plan_sweep
 
 DATA = {
@@ -31,10 +27,6 @@ DATA = {
 LINEAR = {**{k: v for k, v in DATA.items() if k != "positives"}, "task": "linear"}
 # values for the hyperparameters some algorithm requires
 REQUIRED = {"stepsize": 0.05, "sparsity": 5, "k": 8, "cost_limit": 0.6}
-
-
-def without_elapsed(table: pa.Table) -> pa.Table:
-    return table.drop_columns(["elapsed_s"]).replace_schema_metadata(None)
 
 
 def config(
@@ -185,20 +177,6 @@ def test_fuse_must_be_a_boolean():
     # --config fuse=false on Snakemake's command line arrives as a string
     assert not any(r.cohort for r in plan_sweep({**SWEEP, "fuse": "false"}).runs)
     assert any(r.cohort for r in plan_sweep({**SWEEP, "fuse": "True"}).runs)
-
-
-def stored_traces(sweep: dict, root) -> dict[str, pa.Table]:
-    plan = plan_sweep(sweep)
-    make_data(sweep, "toy", root / "data" / "toy")
-    for shard in plan.shards:
-        out = root / "shards"
-        run_shard(
-            sweep, shard, root / "data", out / f"{shard}.t.parquet", out / f"{shard}.r.parquet"
-        )
-    return {
-        r.run_id: without_elapsed(pq.read_table(store_path(root / "store", r.run_id)))
-        for r in plan.runs
-    }
 
 
 def test_a_sweep_stores_the_same_traces_fused_and_with_fuse_false(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from test_cohorts import stored_traces
+from cohort_helpers import stored_traces
 
 from fedsparse.sweep import plan_sweep
 

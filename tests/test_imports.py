@@ -240,3 +240,14 @@ def test_no_source_file_tells_history():
         if issue.search(line)
     ]
     assert not found, found
+
+
+def test_no_test_module_imports_another():
+    # shared test code lives in conftest.py and the helper modules (tests/*_helpers.py)
+    tests = Path(__file__).resolve().parent
+    for path in sorted(tests.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                assert not (node.module or "").startswith("test_"), path.name
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith("test_") for a in node.names), path.name

@@ -6,8 +6,7 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import np_hard_threshold
-from scipy.special import expit, logsumexp, softmax
+from conftest import np_act, np_hard_threshold, np_per_sample
 
 from fedsparse import kernels as K
 from fedsparse.kernels.elementary import exp_neg
@@ -20,19 +19,6 @@ RTOL = 1e-11
 
 # ---------------------------------------------------------------------------
 # A plain NumPy MLP, written from the layout and the loss definitions
-
-
-def np_act(name, z):
-    """Activation and its derivative."""
-    if name == "relu":
-        return np.maximum(z, 0.0), (z > 0).astype(float)
-    if name == "tanh":
-        t = np.tanh(z)
-        return t, 1.0 - t**2
-    s = expit(z)
-    if name == "sigmoid":
-        return s, s * (1.0 - s)
-    return z * s, s + z * s * (1.0 - s)  # swish
 
 
 def unpack(theta, sizes, bias):
@@ -62,20 +48,6 @@ def np_scores(X, theta, sizes, bias, act):
         a, da = np_act(act, z)
         derivs.append(da)
     raise AssertionError
-
-
-def np_per_sample(z, y, loss):
-    """Per-sample losses and d loss / d z."""
-    if loss == "least_squares":
-        r = z[:, 0] - y
-        return r**2, 2.0 * r[:, None]
-    if loss == "logistic":
-        m = y * z[:, 0]
-        return np.logaddexp(0.0, -m), (-y * expit(-m))[:, None]
-    lab = y.astype(int)
-    g = softmax(z, axis=1)
-    g[np.arange(len(y)), lab] -= 1.0
-    return logsumexp(z, axis=1) - z[np.arange(len(y)), lab], g
 
 
 def np_value_grad(X, y, theta, sizes, bias, act, loss, l2):

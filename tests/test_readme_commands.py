@@ -272,7 +272,7 @@ def test_two_configs_in_one_folder_keep_their_own_results(tmp_path, capsys, monk
     """Two sweeps run one after the other with `snakemake --configfile` in one working folder:
     each writes results/<sweep>/ (runs, traces, data, report), the second leaves the first's
     byte-identical, and the readers' default reads the only one, then asks which."""
-    from test_workflow import snakemake
+    from snakemake_helpers import snakemake
 
     monkeypatch.chdir(tmp_path)
     configs = {"first": tiny_sweep("first", 30), "second": tiny_sweep("second", 40)}

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _loopback import Loopback
-from test_workflow import ROOT, job_counts, results_dir, snakemake, write_config
+from snakemake_helpers import ROOT, job_counts, results_dir, snakemake, write_config
 
 import fedsparse
 from fedsparse.data import load_dataset_dir, save_dataset

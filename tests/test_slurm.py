@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import kill_tree
-from test_workflow import (
+from snakemake_helpers import (
     ROOT,
     TINY,
     results_dir,
@@ -196,7 +196,7 @@ def test_killed_snakemake_and_cancelled_job_resume_to_identical_results(slurm, t
 
 
 def test_optuna_workers_run_as_separate_jobs_and_reach_exactly_n_trials(slurm, tmp_path):
-    from test_tune import TUNE
+    from snakemake_helpers import TUNE
 
     cfg = {**TUNE, "optuna": {**TUNE["optuna"], "n_trials": 8, "n_workers": 2}}
     since = time.strftime("%Y-%m-%dT%H:%M:%S")

@@ -28,6 +28,8 @@ from conftest import SMALL_LINEAR, kill_tree
 
 optuna = pytest.importorskip("optuna")
 
+from snakemake_helpers import TUNE  # noqa: E402
+
 from fedsparse import run as run_config  # noqa: E402
 from fedsparse.errors import ConfigError  # noqa: E402
 from fedsparse.layout import Layout  # noqa: E402
@@ -42,26 +44,6 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[1]
 LIN = dict(SMALL_LINEAR)
-TUNE = {
-    "sweep": "t",
-    "method": "optuna",
-    "rounds": 30,
-    "seeds": [0],
-    "datasets": {"lin": {"data": LIN}},
-    "algorithms": {"fedht": {"batch_size": 5}},
-    "optuna": {
-        "n_trials": 10,
-        "n_workers": 2,
-        "sampler": {"name": "random", "seed": 0},
-        "storage": "journal",
-        "holdout_seeds": [7],
-    },
-    "space": {
-        "stepsize": {"type": "float", "low": 1e-3, "high": 1e-2, "log": True},
-        "local_steps": {"type": "int", "low": 1, "high": 3},
-        "sparsity": {"type": "categorical", "choices": [5, 10]},
-    },
-}
 STUDY = "t--lin--natural--fedht"
 # a trade-off: a sparser download costs accuracy (optuna.objectives)
 OBJECTIVES = [

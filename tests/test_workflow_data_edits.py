@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import SMALL_LINEAR
-from test_workflow import read_traces_of, snakemake, write_config
+from snakemake_helpers import read_traces_of, snakemake, write_config
 
 from fedsparse.data.identity import check_built
 from fedsparse.layout import Layout
