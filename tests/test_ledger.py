@@ -143,3 +143,26 @@ def test_the_command_line_names_bad_input(toy_results, tmp_path):
     assert not (tmp_path / "reproductions" / "hard_thresholding" / "claims.csv").exists()
     r = _cli("rerun", "hard_thresholding", cwd=tmp_path)
     assert r.returncode != 0 and "record the ledger first" in r.stderr
+
+
+def test_a_ledgers_line_says_which_verdicts_are_on_stand_ins():
+    from fedsparse.report.claims import (
+        AGREES,
+        DISAGREES,
+        PAPER_TEXT,
+        Claim,
+        Reading,
+        claims_frame,
+        in_reading,
+    )
+    from fedsparse.report.ledger import _brief
+
+    text = Reading("as written", PAPER_TEXT, "The paper's text.", lambda c: True)
+    stand_in = [Claim("P", "one", "", "1", AGREES, seeds=3, stand_in="FMNIST for MNIST")]
+    own = [Claim("P", "two", "", "2", DISAGREES, seeds=3)]
+    only = claims_frame(in_reading(stand_in, text))
+    assert _brief(only, None, "here") == "- P: 1 agree on its stand-ins (3 seeds; here).\n"
+    both = claims_frame(in_reading(own + stand_in, text))
+    assert _brief(both, None, "here") == (
+        "- P: 1 do not agree in the paper's readings; 1 agree on its stand-ins (3 seeds; here).\n"
+    )

@@ -42,7 +42,7 @@ from ..atomic import atomic_directory, atomic_write
 from ..config import read_config_file
 from ..errors import FedsparseError
 from ..layout import RUNS_FILE
-from .claims import AGREES, PAPER_CLAIM, Family
+from .claims import AGREES, PAPER_CLAIM, STAND_IN, VARIATION, Family
 from .verdicts import paper_verdicts
 
 __all__ = [
@@ -166,17 +166,23 @@ def _configs(provenance: dict | None) -> str:
 
 
 def _brief(claims: pd.DataFrame, provenance: dict | None, where: str = "") -> str:
-    """Per paper one line: the counts in the paper's readings and in our variations, the
-    seeds behind the rows and ``where`` they are kept (default: the configs)."""
+    """Per paper one line: the counts in the paper's readings, on its declared stand-ins and
+    in our variations (each where it has rows; the paper's readings always), the seeds behind
+    the rows and ``where`` they are kept (default: the configs)."""
     from .verdicts import counts, measurements
 
     out = []
     for paper, rows in claims.groupby("paper", sort=False):
         paper_rows = rows[rows["claim_kind"] == PAPER_CLAIM]
-        own = measurements(paper_rows[~paper_rows["reading_kind"].isin(["variation"])])
-        var = measurements(rows[rows["reading_kind"] == "variation"])
+        kind = paper_rows["reading_kind"]
+        own = measurements(paper_rows[~kind.isin([VARIATION, STAND_IN])])
+        stand = measurements(paper_rows[kind == STAND_IN])
+        var = measurements(rows[rows["reading_kind"] == VARIATION])
         seeds = sorted({int(v) for v in rows["seeds"] if v not in ("", "0")})
-        line = f"- {paper}: {counts(own)} in the paper's readings"
+        parts = [f"{counts(own)} in the paper's readings"] if len(own) or not len(stand) else []
+        if len(stand):
+            parts.append(f"{counts(stand)} on its stand-ins")
+        line = f"- {paper}: " + "; ".join(parts)
         if len(var):
             line += f"; {counts(var)} in our variations"
         seeds_text = "/".join(map(str, seeds)) or "no"
