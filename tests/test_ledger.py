@@ -119,6 +119,28 @@ def test_record_then_rebuild_round_trip(toy_results, tmp_path):
     ]
 
 
+def test_a_ledger_extends_as_a_source_and_keeps_its_shard_time(toy_results, tmp_path):
+    """A sweep too long for one session is recorded in parts: the ledger so far is a source of
+    the next recording, its runs, claims and measured shard time carried over."""
+    config = tmp_path / "toy.yaml"
+    config.write_text(json.dumps(HT_TOY))
+    family = FAMILIES["hard_thresholding"]
+    results = tmp_path / "ledger-toy"
+    shutil.copytree(toy_results, results)
+    bench = results / "benchmarks" / "shards"  # as Snakemake's benchmark directive writes them
+    bench.mkdir(parents=True, exist_ok=True)
+    for shard, cpu in (("a", 1.5), ("b", 2.5)):
+        (bench / f"{shard}.tsv").write_text(f"s\tcpu_time\n3.0\t{cpu}\n")
+    first = ledger.record([results], family, [str(config)], tmp_path / "first")
+    again = ledger.record([first], family, [str(config)], tmp_path / "again")
+    before = json.loads((first / "provenance.json").read_text())
+    after = json.loads((again / "provenance.json").read_text())
+    assert before["shard_cpu_seconds"] == 4.0
+    assert after["shard_cpu_seconds"] == 4.0
+    assert after["runs"] == before["runs"] == 4
+    assert (again / "claims.csv").read_text() == (first / "claims.csv").read_text()
+
+
 def _cli(*args, cwd):
     return subprocess.run(
         [sys.executable, "-m", "fedsparse", "ledger", *args],

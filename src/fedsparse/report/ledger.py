@@ -273,7 +273,8 @@ def record(
     Parameters
     ----------
     sources
-        The results folders of the sweeps of ``configs``.
+        The results folders of the sweeps of ``configs``; the family's ledger itself may be
+        one, to extend it with new runs (its recorded shard time is kept).
     family
         The family whose ledger is written.
     configs
@@ -480,7 +481,11 @@ def _estimate(configs: Sequence[str]) -> float:
 
 
 def _shard_cpu_seconds(results: Path) -> float | None:
-    """The shard jobs' CPU time from Snakemake's benchmark files, when the workflow ran them."""
+    """The shard jobs' CPU time from Snakemake's benchmark files, when the workflow ran them;
+    for a ledger given as a source (a ledger extended by new sweeps), the time it recorded."""
+    recorded = _read_provenance(results)
+    if recorded is not None:
+        return recorded.get("shard_cpu_seconds")
     files = sorted((results / "benchmarks" / "shards").glob("*.tsv"))
     if not files:
         return None
