@@ -55,8 +55,8 @@ def write_idx_dir(folder: Path, arrays: dict, gz: bool = True) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for key, stem in STEMS.items():
         body = idx_bytes(arrays[key])
-        if gz:
-            (folder / f"{stem}.gz").write_bytes(gzip.compress(body))
+        if gz:  # no time stamp in the header: equal contents give equal files (and SHA-256s)
+            (folder / f"{stem}.gz").write_bytes(gzip.compress(body, mtime=0))
         else:
             (folder / stem).write_bytes(body)
     return folder
