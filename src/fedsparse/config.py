@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from .data.defaults import (
 from .data.identity import without_locations
 from .defaults import DEFAULT_TIME_MODEL, SWEEP_DEFAULTS
 from .errors import ConfigError, did_you_mean
+from .values import as_integer, as_number, check_keys, nonempty_string
 
 RUN_KEYS = (
     "sweep",
@@ -153,7 +153,7 @@ def normalize_run_config(raw: dict[str, Any], like: dict[str, Any] | None = None
     dataset = normalize_dataset(raw["dataset"])
     model = normalize_model(with_default_loss(raw.get("model", {}), dataset))
     cfg = {
-        "sweep": _string(raw.get("sweep", "single"), "sweep"),
+        "sweep": nonempty_string(raw.get("sweep", "single"), "sweep"),
         "dataset": dataset,
         "partition": None,
         "model": model,
@@ -383,7 +383,7 @@ def normalize_dataset(ds: Any) -> dict[str, Any]:
             f"(known: {', '.join(DATASET_KINDS)})"
         )
     if out["name"] is not None:
-        _string(out["name"], "dataset.name")
+        nonempty_string(out["name"], "dataset.name")
     out["name"] = dataset_name(out)
     return out
 
@@ -417,7 +417,7 @@ def _svmlight(ds: dict[str, Any]) -> dict[str, Any]:
     out = {"kind": "svmlight", **SVMLIGHT_DEFAULTS, **{k: v for k, v in ds.items() if k != "kind"}}
     for key in ("source", "url", "path", "mirror", "task", "sha256"):
         if out[key] is not None:
-            _string(out[key], f"dataset.{key}")
+            nonempty_string(out[key], f"dataset.{key}")
     if out["source"] is None and out["url"] is None and out["path"] is None:
         raise ConfigError(
             "dataset.source: kind svmlight needs a registry source "
@@ -465,7 +465,7 @@ def _images(ds: dict[str, Any]) -> dict[str, Any]:
     out = {"kind": kind, **defaults, **{k: v for k, v in ds.items() if k != "kind"}}
     for key in ("source", "path", "mirror"):
         if out.get(key) is not None:
-            _string(out[key], f"dataset.{key}")
+            nonempty_string(out[key], f"dataset.{key}")
     if out["task"] != "multiclass":
         raise ConfigError(f"dataset.task: {kind} data is multiclass, got {out['task']!r}")
     if kind == "leaf" and out["path"] is None:
@@ -602,97 +602,3 @@ def normalize_model(model: Any) -> dict[str, Any]:
     l2 = as_number(model.get("l2", DEFAULT_L2[loss]), "model.l2", low=0.0)
     # structure keys (kind, hidden, ...) only where they differ from a linear model's
     return {"loss": loss, "l2": l2, "weights": weights, **model_layer.normalize(model)}
-
-
-def check_keys(section: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
-    """Check that a config section has no key but the allowed ones.
-
-    Parameters
-    ----------
-    section
-        The config mapping checked.
-    allowed
-        The keys it may have.
-    where
-        The section's config path, for the message (``"config"``: the top level).
-
-    Raises
-    ------
-    ConfigError
-        For the first unknown key, naming its path, a close known key if any, and the
-        allowed keys.
-    """
-    for key in section:
-        if key not in allowed:
-            prefix = "" if where == "config" else f"{where}."
-            raise ConfigError(
-                f"{prefix}{key}: unknown key{did_you_mean(key, allowed)} "
-                f"(allowed: {', '.join(allowed)})"
-            )
-
-
-def as_integer(value: Any, where: str, low: int | None = None) -> int:
-    """A config value as an integer, checked.
-
-    Parameters
-    ----------
-    value
-        The value read (an int, or a float with an integral value; never a bool).
-    where
-        The value's config path, for the message.
-    low
-        The smallest value allowed; None: no bound.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ConfigError
-        ``value`` is not a finite integral number, or is below ``low``.
-    """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value != int(value)
-    ):
-        raise ConfigError(f"{where}: must be an integer, got {value!r}")
-    if low is not None and value < low:
-        raise ConfigError(f"{where}: must be >= {low}, got {value!r}")
-    return int(value)
-
-
-def as_number(value: Any, where: str, low: float | None = None) -> float:
-    """A config value as a finite float, checked.
-
-    Parameters
-    ----------
-    value
-        The value read (an int or float; never a bool).
-    where
-        The value's config path, for the message.
-    low
-        The smallest value allowed; None: no bound.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ConfigError
-        ``value`` is not a finite number, or is below ``low``.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{where}: must be a finite number, got {value!r}")
-    if low is not None and value < low:
-        raise ConfigError(f"{where}: must be >= {low:g}, got {value!r}")
-    return float(value)
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}: must be a non-empty string, got {value!r}")
-    return value
