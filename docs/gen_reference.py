@@ -266,6 +266,7 @@ def generate_configuration() -> str:
     from fedsparse import config, model, problem, sweep
     from fedsparse.algorithms.base import DEFAULT_TIME_MODEL
     from fedsparse.algorithms.registry import classes
+    from fedsparse.data.kinds import DATA_KINDS
     from fedsparse.data.registry import DATASETS, IMAGE_SETS
     from fedsparse.tune import studies
 
@@ -311,18 +312,7 @@ def generate_configuration() -> str:
         f"idx {', '.join(f'`{s}`' for s in IMAGE_SETS)}.",
         "",
     ]
-    kinds = {
-        "synthetic": {
-            **config.SYNTHETIC_DEFAULTS,
-            "center": "none",
-            **config.SYNTHETIC_READINGS,
-        },
-        "libsvm": config.LIBSVM_DEFAULTS,
-        "svmlight": config.SVMLIGHT_DEFAULTS,
-        "idx": config.IDX_DEFAULTS,
-        "leaf": config.LEAF_DEFAULTS,
-    }
-    for kind, defaults in kinds.items():
+    for kind, defaults in ((k.name, k.fields) for k in DATA_KINDS.values()):
         rows = []
         for key, default in defaults.items():
             if key not in DATA_DOCS:
@@ -332,9 +322,9 @@ def generate_configuration() -> str:
         lines += [f"### `kind: {kind}`", ""]
         lines += table(("key", "default", "meaning"), rows)
     rows = []
-    for kind, pre in config.PREPROCESS_DEFAULTS.items():
-        for key, default in pre.items():
-            rows.append((f"`{key}`", kind, value(default), PREPROCESS_DOCS[key]))
+    for kind in DATA_KINDS.values():
+        for key, default in getattr(kind, "preprocess", {}).items():
+            rows.append((f"`{key}`", kind.name, value(default), PREPROCESS_DOCS[key]))
     lines += ["### `preprocess` (idx, leaf)", ""]
     lines += table(("key", "kind", "default", "meaning"), rows)
 
@@ -358,7 +348,7 @@ def generate_configuration() -> str:
         f"`scope` is {' | '.join(config.SCOPES)}. `test_pool`: "
         f"{' | '.join(config.TEST_POOLS)} (default split: a data set's test file stays the test "
         "pool; pooled pools its train and test files first, for "
-        f"{', '.join(config.HAS_TEST_FILE)} data).",
+        f"{', '.join(k.name for k in DATA_KINDS.values() if k.test_file)} data).",
         "",
     ]
 

@@ -6,7 +6,6 @@ were, and a bad value is one line naming the key."""
 from __future__ import annotations
 
 import copy
-import json
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from fedsparse.config import normalize_dataset, normalize_run_config, run_id
 from fedsparse.data.synthetic import simulation
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import _synthetic
+from fedsparse.experiment import load_dataset
 
 # Noiseless, support = dim and more rows than columns: each client's model x_i is the exact
 # least-squares solution of its own rows, so the draws of u_i can be read back from the data.
@@ -120,7 +119,7 @@ def test_each_reading_is_in_the_config_the_name_and_the_run_id():
     small = {**ds, **flower, "clients": 3, "samples_per_client": 20, "dim": 12, "support": 4}
     small["positives"] = 5
     canonical = normalize_dataset(small)
-    got = _synthetic(json.dumps(canonical, sort_keys=True))
+    got = load_dataset(canonical, "logistic")
     want = simulation(
         "logistic",
         clients=3,

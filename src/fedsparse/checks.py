@@ -13,16 +13,14 @@ only the built data can tell fails in the data or shard job, in one line in its 
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .algorithms import ALGORITHMS
-from .data.facts import facts, idx_file
+from .data.kinds import facts, kind_of
 from .errors import ConfigError
 
 
@@ -62,25 +60,8 @@ def check_plan(plan: Any, sweep: dict[str, Any]) -> None:
 def check_paths(data: dict[str, Any], where: str) -> None:
     """A data set's local file or folder exists and can be read."""
     path = data.get("path")
-    if path is None or data["kind"] == "synthetic":
-        return
-    p = Path(path).expanduser()
-    if data["kind"] in ("libsvm", "svmlight"):
-        if not p.is_file():
-            raise ConfigError(f"{where}.path: no such file: {path}")
-        if not os.access(p, os.R_OK):
-            raise ConfigError(f"{where}.path: cannot read {path} (permission denied)")
-        return
-    if not p.is_dir():
-        raise ConfigError(f"{where}.path: no such folder: {path}")
-    if data["kind"] == "leaf":
-        for sub in ("train", "test"):
-            if not (p / sub).is_dir():
-                raise ConfigError(f"{where}.path: {path} has no {sub}/ folder (LEAF's layout)")
-    elif data["kind"] == "idx" and idx_file(p) is None:
-        raise ConfigError(
-            f"{where}.path: {path} holds no train-images-idx3-ubyte[.gz] (an IDX image folder)"
-        )
+    if path is not None:
+        kind_of(data).check_path(path, where)
 
 
 def _problem(spec: dict[str, Any], cfg: dict[str, Any]):

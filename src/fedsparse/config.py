@@ -20,24 +20,14 @@ import yaml
 # is normalised, not here: a cluster job's own Snakemake imports this module to read the plan.
 from . import model as model_layer
 from .data.defaults import (
-    CENTERINGS,
-    DATASET_KINDS,
-    HAS_TEST_FILE,
-    IDX_DEFAULTS,
-    LEAF_DEFAULTS,
-    LIBSVM_DEFAULTS,
     OWN_TEST_SPLIT,
     PARTITION_COMMON,
     PARTITION_DEFAULTS,
-    PREPROCESS_DEFAULTS,
     SCOPES,
-    SVMLIGHT_DEFAULTS,
-    SYNTHETIC_DEFAULTS,
-    SYNTHETIC_READINGS,
-    TASKS,
     TEST_POOLS,
 )
 from .data.identity import without_locations
+from .data.kinds import data_kind, kind_of, kinds_listed
 from .defaults import DEFAULT_TIME_MODEL, SWEEP_DEFAULTS
 from .errors import ConfigError, did_you_mean
 from .values import as_integer, as_number, check_keys, nonempty_string
@@ -64,7 +54,6 @@ DEFAULT_DIVERGENCE_FACTOR = SWEEP_DEFAULTS["divergence_factor"]
 # Where a file comes from does not change which run it is: results from a mirror, a
 # local copy or the site share run ids (the data's SHA-256 is checked instead); nor which data
 # folder it is (fedsparse.data.identity).
-DEFAULT_LOSS = {"regression": "least_squares", "binary": "logistic", "multiclass": "softmax"}
 
 
 # YAML 1.2 reads 1e-3 as a number; PyYAML (YAML 1.1) reads it as the string '1e-3' (it wants a
@@ -174,16 +163,8 @@ def normalize_run_config(raw: dict[str, Any], like: dict[str, Any] | None = None
     if factor != DEFAULT_DIVERGENCE_FACTOR:  # at the default: absent, so run ids do not change
         cfg["divergence_factor"] = factor
     cfg["partition"] = normalize_partition(raw.get("partition"), cfg["dataset"])
-    if cfg["dataset"]["kind"] == "synthetic":
-        task = "binary" if cfg["dataset"]["task"] == "logistic" else "regression"
-        if model["loss"] != "least_squares" and LOSS_TASKS[model["loss"]] != task:
-            raise ConfigError(
-                f"model.loss: {model['loss']} does not fit synthetic task {cfg['dataset']['task']}"
-            )
-    if cfg["dataset"]["kind"] in ("svmlight", "idx", "leaf"):
-        task = cfg["dataset"]["task"]
-        if model["loss"] != "least_squares" and LOSS_TASKS[model["loss"]] != task:
-            raise ConfigError(f"model.loss: {model['loss']} does not fit {task} data")
+    if model["loss"] != "least_squares":
+        kind_of(cfg["dataset"]).check_loss(model["loss"], LOSS_TASKS[model["loss"]], cfg["dataset"])
     if model.get("kind") == "cnn":  # layers that cannot fit the images fail before any run
         n_features = model_layer.known_features(cfg["dataset"])
         if n_features is not None:
@@ -199,8 +180,8 @@ def known_clients(dataset: dict[str, Any], partition: Any) -> int | None:
     ``clients``, a simulation's own clients), or None where only the data can tell."""
     if isinstance(partition, dict) and "clients" in partition:
         return int(partition["clients"])
-    if partition == "natural" and dataset["kind"] == "synthetic":
-        return int(dataset["clients"])
+    if partition == "natural":
+        return kind_of(dataset).own_client_count(dataset)
     return None
 
 
@@ -268,33 +249,12 @@ def identity_text(cfg: dict[str, Any]) -> str:
 
 def dataset_name(ds: dict[str, Any]) -> str:
     """The name a dataset config shows in results."""
-    if ds.get("name"):
-        return ds["name"]
-    if ds["kind"] == "synthetic":
-        from .data.synthetic import reading_suffix  # data layer, imported lazily
-
-        readings = {k: ds[k] for k in ("center", *SYNTHETIC_READINGS) if k in ds}
-        return f"sim-{ds['task']}-a{ds['alpha']:g}-b{ds['beta']:g}" + reading_suffix(**readings)
-    if ds["kind"] == "svmlight":
-        if ds.get("source"):
-            return ds["source"]
-        where = ds.get("url") or ds["path"]
-        name = where.rstrip("/").rsplit("/", 1)[-1]
-        for suffix in (".bz2", ".xz"):
-            name = name.removesuffix(suffix)
-        return name or "svmlight"
-    if ds["kind"] == "idx" and ds.get("source"):
-        return ds["source"]
-    if ds["kind"] in ("idx", "leaf"):
-        return Path(ds["path"]).expanduser().name or "images"
-    return Path(ds["path"]).stem
+    return ds["name"] if ds.get("name") else kind_of(ds).name_of(ds)
 
 
 def default_loss(ds: dict[str, Any]) -> str:
     """The loss a data set gets when its model names none."""
-    if ds.get("kind") in ("svmlight", "idx", "leaf"):
-        return DEFAULT_LOSS[ds["task"]]
-    return "logistic" if ds.get("task") == "logistic" else "least_squares"
+    return kind_of(ds).default_loss(ds)
 
 
 def with_default_loss(model: Any, ds: dict[str, Any]) -> Any:
@@ -329,177 +289,15 @@ def partition_label(partition: str | dict[str, Any]) -> str:
 
 
 def normalize_dataset(ds: Any) -> dict[str, Any]:
+    """The canonical form of a ``dataset`` config: its kind's (fedsparse.data.kinds)."""
     if not isinstance(ds, dict) or "kind" not in ds:
-        raise ConfigError(
-            "dataset: must be a mapping with a 'kind' (synthetic, libsvm, svmlight, idx or leaf)"
-        )
-    kind = ds["kind"]
-    if kind == "synthetic":
-        check_keys(ds, ("kind", "center", *SYNTHETIC_DEFAULTS, *SYNTHETIC_READINGS), "dataset")
-        given = {k: v for k, v in ds.items() if k not in ("kind", "center", *SYNTHETIC_READINGS)}
-        out = {"kind": kind, **SYNTHETIC_DEFAULTS, **given}
-        center = ds.get("center", "none")
-        if center not in CENTERINGS:
-            raise ConfigError(
-                f"dataset.center: must be one of {', '.join(CENTERINGS)}, got {center!r}"
-            )
-        if center != "none":  # a deviation from the papers: in the run id and the name
-            out["center"] = center
-        out.update(_synthetic_readings(ds))
-        if out["task"] not in ("linear", "logistic"):
-            raise ConfigError(f"dataset.task: must be linear or logistic, got {out['task']!r}")
-        for key in ("clients", "dim", "support", "positives"):
-            out[key] = as_integer(out[key], f"dataset.{key}", low=1)
-        if out["samples_per_client"] is None:
-            out["samples_per_client"] = 100 if out["task"] == "linear" else 1000
-        out["samples_per_client"] = as_integer(
-            out["samples_per_client"], "dataset.samples_per_client", low=1
-        )
-        out["seed"] = as_integer(out["seed"], "dataset.seed", low=0)
-        for key in ("alpha", "beta", "noise_std"):
-            out[key] = as_number(out[key], f"dataset.{key}", low=0.0)
-        if out["support"] > out["dim"]:
-            raise ConfigError(f"dataset.support: {out['support']} exceeds dataset.dim {out['dim']}")
-        if out["task"] == "logistic" and out["positives"] >= out["samples_per_client"]:
-            raise ConfigError("dataset.positives: must be below dataset.samples_per_client")
-        if not isinstance(out["shared_model"], bool):
-            raise ConfigError("dataset.shared_model: must be true or false")
-    elif kind == "libsvm":
-        check_keys(ds, ("kind", *LIBSVM_DEFAULTS), "dataset")
-        out = {"kind": kind, **LIBSVM_DEFAULTS, **{k: v for k, v in ds.items() if k != "kind"}}
-        if not isinstance(out["path"], str) or not out["path"]:
-            raise ConfigError("dataset.path: required for kind libsvm (an svmlight file)")
-        if out["client_key"] != "qid":
-            raise ConfigError("dataset.client_key: only 'qid' is supported")
-        if out["n_features"] is not None:
-            out["n_features"] = as_integer(out["n_features"], "dataset.n_features", low=1)
-    elif kind == "svmlight":
-        out = _svmlight(ds)
-    elif kind in ("idx", "leaf"):
-        out = _images(ds)
-    else:
-        raise ConfigError(
-            f"dataset.kind: unknown kind {kind!r}{did_you_mean(kind, DATASET_KINDS)} "
-            f"(known: {', '.join(DATASET_KINDS)})"
-        )
-    if out["name"] is not None:
-        nonempty_string(out["name"], "dataset.name")
-    out["name"] = dataset_name(out)
-    return out
-
-
-def _synthetic_readings(ds: dict[str, Any]) -> dict[str, Any]:
-    """The generator readings a synthetic dataset config sets away from their defaults
-    (SYNTHETIC_READINGS), validated; a key at its default is left out (run ids unchanged)."""
-    out: dict[str, Any] = {}
-    for key, choices in (
-        ("alpha_beta_as", ("variance", "std")),
-        ("v_mean", ("client_scalar", "shared_vector")),
-    ):
-        value = ds.get(key, SYNTHETIC_READINGS[key])
-        if value not in choices:
-            raise ConfigError(
-                f"dataset.{key}: must be one of {', '.join(choices)}, got {value!r}"
-                f"{did_you_mean(str(value), choices)}"
-            )
-        if value != SYNTHETIC_READINGS[key]:
-            out[key] = value
-    u_mean = as_number(ds.get("u_mean", SYNTHETIC_READINGS["u_mean"]), "dataset.u_mean")
-    if u_mean != SYNTHETIC_READINGS["u_mean"]:
-        out["u_mean"] = u_mean
-    return out
-
-
-def _svmlight(ds: dict[str, Any]) -> dict[str, Any]:
-    from .data import registry  # data layer, imported lazily
-
-    check_keys(ds, ("kind", *SVMLIGHT_DEFAULTS), "dataset")
-    out = {"kind": "svmlight", **SVMLIGHT_DEFAULTS, **{k: v for k, v in ds.items() if k != "kind"}}
-    for key in ("source", "url", "path", "mirror", "task", "sha256"):
-        if out[key] is not None:
-            nonempty_string(out[key], f"dataset.{key}")
-    if out["source"] is None and out["url"] is None and out["path"] is None:
-        raise ConfigError(
-            "dataset.source: kind svmlight needs a registry source "
-            f"({', '.join(registry.DATASETS)}), a url or a path"
-        )
-    if out["source"] is not None and out["url"] is not None:
-        raise ConfigError("dataset.url: give a registry source or a url, not both")
-    if out["mirror"] is not None and out["source"] is None:
-        raise ConfigError("dataset.mirror: a mirror replaces the LibSVM site for a source")
-    for key in ("url", "mirror"):
-        if out[key] is not None and not out[key].startswith(("http://", "https://", "file:")):
-            raise ConfigError(f"dataset.{key}: must be an http(s):// or file: URL")
-    if out["file"] not in ("papers", "train", "test"):
-        raise ConfigError(f"dataset.file: must be papers, train or test, got {out['file']!r}")
-    if out["source"] is not None:
-        entry = registry.get(out["source"])
-        entry.file(out["file"])  # the file exists
-        if out["task"] is not None and out["task"] != entry.task:
-            raise ConfigError(f"dataset.task: {out['source']} is {entry.task} data")
-        out["task"] = entry.task
-        if out["n_features"] is None:
-            out["n_features"] = entry.n_features
-        if out["rows"] is None:
-            out["rows"] = entry.file(out["file"]).rows
-    elif out["task"] not in TASKS:
-        raise ConfigError(
-            f"dataset.task: required without a source; one of {', '.join(TASKS)}, "
-            f"got {out['task']!r}"
-        )
-    for key in ("n_features", "rows", "size"):
-        if out[key] is not None:
-            out[key] = as_integer(out[key], f"dataset.{key}", low=1)
-    if out["sha256"] is not None:
-        out["sha256"] = out["sha256"].lower()
-    return out
-
-
-def _images(ds: dict[str, Any]) -> dict[str, Any]:
-    """``kind: idx`` (an IDX image set) or ``kind: leaf`` (a LEAF folder), normalised."""
-    from .data import registry  # data layer, imported lazily
-
-    kind = ds["kind"]
-    defaults = IDX_DEFAULTS if kind == "idx" else LEAF_DEFAULTS
-    check_keys(ds, ("kind", *defaults), "dataset")
-    out = {"kind": kind, **defaults, **{k: v for k, v in ds.items() if k != "kind"}}
-    for key in ("source", "path", "mirror"):
-        if out.get(key) is not None:
-            nonempty_string(out[key], f"dataset.{key}")
-    if out["task"] != "multiclass":
-        raise ConfigError(f"dataset.task: {kind} data is multiclass, got {out['task']!r}")
-    if kind == "leaf" and out["path"] is None:
-        raise ConfigError("dataset.path: required for kind leaf (a folder with train/ and test/)")
-    if kind == "idx":
-        if out["source"] is None and out["path"] is None:
-            raise ConfigError(
-                "dataset.source: kind idx needs a source "
-                f"({', '.join(registry.IMAGE_SETS)}) or a path (a folder of IDX files)"
-            )
-        if out["source"] is not None:
-            registry.get_images(out["source"])
-        if out["mirror"] is not None:
-            if out["source"] is None:
-                raise ConfigError("dataset.mirror: a mirror replaces a source's site")
-            if not out["mirror"].startswith(("http://", "https://", "file:")):
-                raise ConfigError("dataset.mirror: must be an http(s):// or file: URL")
-    pre = out["preprocess"] if out["preprocess"] is not None else {}
-    if not isinstance(pre, dict):
-        raise ConfigError("dataset.preprocess: must be a mapping such as {scale: 255}")
-    check_keys(pre, tuple(PREPROCESS_DEFAULTS[kind]), "dataset.preprocess")
-    pre = {**PREPROCESS_DEFAULTS[kind], **pre}
-    pre["scale"] = as_number(pre["scale"], "dataset.preprocess.scale")
-    if pre["scale"] <= 0:
-        raise ConfigError(f"dataset.preprocess.scale: must be > 0, got {pre['scale']!r}")
-    if not isinstance(pre["standardize"], bool):
-        raise ConfigError("dataset.preprocess.standardize: must be true or false")
-    out["preprocess"] = pre
-    return out
+        raise ConfigError(f"dataset: must be a mapping with a 'kind' ({kinds_listed()})")
+    return data_kind(ds["kind"]).normalize(ds)
 
 
 def normalize_partition(value: Any, dataset: dict[str, Any]) -> str | dict[str, Any]:
     """'natural' (the data set's own clients) or a full partitioner mapping."""
-    own_clients = dataset["kind"] not in ("svmlight", "idx")
+    own_clients = kind_of(dataset).own_clients
     if value is None:
         value = "natural" if own_clients else "papers"
     if isinstance(value, str):
@@ -569,7 +367,7 @@ def _test_pool(out: dict[str, Any], dataset: dict[str, Any]) -> None:
         raise ConfigError(f"partition.test_pool: must be split or pooled, got {pool!r}")
     if pool == "split":
         return
-    if dataset["kind"] not in HAS_TEST_FILE:
+    if not kind_of(dataset).test_file:
         raise ConfigError(
             f"partition.test_pool: pooled pools a data set's train and test files; "
             f"{dataset['kind']} data has no test file (use split)"

@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .data.kinds import facts, kind_of
 from .defaults import sweep_default
 from .machine import NOMINAL, Rates
 from .work import RunWork
@@ -132,39 +133,28 @@ def spec_shape(data: dict[str, Any], partition: Any = "natural") -> DataShape | 
     """A data set's shape from its spec alone, before it is built: synthetic data from its
     generator's parameters, registry sets from the registry (rows, features, classes) and
     the partition (clients); None where only the built data can tell."""
-    if data["kind"] == "synthetic":
+    kind = kind_of(data)
+    if kind.generated:
         return synthetic_shape(data)
-    from .data.facts import facts
-
     known = facts(data, partition)
     if known is None or not data.get("source"):
         return None
-    from .data import registry
-
-    if data["kind"] == "idx":
-        entry = registry.IMAGE_SETS.get(data["source"])
-        if entry is None:
-            return None
-        rows, test_rows = _partitioned_rows(
-            entry.rows["train"], entry.rows["test"], known.n_classes, partition
-        )
+    held = kind.registry_rows(data)
+    if held is None:
+        return None
+    rows, test_rows = _partitioned_rows(held.train, held.test, known.n_classes, partition)
+    if held.values_per_row is None:  # dense rows
         cols = known.n_features
         # uint8 images on disk, float64 in a job; the column copy is a linear model's
         disk = (rows + test_rows) * cols * 9
         return DataShape(
             rows, cols, rows * cols, False, known.n_clients, known.n_classes, disk, test_rows
         )
-    entry = registry.DATASETS.get(data["source"])
-    if entry is None:
-        return None
-    rows, test_rows = _partitioned_rows(
-        entry.file(data.get("file", "papers")).rows, 0, known.n_classes, partition
-    )
-    per_row = min(entry.values_per_row or ASSUMED_NNZ_PER_ROW, known.n_features)
+    per_row = min(held.values_per_row or ASSUMED_NNZ_PER_ROW, known.n_features)
     nnz = round(rows * per_row)
     note = (
         ""
-        if entry.values_per_row
+        if held.values_per_row
         else f"stored values assumed {ASSUMED_NNZ_PER_ROW} a row until {data['source']} is built"
     )
     return DataShape(

@@ -29,7 +29,8 @@ from .config import (
     run_id,
     time_model,
 )
-from .data import FederatedData, load_qid_file, simulation
+from .data import FederatedData
+from .data.kinds import kind_of
 from .model import Network
 from .problem import LOSS_TASKS, Problem
 from .results import to_frame, trace_table
@@ -40,8 +41,6 @@ if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job needs neither
     from .checkpoint import Checkpoint
     from .data.prepare import Prepared
 
-# data sets read from files by fedsparse.data.prepare (the others are built here)
-PREPARED_KINDS = ("svmlight", "idx", "leaf")
 _WARM: set[tuple[str, bool, str, bool, int]] = set()
 _OBJECTIVES = ("objective", "train_loss", "pm_objective")  # NaN kept: it marks a blow-up
 
@@ -73,7 +72,7 @@ def load_dataset(
         The rows stacked by client. The same object again for an equal request while it is in
         the per-process cache; a LibSVM file whose size or mtime changed is read again.
     """
-    if dataset["kind"] in PREPARED_KINDS or partition != "natural":
+    if kind_of(dataset).prepared or partition != "natural":
         return _prepared(
             json.dumps(dataset, sort_keys=True),
             loss,
@@ -112,7 +111,7 @@ def prepare_dataset(
     """
     from .data.prepare import Prepared, apply_partition, prepare
 
-    if dataset["kind"] in PREPARED_KINDS:
+    if kind_of(dataset).prepared:
         return prepare(dataset, partition, cache, embedding_sample)
     data = _own_clients(dataset, loss)
     if partition == "natural":
@@ -128,24 +127,21 @@ def _prepared(key: str, loss: str, partition: str, cache: str) -> Prepared:
 
 
 def _own_clients(dataset: dict[str, Any], loss: str) -> FederatedData:
-    key = json.dumps(dataset, sort_keys=True)
-    if dataset["kind"] == "synthetic":
-        return _synthetic(key)
-    path = Path(dataset["path"])
-    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
-    return _libsvm(key, LOSS_TASKS[loss], stamp)  # a file edited in between is read again
+    """A data set built whole with its own clients (its kind's ``build``), cached per process;
+    a file edited in between is read again."""
+    kind = kind_of(dataset)
+    task = LOSS_TASKS[loss] if kind.labels_from_loss else None
+    stamp = None
+    if dataset.get("path") is not None:
+        path = Path(dataset["path"])
+        stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
+    return _built(json.dumps(dataset, sort_keys=True), task, stamp)
 
 
 @lru_cache(maxsize=4)
-def _synthetic(key: str) -> FederatedData:
-    ds = {k: v for k, v in json.loads(key).items() if k != "kind"}
-    return simulation(**ds)
-
-
-@lru_cache(maxsize=4)
-def _libsvm(key: str, task: str, stamp: tuple[int, int] | None) -> FederatedData:
+def _built(key: str, task: str | None, stamp: tuple[int, int] | None) -> FederatedData:
     ds = json.loads(key)
-    return load_qid_file(ds["path"], task, n_features=ds["n_features"], name=ds["name"])
+    return kind_of(ds).build(ds, task)
 
 
 def run_identity(cfg: dict[str, Any]) -> dict[str, Any]:

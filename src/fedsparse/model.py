@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from .data.kinds import kind_of
 from .errors import ConfigError, did_you_mean
 
 KINDS = ("linear", "mlp", "cnn")
@@ -429,11 +430,7 @@ def known_features(dataset: dict[str, Any]) -> int | None:
     (a cnn's shape checks then run at config time)."""
     if dataset.get("n_features") is not None:
         return int(dataset["n_features"])
-    if dataset.get("kind") == "synthetic":
-        return int(dataset["dim"])
-    if dataset.get("kind") == "idx" and dataset.get("source") is not None:
-        return 28 * 28  # both IDX sets of the registry (MNIST, Fashion-MNIST)
-    return None
+    return kind_of(dataset).known_features(dataset)
 
 
 def _init(value: Any, where: str) -> dict[str, Any]:

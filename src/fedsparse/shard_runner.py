@@ -49,6 +49,7 @@ import pyarrow as pa
 from .checkpoint import Checkpoint
 from .data import load_built
 from .data.identity import run_data_digest
+from .data.kinds import kind_of
 from .defaults import SWEEP_DEFAULTS, sweep_default
 from .experiment import run_cohort, run_identity, time_siblings_key
 from .layout import Layout, checkpoint_in
@@ -112,6 +113,7 @@ def run_summary(
     finite = [v for v in objective if v is not None and math.isfinite(v)]
     last = trace.slice(trace.num_rows - 1).to_pylist()[0]
     ds = cfg["dataset"]
+    generated = kind_of(ds).generated  # the generator's alpha and beta are columns
     return {
         **run_identity(cfg),
         "run_id": run.run_id,  # an Optuna trial's run has an id of its own (tune.worker)
@@ -119,8 +121,8 @@ def run_summary(
         "eval_every": cfg["eval_every"],
         "dataset_kind": ds["kind"],
         "dataset_task": ds.get("task"),
-        "data_alpha": ds.get("alpha") if ds["kind"] == "synthetic" else None,
-        "data_beta": ds.get("beta") if ds["kind"] == "synthetic" else None,
+        "data_alpha": ds.get("alpha") if generated else None,
+        "data_beta": ds.get("beta") if generated else None,
         "status": last["status"],
         "final_round": last["round"],
         "final_objective": last["objective"],

@@ -1,6 +1,7 @@
 """Defaults of the data-set and partition config keys, by kind: what ``dataset:`` and
-``partition:`` mean when a key is absent (fedsparse.config fills them in; a key at its default
-stays out of the canonical config, so run ids do not change when a key is added).
+``partition:`` mean when a key is absent (each data-set kind of fedsparse.data.kinds and
+fedsparse.config fill them in; a key at its default stays out of the canonical config, so run
+ids do not change when a key is added).
 
 Imports nothing heavy: the planner (and a cluster job's own Snakemake) reads these through
 fedsparse.config.
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-DATASET_KINDS = ("synthetic", "libsvm", "svmlight", "idx", "leaf")
 SYNTHETIC_DEFAULTS: dict[str, Any] = {
     "task": "linear",
     "clients": 100,
@@ -68,7 +68,7 @@ IDX_DEFAULTS: dict[str, Any] = {
     "source": None,  # fashion-mnist | mnist
     "path": None,  # a folder holding the four files (plain or .gz); offline copy of a source
     "mirror": None,  # a base URL replacing the source's site
-    "preprocess": None,  # {scale: 255, standardize: false} (PREPROCESS_DEFAULTS)
+    "preprocess": None,  # {scale: 255, standardize: false} (IDX_PREPROCESS)
     "task": "multiclass",  # (always; accepted so that a canonical config normalises again)
     "name": None,
 }
@@ -79,10 +79,9 @@ LEAF_DEFAULTS: dict[str, Any] = {
     "task": "multiclass",
     "name": None,
 }
-PREPROCESS_DEFAULTS: dict[str, dict[str, Any]] = {
-    "idx": {"scale": 255.0, "standardize": False},  # pixels 0..255 to [0, 1]
-    "leaf": {"scale": 1.0, "standardize": False},
-}
+# the defaults of an image set's preprocess: pixels 0..255 to [0, 1] (IDX), LEAF's already so
+IDX_PREPROCESS: dict[str, Any] = {"scale": 255.0, "standardize": False}
+LEAF_PREPROCESS: dict[str, Any] = {"scale": 1.0, "standardize": False}
 TASKS = ("regression", "binary", "multiclass")
 PARTITION_COMMON: dict[str, Any] = {
     "seed": 0,
@@ -114,4 +113,3 @@ SCOPES = ("per_client", "total")
 # train and test files are pooled before the partition, as pFedMe's generator does). The
 # default is left out of the canonical config, so run ids from before it existed still hold.
 TEST_POOLS = ("split", "pooled")
-HAS_TEST_FILE = ("idx", "leaf")  # data kinds whose prepare step reads a separate test file

@@ -14,8 +14,8 @@ Each file's size, modification time and SHA-256 are recorded at build time
 file whose time differs (a folder copied without keeping times) is hashed once and, if its
 content is the build's, its new time recorded. A file replaced by hand is refused.
 
-Light at import (json and hashlib only): the Snakefile names data folders by digest, in a
-cluster job's own Snakemake too.
+Light at import (json, hashlib and the data-set kinds' declarations): the Snakefile names data
+folders by digest, in a cluster job's own Snakemake too.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from .kinds import kind_of
 
 # The data code's version, in every digest: raise it when a change of the generators,
 # readers, partitions or preprocessing changes the data a spec builds (every folder is then
@@ -34,17 +35,12 @@ from ..errors import DataError
 DATA_CODE_VERSION = 1
 DIGEST_CHARS = 12  # as a shard's (fedsparse.layout.SHARD_DIGEST_CHARS)
 META = "meta.json"
-# Where a registry's file comes from does not change what it holds (its SHA-256 is checked
-# instead): results from a mirror, a local copy or the site share run ids and data folders.
-LOCATION_KEYS = ("path", "mirror")
 
 
 def without_locations(data: dict[str, Any]) -> dict[str, Any]:
     """A normalised data config without where its file lies, where the file is one of the
     registry's (svmlight, an IDX set with a source): what run ids and data digests hash."""
-    if data.get("kind") == "svmlight" or (data.get("kind") == "idx" and data.get("source")):
-        return {k: v for k, v in data.items() if k not in LOCATION_KEYS}
-    return data
+    return kind_of(data).without_locations(data)
 
 
 def data_spec(data: dict[str, Any], loss: str, partition: Any = "natural") -> dict[str, Any]:
@@ -72,7 +68,7 @@ def data_spec(data: dict[str, Any], loss: str, partition: Any = "natural") -> di
         "partition": partition or "natural",
         "code": DATA_CODE_VERSION,
     }
-    if data.get("kind") == "libsvm":
+    if kind_of(data).labels_from_loss:
         spec["loss"] = loss
     return spec
 

@@ -1,17 +1,8 @@
-"""Real data end to end: obtain files (download, verify, convert; cached), then partition them.
+"""Real data end to end: a data set's rows read from its files, then partitioned.
 
-``obtain`` turns a normalised ``svmlight`` dataset config into parsed CSR data:
-
-* ``path`` (offline): the local file is parsed (plain, .bz2 or .xz);
-* otherwise the file is downloaded from ``url``, or from the registry's LibSVM
-  URL (``mirror`` replacing the site's base URL), into the data cache
-  ``<cache>/<source>/<file>``; it is renamed into place only once it has been
-  decompressed and parsed without error, and converted to ``<file>.csr.npz``,
-  which later runs read instead. The first download's SHA-256 and size are
-  recorded in ``<file>.json``; a later download or a local copy that differs is
-  flagged in the log.
-
-Image sets come from :mod:`fedsparse.data.idx` (``kind: idx``, train and test files)
+Each data-set kind read from files says how its rows are read (:mod:`fedsparse.data.kinds`:
+:mod:`fedsparse.data.svmlight` downloads, verifies, converts and caches plain svmlight
+files). Image sets come from :mod:`fedsparse.data.idx` (``kind: idx``, train and test files)
 and :mod:`fedsparse.data.leaf` (``kind: leaf``, each writer a client). ``prepare``
 adds the partition and the preprocessing and returns the :class:`FederatedData` a run
 uses. A data set with a test file keeps it as the held-out test set (one global group)
@@ -23,7 +14,6 @@ partition draws both train and test rows from the pool (pFedMe's generator's rea
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +23,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataError
-from . import registry
-from .convert import Parsed, load_csr, parse_svmlight, save_csr
-from .download import Codec, cache_dir, fetch_parsed, read_local
 from .federated import FederatedData
-from .libsvm import labels_for_task
+from .kinds import Rows, kind_of
 from .partition import PartitionResult, embedding, partition
 from .preprocess import preprocess
 
@@ -53,64 +40,6 @@ class Prepared:
     partition: PartitionResult | None = None
     embedding: pd.DataFrame | None = None
     source: dict[str, Any] = field(default_factory=dict)
-
-
-def _where(ds: dict[str, Any], cache: Path) -> tuple[str, Path]:
-    """URL to download and its place in the cache."""
-    if ds.get("source"):
-        entry = registry.get(ds["source"])
-        url = entry.url(ds["file"], ds.get("mirror"))
-        return url, cache / entry.name / entry.file(ds["file"]).filename
-    url = ds["url"]
-    name = url.rstrip("/").rsplit("/", 1)[-1] or "data"
-    return url, cache / f"url-{hashlib.sha1(url.encode()).hexdigest()[:12]}" / name
-
-
-def obtain(
-    ds: dict[str, Any],
-    cache: str | Path | None = None,
-    download_options: dict[str, Any] | None = None,
-) -> tuple[Parsed, dict[str, Any]]:
-    """Parsed CSR data of a normalised svmlight config, and where it came from.
-
-    A local ``path`` is read offline (:func:`fedsparse.data.download.read_local`); otherwise
-    the file is downloaded into the data cache and converted once
-    (:func:`fedsparse.data.download.fetch_parsed`). ``size`` and ``sha256`` pin the file.
-
-    Parameters
-    ----------
-    ds
-        The normalised ``kind: svmlight`` data set config.
-    cache
-        The data cache (None: the default, :func:`fedsparse.data.download.cache_dir`).
-    download_options
-        Options of :func:`fedsparse.data.download.download`; None: its defaults.
-
-    Returns
-    -------
-    tuple
-        The :class:`Parsed` rows and raw labels, and ``{origin, size, sha256}`` of the file.
-
-    Raises
-    ------
-    DataError
-        A file that is missing, fails its pins, does not download, or does not parse.
-    """
-    opts = {"n_features": ds.get("n_features"), "rows": ds.get("rows")}
-    codec = Codec(
-        parse=lambda path, name: parse_svmlight(path, display=name, **opts),
-        suffix=".csr.npz",
-        save=save_csr,
-        load=load_csr,
-        fits=lambda p: ds.get("n_features") is None or p.X.shape[1] == ds["n_features"],
-    )
-    cache = cache_dir(cache)
-    pins = {"expected_size": ds.get("size"), "expected_sha256": ds.get("sha256")}
-    if ds.get("path"):
-        recorded = _where({**ds, "mirror": None}, cache)[1] if ds.get("source") else None
-        return read_local(Path(ds["path"]).expanduser(), codec, recorded=recorded, **pins)
-    url, dest = _where(ds, cache)
-    return fetch_parsed(url, dest, codec, download_options=download_options, **pins)
 
 
 def apply_partition(
@@ -217,14 +146,16 @@ def prepare(
     embedding_sample: int = 0,
     download_options: dict[str, Any] | None = None,
 ) -> Prepared:
-    """The federated data of a normalised svmlight, idx or leaf data set config and partition.
+    """The federated data of a normalised data set config read from files (a kind whose
+    ``prepared`` is true: svmlight, idx, leaf) and its partition.
 
     Parameters
     ----------
     ds
-        The normalised data set config (``kind`` svmlight, idx or leaf).
+        The normalised data set config; its kind reads the rows (:mod:`fedsparse.data.kinds`).
     spec
-        The normalised partition; ``"natural"`` only for leaf data (its writers as clients).
+        The normalised partition; ``"natural"`` only for a kind with its own clients (leaf:
+        its writers as clients).
     cache
         The data cache (None: the default).
     embedding_sample
@@ -241,73 +172,44 @@ def prepare(
     Raises
     ------
     DataError
-        An svmlight or idx set without a partition spec, or as obtaining or partitioning the
-        data raises.
+        A kind without clients of its own (svmlight, idx) without a partition spec, or as
+        obtaining or partitioning the data raises.
     """
-    if ds["kind"] == "leaf":
-        return _prepare_leaf(ds, spec, cache, embedding_sample)
-    if not isinstance(spec, dict):
+    kind = kind_of(ds)
+    if not isinstance(spec, dict) and not kind.own_clients:
         raise DataError(f"{ds['name']}: {ds['kind']} data needs a partition (got {spec!r})")
-    if ds["kind"] == "idx":
-        from . import idx
-
-        images, source = idx.obtain(ds, cache, download_options)
-        out = apply_partition(
-            images.X,
-            images.y,
-            "multiclass",
-            ds["name"],
-            spec,
-            embedding_sample=embedding_sample,
-            X_test=images.X_test,
-            y_test=images.y_test,
-            preprocessing=ds["preprocess"],
-        )
-        out.source = source
-        return out
-    parsed, source = obtain(ds, cache, download_options)
-    X, y_raw = parsed.X, parsed.y
-    del parsed
-    y = labels_for_task(y_raw, ds["task"], Path(source["origin"]))
-    del y_raw
-    out = apply_partition(X, y, ds["task"], ds["name"], spec, embedding_sample=embedding_sample)
-    out.source = source
-    return out
-
-
-def _prepare_leaf(
-    ds: dict[str, Any], spec: str | dict[str, Any], cache, embedding_sample: int
-) -> Prepared:
-    """A LEAF folder: its writers as clients (``natural``), or its rows re-partitioned."""
-    from .leaf import load_leaf_dir
-
-    leaf = load_leaf_dir(ds["path"], cache)
-    source = {"origin": str(Path(ds["path"]).expanduser()), "users": len(leaf.users)}
+    rows = kind.read(ds, cache, download_options)
     if isinstance(spec, dict):
         out = apply_partition(
-            leaf.X,
-            leaf.y,
-            "multiclass",
+            rows.X,
+            rows.y,
+            rows.task,
             ds["name"],
             spec,
             embedding_sample=embedding_sample,
-            X_test=leaf.X_test,
-            y_test=leaf.y_test,
-            preprocessing=ds["preprocess"],
+            X_test=rows.X_test,
+            y_test=rows.y_test,
+            preprocessing=rows.preprocessing,
         )
-        out.source = source
+        out.source = rows.source
         return out
-    X, X_test = preprocess(leaf.X, leaf.X_test, ds["preprocess"])
-    top = max(leaf.y.max(), leaf.y_test.max()) if leaf.y_test.size else leaf.y.max()
-    data = FederatedData(
-        name=ds["name"],
-        task="multiclass",
+    return Prepared(_own_clients(ds["name"], rows), source=rows.source)
+
+
+def _own_clients(name: str, rows: Rows) -> FederatedData:
+    """The rows of a data set with its own clients (``client_ptr``, ``test_ptr``), each
+    client's rows together, preprocessed."""
+    X, X_test = preprocess(rows.X, rows.X_test, rows.preprocessing)
+    tested = rows.y_test is not None and rows.y_test.size > 0
+    top = max(rows.y.max(), rows.y_test.max()) if tested else rows.y.max()
+    return FederatedData(
+        name=name,
+        task=rows.task,
         X=X,
-        y=leaf.y,
-        client_ptr=leaf.client_ptr,
+        y=rows.y,
+        client_ptr=rows.client_ptr,
         n_classes=int(top) + 1,
-        X_test=X_test if leaf.y_test.size else None,
-        y_test=leaf.y_test if leaf.y_test.size else None,
-        test_ptr=leaf.test_ptr if leaf.y_test.size else None,
+        X_test=X_test if tested else None,
+        y_test=rows.y_test if tested else None,
+        test_ptr=rows.test_ptr if tested else None,
     )
-    return Prepared(data, source=source)
