@@ -33,3 +33,16 @@ def did_you_mean(value: object, known) -> str:
         return ""
     close = difflib.get_close_matches(value, [str(k) for k in known], n=2, cutoff=0.75)
     return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc``'s message as one line of an error: its non-blank lines joined, a DuckDB
+    message's LINE/caret excerpt and what follows left out; the exception's type name when
+    nothing is left."""
+    lines = []
+    for raw in str(exc).splitlines():
+        if raw.startswith("LINE "):
+            break
+        if raw.strip():
+            lines.append(raw.strip())
+    return " ".join(lines) or type(exc).__name__

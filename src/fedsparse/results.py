@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .atomic import atomic_write
+from .errors import one_line
 from .layout import Layout
 from .lazy import lazy_names
 
@@ -489,17 +490,6 @@ def sql_quote(text: str) -> str:
 def sql_ident(name: str) -> str:
     """``name`` as a quoted SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def one_line(exc: BaseException) -> str:
-    """DuckDB's message without the LINE/caret excerpt, on one line."""
-    lines = []
-    for raw in str(exc).splitlines():
-        if raw.startswith("LINE "):
-            break
-        if raw.strip():
-            lines.append(raw.strip())
-    return " ".join(lines) or type(exc).__name__
 
 
 def _runs_source(con, folder: Path) -> str:

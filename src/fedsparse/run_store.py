@@ -67,9 +67,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .checkpoint import read_header
+from .errors import one_line
 from .layout import CHECKPOINTS
 from .numerics import UNRECORDED, numerics_version
-from .results import one_line, write_parquet_atomic
+from .results import write_parquet_atomic
 
 log = logging.getLogger("fedsparse.run_store")
 

@@ -17,14 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..aggregate import ROW_GROUP_ROWS, install, stage_traces
-from ..errors import FedsparseError
+from ..errors import FedsparseError, one_line
 from ..layout import Layout
 from ..results import (
     RUNS_SCHEMA,
     TRACE_SCHEMA,
     conflicting_runs,
     keep_runs_once,
-    one_line,
     results_views,
     runs_per_folder,
     sql_quote,

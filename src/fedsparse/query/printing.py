@@ -12,8 +12,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..atomic import atomic_write
-from ..errors import FedsparseError
-from ..results import one_line
+from ..errors import FedsparseError, one_line
 
 FORMATS = ("table", "csv", "parquet")
 DEFAULT_LIMIT = 40

@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ..errors import FedsparseError, FedsparseWarning
-from ..results import conflicting_runs, one_line, results_views, sql_quote
+from ..errors import FedsparseError, FedsparseWarning, one_line
+from ..results import conflicting_runs, results_views, sql_quote
 
 BATCH_ROWS = 65_536
 

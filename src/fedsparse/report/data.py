@@ -31,8 +31,8 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import FedsparseError
-from ..results import RUNS_SCHEMA, one_line, results_views, sql_ident, sql_quote, to_frame
+from ..errors import FedsparseError, one_line
+from ..results import RUNS_SCHEMA, results_views, sql_ident, sql_quote, to_frame
 
 __all__ = ["FACTS", "LONG_COLUMNS", "ReportData", "as_data"]
 
