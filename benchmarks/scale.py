@@ -165,7 +165,8 @@ def replicate_results(
 
     from fedsparse.aggregate import write_traces_dataset
     from fedsparse.layout import Layout
-    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, read_results, write_parquet_atomic
+    from fedsparse.query.read import read_results
+    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
 
     runs = read_results([source], "SELECT * FROM runs ORDER BY run_id").cast(RUNS_SCHEMA)
     traces = read_results(

@@ -71,7 +71,7 @@ def write_config(workdir: Path, cfg: dict) -> Path:
 
 
 def read_traces_of(results: Path) -> pd.DataFrame:
-    from fedsparse.aggregate import read_traces
+    from fedsparse.query.read import read_traces
 
     traces = read_traces(results).to_pandas().drop(columns=["elapsed_s"])
     return traces.sort_values(["run_id", "round"]).reset_index(drop=True)
@@ -86,7 +86,7 @@ def results_dir(workdir: Path) -> Path:
 
 
 def results_of(workdir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from fedsparse.aggregate import read_traces
+    from fedsparse.query.read import read_traces
 
     results = results_dir(workdir)
     traces = read_traces(results).to_pandas()

@@ -23,11 +23,11 @@ from fedsparse.aggregate import (
     PARTITIONING,
     ROW_GROUP_ROWS,
     aggregate,
-    read_traces,
     write_traces_dataset,
 )
 from fedsparse.errors import DataError
 from fedsparse.pipeline import aggregate_shards
+from fedsparse.query.read import read_traces
 from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
 from fedsparse.sweep import plan_sweep
 

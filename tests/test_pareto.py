@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import run_sweep
 
-from fedsparse.aggregate import read_traces
 from fedsparse.cli import main
 from fedsparse.query import (
     BEST_CONFIG_COLUMNS,
@@ -23,6 +22,7 @@ from fedsparse.query import (
     pareto_configurations,
     pareto_front,
 )
+from fedsparse.query.read import read_traces
 
 # ---------------------------------------------------------------------------- the front
 

@@ -22,7 +22,6 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import run_sweep
 
-from fedsparse.aggregate import read_traces
 from fedsparse.cli import main
 from fedsparse.query import (
     BEST_CONFIG_COLUMNS,
@@ -32,6 +31,7 @@ from fedsparse.query import (
     open_results,
     run_query,
 )
+from fedsparse.query.read import read_traces
 from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
 
 DATASETS = {
@@ -564,8 +564,9 @@ def test_every_reader_keeps_a_run_of_several_folders_once_by_one_rule(tmp_path):
     """ok in the second folder only: from the second; ok in neither: from the first; ok in
     both: from the first. Runs row and trace rows alike, for query, merge and the report."""
     from fedsparse.aggregate import write_traces_dataset
+    from fedsparse.query.read import read_results
     from fedsparse.report.analysis import read_runs, read_traces
-    from fedsparse.results import read_results, rows_table, trace_table, write_parquet_atomic
+    from fedsparse.results import rows_table, trace_table, write_parquet_atomic
 
     status = {
         "first": {"ok-in-second": "diverged", "ok-in-neither": "diverged", "ok-in-both": "ok"},

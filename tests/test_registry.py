@@ -368,7 +368,9 @@ def test_a_plugin_family_sweeps_resumes_lands_typed_and_is_reported(tmp_path):
     assert "Nothing to be done" in again.stdout + again.stderr
 
     # without the plugin (this process): the results still read, its columns left out
-    table = results.read_results([res], "SELECT algorithm, count(*) AS n FROM runs GROUP BY 1")
+    from fedsparse.query.read import read_results
+
+    table = read_results([res], "SELECT algorithm, count(*) AS n FROM runs GROUP BY 1")
     assert dict(zip(*table.to_pydict().values(), strict=True)) == {"fedht": 1, "toygd": 2}
 
 

@@ -900,7 +900,7 @@ def test_a_build_reads_the_runs_once_and_never_the_whole_traces(sweep, tmp_path,
     import sys
 
     import fedsparse.query
-    import fedsparse.results
+    import fedsparse.query.read
     from fedsparse.report import data as report_data
 
     root, traces, runs = sweep
@@ -918,11 +918,11 @@ def test_a_build_reads_the_runs_once_and_never_the_whole_traces(sweep, tmp_path,
     monkeypatch.setattr(pq, "read_table", refuse)
     monkeypatch.setattr(pd, "read_parquet", refuse)
     for name, module in list(sys.modules.items()):
-        if name == "fedsparse.results" or name.startswith(("fedsparse.report", "fedsparse.query")):
+        if name.startswith(("fedsparse.report", "fedsparse.query")):
             for attr in ("read_results", "open_results"):
                 if hasattr(module, attr):
                     monkeypatch.setattr(module, attr, refuse)
-    assert fedsparse.results.read_results is refuse and fedsparse.query.open_results is refuse
+    assert fedsparse.query.read.read_results is refuse and fedsparse.query.open_results is refuse
 
     build_report(root, tmp_path / "report")
     assert len(opened) == 1

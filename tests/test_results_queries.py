@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import run_sweep
 
-from fedsparse.aggregate import read_traces
 from fedsparse.cli import main
+from fedsparse.query.read import read_traces
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 SWEEP = {

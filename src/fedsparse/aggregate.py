@@ -34,7 +34,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from .errors import DataError, one_line
-from .results import RUNS_SCHEMA, TRACE_SCHEMA, read_results
+from .results import RUNS_SCHEMA, TRACE_SCHEMA
 
 PARTITION_COLUMNS = ("dataset", "algorithm")
 PARTITIONING = pads.partitioning(
@@ -372,8 +372,3 @@ def _replace_dir(new: Path, target: Path) -> None:
     os.replace(new, target)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def read_traces(results_dir: str | Path) -> pa.Table:
-    """All traces of a results folder, partition columns as strings, TRACE_SCHEMA order."""
-    return read_results([results_dir], "SELECT * FROM traces").cast(TRACE_SCHEMA)

@@ -10,14 +10,16 @@ found in several folders is kept once, from the folder where its status is ``ok`
 first one given. If its trace rows differ between folders (timings and the sweep label aside,
 e.g. a different CPU changed the last bits) that is a *conflict*, reported as a
 :class:`ResultsConflictWarning`. The views and the rule are
-:func:`fedsparse.results.results_views`, which every reader of results folders uses.
+:func:`fedsparse.query.read.results_views`, which every reader of results folders uses.
 
 The connection can read only the results folders (DuckDB's external access is switched off and
 the configuration locked once the views exist), and :func:`run_query` accepts one SELECT only,
 so a query can neither write files nor read anything else.
 
-The modules: :mod:`.views` (the views, :func:`run_query`), :mod:`.best`, :mod:`.pareto`,
-:mod:`.printing` (table, CSV, Parquet out) and :mod:`.merge`.
+The modules: :mod:`.read` (the views and their rule, the SQL quoting, one SELECT's rows; the
+report and the families' pages read through it too), :mod:`.views` (the locked connection,
+:func:`run_query`), :mod:`.best`, :mod:`.pareto`, :mod:`.printing` (table, CSV, Parquet out)
+and :mod:`.merge`.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ import pyarrow as pa
 
 from ..errors import FedsparseError
 from ..grid_edges import EDGE_COLUMNS, edge_phrase
-from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, sql_ident, sql_quote
+from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA
 from .printing import cell
+from .read import sql_ident, sql_quote
 from .views import Results, execute, scalar, scalar_row
 
 # best: metric -> (better, source, meaning). A diverged run scores the worst value (+inf when

@@ -19,15 +19,8 @@ import pyarrow.parquet as pq
 from ..aggregate import ROW_GROUP_ROWS, install, stage_traces
 from ..errors import FedsparseError, one_line
 from ..layout import Layout
-from ..results import (
-    RUNS_SCHEMA,
-    TRACE_SCHEMA,
-    conflicting_runs,
-    keep_runs_once,
-    results_views,
-    runs_per_folder,
-    sql_quote,
-)
+from ..results import RUNS_SCHEMA, TRACE_SCHEMA
+from .read import conflicting_runs, keep_runs_once, results_views, runs_per_folder, sql_quote
 from .views import BATCH_ROWS, scalar, warn_conflicts
 
 

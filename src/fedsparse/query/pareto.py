@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FedsparseError
-from ..results import sql_ident
 from .best import (
     BEST_CONFIG_COLUMNS,
     COMPARED,
@@ -23,6 +22,7 @@ from .best import (
     metric_value,
     span_sql,
 )
+from .read import sql_ident
 from .views import Results, execute, scalar
 
 # What a front trades the metric against (lower is better): runs columns, as SQL over ``r``.

@@ -1,4 +1,5 @@
-"""The ``runs`` and ``traces`` views of results folders, and one read-only SELECT over them."""
+"""A connection that can read only the ``runs`` and ``traces`` views of results folders
+(:mod:`.read`), and one read-only SELECT over them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import FedsparseError, FedsparseWarning, one_line
-from ..results import conflicting_runs, results_views, sql_quote
+from .read import conflicting_runs, results_views, sql_quote
 
 BATCH_ROWS = 65_536
 

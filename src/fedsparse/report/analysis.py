@@ -206,7 +206,7 @@ def read_runs(source: ReportData | str | Path) -> pd.DataFrame:
     report's defaults for missing labels, by run id: the report is a function of what the
     runs hold, not of when they finished (a mean over seeds summed in finish order differed
     in its last bits between two sweeps of the same runs)."""
-    # RUN_COLUMNS (older files: as the current schema; fedsparse.results) and the
+    # RUN_COLUMNS (older files: as the current schema; fedsparse.query.read) and the
     # hyperparameters set in some run: a million runs of a few hyperparameters would hold
     # dozens of columns of nulls otherwise
     data = as_data(source)
@@ -224,7 +224,7 @@ def read_runs(source: ReportData | str | Path) -> pd.DataFrame:
     # Optuna trials are searches, not comparable runs (pruned ones are partial): the
     # comparison takes their best configurations' held-out re-runs (trial_state HOLDOUT)
     runs = runs[runs["trial_state"].isna() | runs["trial_state"].eq("HOLDOUT")]
-    return runs.reset_index(drop=True)  # each run once (fedsparse.results: one folder)
+    return runs.reset_index(drop=True)  # each run once (fedsparse.query.read: one folder)
 
 
 def read_traces(source: ReportData | str | Path, run_ids: pd.Series) -> pd.DataFrame:

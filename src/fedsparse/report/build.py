@@ -19,7 +19,7 @@ from ..errors import FedsparseError
 from ..layout import Layout
 from ..lazy import LazyModule
 from ..query import merge_results
-from ..results import check_results_folder
+from ..query.read import check_results_folder
 from . import analysis as an
 from . import pareto, tune_section
 from .claims import (

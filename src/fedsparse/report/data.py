@@ -1,7 +1,7 @@
 """What a report build reads, read once: :class:`ReportData`.
 
 A build opens one ``ReportData`` over its results folder (or several, as their union under
-:func:`fedsparse.results.results_views`'s rule) and hands it to every page. It holds
+:func:`fedsparse.query.read.results_views`'s rule) and hands it to every page. It holds
 
 * ``con``: one DuckDB connection with the views ``traces`` (the Parquet dataset, never loaded
   whole) and ``runs`` (the runs table below, not the file again);
@@ -32,7 +32,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import FedsparseError, one_line
-from ..results import RUNS_SCHEMA, results_views, sql_ident, sql_quote, to_frame
+from ..query.read import results_views, sql_ident, sql_quote
+from ..results import RUNS_SCHEMA, to_frame
 
 __all__ = ["FACTS", "LONG_COLUMNS", "ReportData", "as_data"]
 

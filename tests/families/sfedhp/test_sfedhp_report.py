@@ -489,7 +489,8 @@ def _with_more_seeds(results: Path, dest: Path, copies: int = 2) -> Path:
     import pyarrow.compute as pc
 
     from fedsparse.aggregate import write_traces_dataset
-    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, read_results, write_parquet_atomic
+    from fedsparse.query.read import read_results
+    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
 
     def copied(table: pa.Table) -> pa.Table:
         parts = [table]

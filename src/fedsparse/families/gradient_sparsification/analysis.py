@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from ...query.read import sql_ident
 from ...report.analysis import best_per_group
 from ...report.claims import (
     AUTHORS_CODE,
@@ -41,7 +42,6 @@ from ...report.claims import (
 )
 from ...report.data import ReportData, as_data, partitions_of
 from ...report.evidence import Interval, Ran, Setting, judge, unmet
-from ...results import sql_ident
 from .algorithms import SEARCH, FABTopK, FUBTopK, PeriodicK, SendAll, UTopK
 from .paper_claims import (
     CLAIMS,

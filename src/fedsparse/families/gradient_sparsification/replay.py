@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from ...errors import ConfigError, FedsparseError
 from ...layout import Layout
-from ...results import read_results, sql_quote
+from ...query.read import read_results, sql_quote
 
 
 def canonical_params(params: dict[str, Any], where: str = "params") -> dict[str, Any]:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...algorithms import ALGORITHMS
+from ...query.read import sql_ident
 from ...report.analysis import best_per_group, slugify
 from ...report.claims import (
     AUTHORS_CODE,
@@ -45,7 +46,7 @@ from ...report.evidence import (
     score,
     t_interval,
 )
-from ...results import HYPERPARAMETER_COLUMNS, sql_ident
+from ...results import HYPERPARAMETER_COLUMNS
 from .algorithms import FedProx, HeurFedAMP, HierFAVG, PerFedAvg, PFedMe, SFedHP
 from .settings import (
     SPARSE_LABEL,

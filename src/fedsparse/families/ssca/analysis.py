@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from ...query.read import sql_ident
 from ...report.analysis import best_per_group
 from ...report.claims import (
     DERIVED,
@@ -43,7 +44,6 @@ from ...report.evidence import (
     score,
     t_interval,
 )
-from ...results import sql_ident
 from .algorithms import SSCA, SSCAConstrained
 
 PAPER = "Ye & Cui, Sample-based Federated Learning via Mini-batch SSCA"
