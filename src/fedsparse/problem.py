@@ -1,10 +1,9 @@
-"""A model and loss bound to federated data: the objective f(W) = sum_i p_i f_i(W) and metrics.
+"""A model and loss bound to federated data, the objective f(W) = sum_i p_i f_i(W), and how the
+algorithms train it: the model as the training kernels take it, their work spaces, local steps
+and minibatch gradients.
 
-Linear models without intercept keep their fast paths (evaluation from the model's
-support columns, several models in one pass); every other model (an MLP, a cnn, or a
-linear model with intercept) is scored by the blocked forward kernels of ``kernels.network``
-(which run an MLP by ``kernels.mlp``, a cnn's layer table by ``kernels.cnn``),
-which also score per-client (personalised) models on each client's own rows.
+Scoring a model (the objective and the metrics of a trace row) is
+:class:`fedsparse.evaluation.Evaluation`'s; a Problem holds one and passes on its methods.
 """
 
 from __future__ import annotations
@@ -17,12 +16,12 @@ import numpy as np
 from . import kernels
 from .data import FederatedData
 from .errors import ConfigError
+from .evaluation import Evaluation
 from .kernels import prox
 from .model import ACTIVATIONS, Network
 
 LOSS_TASKS = {"least_squares": "regression", "logistic": "binary", "softmax": "multiclass"}
 DEFAULT_L2 = {"least_squares": 0.0, "logistic": 1e-4, "softmax": 1e-4}
-EVAL_BLOCK = 256  # rows per forward block: a 256 x width activation stays in cache
 
 
 def one_blas_thread() -> None:
@@ -87,7 +86,8 @@ class ThreadWork:
 class Problem:
     """Federated objective of ``loss`` on ``data``; the parameter W has shape :attr:`shape`
     ((n_outputs, d) for a linear model without intercept, (1, n_params) otherwise). The
-    algorithms hand the model to the training kernels as one bundle, :attr:`kernel_model`.
+    algorithms hand the model to the training kernels as one bundle, :attr:`kernel_model`;
+    :attr:`evaluation` scores models.
 
     Parameters
     ----------
@@ -135,9 +135,7 @@ class Problem:
         )
         if not self.is_linear:
             one_blas_thread()
-        self.true_support = None if data.x_true is None else np.flatnonzero(data.x_true)
-        self._in_true_support = None if data.x_true is None else data.x_true != 0
-        self._margins: np.ndarray | None = None
+        self.evaluation = Evaluation(data, loss, self.network, self.kernel_model, self.p)
 
     @classmethod
     def from_config(cls, data: FederatedData, model: dict) -> Problem:
@@ -437,191 +435,31 @@ class Problem:
         """Shape of the parameter W the algorithms hold."""
         return self.network.shape
 
+    # ---- scoring models: fedsparse.evaluation ----------------------------------------------
+
+    def objective(self, W: np.ndarray, margins: np.ndarray | None = None) -> float:
+        """The federated training objective sum_i p_i f_i(W) (:meth:`Evaluation.objective`)."""
+        return self.evaluation.objective(W, margins)
+
+    def metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
+        """Objective plus the metrics this data set supports (:meth:`Evaluation.metrics`)."""
+        return self.evaluation.metrics(W)
+
+    def metrics_many(self, Ws: np.ndarray) -> list[dict[str, float | int | None]]:
+        """:meth:`metrics` of each model in a stack (:meth:`Evaluation.metrics_many`)."""
+        return self.evaluation.metrics_many(Ws)
+
+    def personal_metrics(self, thetas: np.ndarray) -> dict[str, float | None]:
+        """Scores of per-client models (:meth:`Evaluation.personal_metrics`)."""
+        return self.evaluation.personal_metrics(thetas)
+
     @property
     def eval_batch(self) -> int:
-        """How many models a run should score together with :meth:`metrics_many`.
-
-        Dense data: up to 16, while their margins and copies stay within 32 MB each.
-        Sparse data: 1, as each model reads its own CSC columns (nothing is shared).
-        Other models than the fast linear one: 1 (a forward pass each).
-        """
-        if self.data.is_sparse or not self.is_linear:
-            return 1
-        per_model = self.n_outputs * max(self.data.n_samples, self.n_features) * 8
-        return max(1, min(16, (32 << 20) // per_model))
+        """How many models a run should score together (:attr:`Evaluation.eval_batch`)."""
+        return self.evaluation.eval_batch
 
     @property
     def eval_models_per_pass(self) -> int:
         """How many models one :meth:`metrics_many` call scores at most when a cohort's members
-        wait together (their :attr:`eval_batch` rounds each): four batches' margins, within
-        128 MB on dense data (each model's metrics are the same in any pass)."""
-        return 4 * self.eval_batch
-
-    def margins_many(self, Ws: np.ndarray) -> np.ndarray:
-        """``Ws X^T`` for a stack of models, shape (n_models, n_outputs, n_samples).
-
-        Only the models' support columns are read (dense data: once for all models).
-        The returned buffer is reused by the next call.
-        """
-        d = self.data
-        Ws = np.ascontiguousarray(Ws, dtype=np.float64)
-        n_models = Ws.shape[0]
-        if self._margins is None or self._margins.shape[0] < n_models:
-            self._margins = np.empty((n_models, self.n_outputs, d.n_samples))
-        M = self._margins[:n_models]
-        if d.is_sparse:
-            kernels.margins_csc(d.kernel_csc, Ws, M)
-        else:
-            kernels.margins_columns(d.columns, d.column_checks, Ws, M)
-        return M
-
-    def margins(self, W: np.ndarray) -> np.ndarray:
-        """``W X^T``, shape (n_outputs, n_samples); the buffer is reused by the next call."""
-        return self.margins_many(W[None])[0]
-
-    def client_objectives(self, W: np.ndarray, margins: np.ndarray | None = None) -> np.ndarray:
-        """Every client's mean loss f_i(W), the l2 term included."""
-        if not self.is_linear:
-            loss_sum, _ = self._forward(self.data, W.reshape(1, -1), self.data.client_ptr)
-            return loss_sum / self.data.client_sizes + self._ridge(W)
-        M = self.margins(W) if margins is None else margins
-        d = self.data
-        return kernels.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, self.l2)
-
-    def objective(self, W: np.ndarray, margins: np.ndarray | None = None) -> float:
-        """The federated training objective sum_i p_i f_i(W)."""
-        return float(kernels.weighted_sum(self.client_objectives(W, margins), self.p))
-
-    def test_accuracy(self, W: np.ndarray) -> float:
-        """Accuracy of W on the data set's held-out test rows (classification)."""
-        d = self.data
-        if not self.is_linear:
-            one = np.zeros(2, np.int64)
-            one[1] = d.y_test.shape[0]
-            _, correct = self._forward(d, W.reshape(1, -1), one, test=True)
-            return int(correct.sum()) / d.y_test.shape[0]
-        Mt = np.ascontiguousarray(np.asarray(d.X_test @ W.T).T)  # (n_outputs, n_test)
-        return kernels.correct_from_margins(Mt, d.y_test, self.loss_code) / d.y_test.shape[0]
-
-    def metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
-        """Objective plus the metrics this data set supports (see the trace schema)."""
-        return self.metrics_many(W[None])[0]
-
-    def metrics_many(self, Ws: np.ndarray) -> list[dict[str, float | int | None]]:
-        """:meth:`metrics` of each model in a stack ``Ws`` (n_models, *shape), the same
-        values as one at a time; fast linear models share one pass over the data."""
-        if not self.is_linear:
-            return [self._network_metrics(W) for W in Ws]
-        M = self.margins_many(Ws)
-        return [self._metrics_from(Ws[q], M[q]) for q in range(Ws.shape[0])]
-
-    def personal_metrics(self, thetas: np.ndarray) -> dict[str, float | None]:
-        """Scores of per-client models ``thetas`` (n_clients, *shape), each client's model on
-        its own rows: ``pm_objective`` (sum_i p_i f_i(theta_i), l2 included), and
-        ``pm_train_accuracy``/``pm_test_accuracy`` (total correct over total rows; the
-        test one only where the test rows belong to clients)."""
-        d = self.data
-        flat = np.ascontiguousarray(thetas.reshape(self.n_clients, -1))
-        which = np.arange(self.n_clients, dtype=np.int64)
-        loss_sum, correct = self._forward(d, flat, d.client_ptr, which=which)
-        ridge = 0.5 * self.l2 * np.einsum("ij,ij->i", flat, flat)
-        per_client = loss_sum / d.client_sizes + ridge
-        out: dict[str, float | None] = {
-            "pm_objective": float(kernels.weighted_sum(per_client, self.p)),
-            "pm_train_accuracy": None,
-            "pm_test_accuracy": None,
-        }
-        if self.loss in ("logistic", "softmax"):
-            out["pm_train_accuracy"] = int(correct.sum()) / d.n_samples
-            if d.has_test and d.test_ptr.shape[0] == self.n_clients + 1:
-                _, correct = self._forward(d, flat, d.test_ptr, which=which, test=True)
-                out["pm_test_accuracy"] = int(correct.sum()) / d.y_test.shape[0]
-        return out
-
-    def _ridge(self, W: np.ndarray) -> float:
-        w = W.reshape(-1)
-        return 0.5 * self.l2 * float(w @ w)
-
-    def _forward(
-        self,
-        d: FederatedData,
-        thetas: np.ndarray,
-        ptr: np.ndarray,
-        which: np.ndarray | None = None,
-        test: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Per-group data-loss sums and correct counts of the rows grouped by ``ptr``, group
-        g scored with ``thetas[which[g]]`` (default: model 0 for all)."""
-        groups = ptr.shape[0] - 1
-        if which is None:
-            which = np.zeros(groups, np.int64)
-        X = d.kernel_X_test if test else d.kernel_X
-        y = d.y_test if test else d.y
-        loss_sum = np.empty(groups)
-        correct = np.empty(groups, np.int64)
-        kernels.mlp_eval(
-            X,
-            y,
-            ptr,
-            np.ascontiguousarray(thetas, dtype=np.float64),
-            which,
-            self.sizes,
-            self.network.bias,
-            self.activation_code,
-            self.loss_code,
-            EVAL_BLOCK,
-            loss_sum,
-            correct,
-        )
-        return loss_sum, correct
-
-    def _network_metrics(self, W: np.ndarray) -> dict[str, float | int | None]:
-        d = self.data
-        loss_sum, correct = self._forward(d, W.reshape(1, -1), d.client_ptr)
-        data_loss = loss_sum / d.client_sizes
-        with np.errstate(over="ignore", invalid="ignore"):
-            out: dict[str, float | int | None] = {
-                "objective": float(kernels.weighted_sum(data_loss + self._ridge(W), self.p)),
-                "train_loss": float(kernels.weighted_sum(data_loss, self.p)),
-                "nnz": int(np.count_nonzero(W)),
-            }
-        if self.loss in ("logistic", "softmax"):
-            out["train_accuracy"] = int(correct.sum()) / d.n_samples
-            if d.has_test:
-                out["test_accuracy"] = self.test_accuracy(W)
-        return out
-
-    def _metrics_from(self, W: np.ndarray, M: np.ndarray) -> dict[str, float | int | None]:
-        d = self.data
-        # the per-sample losses once (a logistic one is an exp and a log1p, the most costly
-        # part of a dense evaluation): the objective adds the ridge term to the same client
-        # losses, the bits of client_losses_from_margins with l2
-        data_loss = kernels.client_losses_from_margins(M, d.y, d.client_ptr, self.loss_code, W, 0.0)
-        if self.l2 == 0.0:
-            objectives = data_loss
-        else:
-            objectives = data_loss + kernels.ridge_term(W, self.l2)
-        out: dict[str, float | int | None] = {
-            "objective": float(kernels.weighted_sum(objectives, self.p)),
-            "train_loss": float(kernels.weighted_sum(data_loss, self.p)),
-            "nnz": int(np.count_nonzero(W)),
-        }
-        if self.loss in ("logistic", "softmax"):
-            correct = kernels.correct_from_margins(M, self.data.y, self.loss_code)
-            out["train_accuracy"] = correct / self.data.n_samples
-            if self.data.has_test:
-                out["test_accuracy"] = self.test_accuracy(W)
-        if self.true_support is not None and self.n_outputs == 1:
-            with np.errstate(over="ignore"):  # a diverging model's distance is inf, not a warning
-                out["dist_to_truth"] = float(np.linalg.norm(W[0] - self.data.x_true))
-            if not np.all(np.isfinite(W[0])):
-                # A diverged model has no support: H_tau keeps NaNs at the lowest
-                # indices, which would otherwise score as a perfect recovery.
-                out["support_precision"] = None
-                out["support_recall"] = None
-                return out
-            found = np.flatnonzero(W[0])
-            hits = int(np.count_nonzero(self._in_true_support[found]))  # ~30x intersect1d
-            out["support_precision"] = hits / found.size if found.size else None
-            out["support_recall"] = hits / self.true_support.size
-        return out
+        wait together (:attr:`Evaluation.eval_models_per_pass`)."""
+        return self.evaluation.eval_models_per_pass
