@@ -19,7 +19,7 @@ from fedsparse.checkpoint import KILL_IN_WRITE
 from fedsparse.experiment import run_trace
 from fedsparse.layout import Layout
 from fedsparse.pipeline import make_data
-from fedsparse.tune.plan import study_spec
+from fedsparse.tune.spec import study_spec
 from fedsparse.tune.storage import create_study, load_study, open_storage
 
 pytestmark = pytest.mark.integration

@@ -36,7 +36,7 @@ from fedsparse.layout import Layout  # noqa: E402
 from fedsparse.pipeline import make_data  # noqa: E402
 from fedsparse.sweep import plan_sweep  # noqa: E402
 from fedsparse.tune.export import export_study, run_holdout  # noqa: E402
-from fedsparse.tune.plan import study_spec  # noqa: E402
+from fedsparse.tune.spec import study_spec  # noqa: E402
 from fedsparse.tune.storage import create_study, load_study, open_storage  # noqa: E402
 from fedsparse.tune.worker import metric_value, run_worker  # noqa: E402
 
@@ -633,7 +633,7 @@ def test_workflow_interrupted_and_resumed_then_exported_and_reported(tmp_path):
     hold = runs[runs.trial_state == "HOLDOUT"]
     assert sorted(hold.algorithm) == ["distiht", "fedht"] and set(hold.seed) == {7}
     assert runs.run_id.is_unique and trials.sampler.notna().all()
-    from fedsparse.aggregate import read_traces
+    from fedsparse.query.read import read_traces
 
     traces = read_traces(res).to_pandas()
     assert set(traces.run_id) == set(runs.run_id)
@@ -660,7 +660,8 @@ def test_grid_sweeps_plan_no_study():
 
 def test_trial_files_merge_with_grid_shards(tmp_path):
     """aggregate: shard files (no Optuna columns) and study exports in one results folder."""
-    from fedsparse.aggregate import aggregate, read_traces
+    from fedsparse.aggregate import aggregate
+    from fedsparse.query.read import read_traces
     from fedsparse.shard_runner import run_shard
 
     grid = {

@@ -16,7 +16,7 @@ from ..config import run_id
 from ..grid_edges import EDGE_COLUMNS, edge_warning, grid_edges
 from ..layout import Layout
 from ..results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
-from .plan import TuneError, study_spec
+from .spec import TuneError, study_spec
 from .storage import load_study, open_storage
 from .worker import with_study_columns
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..layout import Layout
-from .plan import study_spec, write_json
+from .spec import study_spec, write_json
 from .studies import StudySpec, check_url
 
 log = logging.getLogger("fedsparse.tune")

@@ -25,7 +25,7 @@ from ..defaults import sweep_default
 from ..errors import ConfigError
 from ..layout import Layout
 from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
-from .plan import HOST, MAX_ERRORS, TuneError, study_spec, write_json
+from .spec import HOST, MAX_ERRORS, TuneError, study_spec, write_json
 from .storage import check_identity, load_study, make_sampler, open_storage, study_lock
 from .studies import METRICS, StudySpec
 
