@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from conftest import LOSSES, N_CLASSES, dense, make_data, np_grad, np_loss
 
 from fedsparse import kernels as K
-from fedsparse.kernels.elementary import log1p_exp_neg
+from fedsparse.kernels.elementary import log1p_exp_minus
 from fedsparse.kernels.rows import prefetch_csr_row
 
 RTOL = 1e-12
@@ -482,14 +482,14 @@ def test_nnz_above_counts_like_numpy_without_temporaries():
 
 
 @numba.njit
-def _log1p_exp_neg_each(a):
+def _log1p_exp_minus_each(a):
     out = np.empty_like(a)
     for i in range(a.shape[0]):
-        out[i] = log1p_exp_neg(a[i])
+        out[i] = log1p_exp_minus(a[i])
     return out
 
 
-def test_log1p_exp_neg_is_within_an_ulp_of_libm():
+def test_log1p_exp_minus_is_within_an_ulp_of_libm():
     # our own log(1 + e^-a), arithmetic only so that it vectorises: against libm's (within
     # about half an ulp) over the whole range, its edges, subnormal results, inf and NaN
     rng = np.random.default_rng(11)
@@ -502,7 +502,7 @@ def test_log1p_exp_neg_is_within_an_ulp_of_libm():
             [744.4, 745.1, 745.2, 746.0, 1e10, np.inf, np.nan],
         ]
     )
-    out = _log1p_exp_neg_each(a)
+    out = _log1p_exp_minus_each(a)
     with np.errstate(over="ignore", under="ignore"):
         expected = np.array([math.log1p(math.exp(-x)) if x == x else np.nan for x in a])
     finite = np.isfinite(a)
@@ -531,9 +531,9 @@ def test_client_losses_are_summed_in_four_lanes():
         assert out[k] == ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) / size
 
 
-def test_logistic_client_losses_are_log1p_exp_neg_bit_for_bit():
+def test_logistic_client_losses_are_log1p_exp_minus_bit_for_bit():
     # the kernel computes exp and log1p in two loops (faster): each sample's loss must still
-    # be log1p_exp_neg(|v|) + max(-v, 0) of one call, v = y m, summed in the four lanes
+    # be log1p_exp_minus(|v|) + max(-v, 0) of one call, v = y m, summed in the four lanes
     rng = np.random.default_rng(13)
     sizes = [1, 3, 256, 259, 1000]
     ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -544,7 +544,7 @@ def test_logistic_client_losses_are_log1p_exp_neg_bit_for_bit():
     y = rng.choice([-1.0, 1.0], size=n)
     out = K.client_losses_from_margins(M, y, ptr, K.LOGISTIC, np.zeros((1, 3)), 0.0)
     v = y * M[0]
-    losses = _log1p_exp_neg_each(np.abs(v)) + np.where(v < 0.0, -v, 0.0)
+    losses = _log1p_exp_minus_each(np.abs(v)) + np.where(v < 0.0, -v, 0.0)
     for k, size in enumerate(sizes):
         lanes = [0.0, 0.0, 0.0, 0.0]
         for i, value in enumerate(losses[ptr[k] : ptr[k + 1]]):

@@ -6,6 +6,10 @@ floor and exponent bits (no FMA contraction: numba does not contract without fas
 they give the same bits on every machine, within about an ulp of libm (tests check).
 Used by the networks' activations (:mod:`fedsparse.kernels.layers`) and the logistic loss of
 exact evaluation (:mod:`fedsparse.kernels.evaluate`).
+
+Names say the argument's domain: ``exp_le0(x)`` takes ``x <= 0``; the ``_minus`` functions take
+``a >= 0`` and work on ``-a`` (``exp_minus(a) = exp(-a)``, ``log1p_exp_minus(a) =
+log(1 + exp(-a))``); ``log1p_from_exp(e, a)`` finishes the latter from ``e = exp_minus(a)``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-# exp_nonpositive: swish through libm's exp is, after the first layer's GEMM, the largest cost
+# exp_le0: swish through libm's exp is, after the first layer's GEMM, the largest cost
 # of a swish network's evaluation, and libm's exp does not vectorise (docs/performance.md has
 # the figures). Cody-Waite reduction x = k ln2 + r,
 # |r| <= ln2/2, the Taylor polynomial of degree 13 (truncation < 1e-17) and 2**k from its
@@ -45,7 +49,7 @@ _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13 = _INV_FACT[2:]
 
 
 @njit(inline="always")
-def exp_nonpositive(x):
+def exp_le0(x):
     """``exp(x)`` for ``x <= 0`` (NaN stays NaN; below -708 it returns exp(-708) ~ 3e-308,
     where libm's result would be subnormal or 0): branch-free, so loops over it vectorise."""
     xc = x if x >= _EXP_FLOOR else _EXP_FLOOR  # NaN too: k must stay a valid integer
@@ -70,13 +74,13 @@ def exp_nonpositive(x):
 
 
 @njit(cache=True, error_model="numpy")
-def exp_neg(x, out):
-    """``out = exp(x)`` elementwise for ``x <= 0`` by :func:`exp_nonpositive` (for tests)."""
+def exp_le0_array(x, out):
+    """``out = exp(x)`` elementwise for ``x <= 0`` by :func:`exp_le0` (for tests)."""
     for j in range(x.shape[0]):
-        out[j] = exp_nonpositive(x[j])
+        out[j] = exp_le0(x[j])
 
 
-# log1p_exp_neg: fdlibm's s_log1p.c, log(1 + f) = 2 atanh(f / (2 + f)), its polynomial
+# log1p_exp_minus: fdlibm's s_log1p.c, log(1 + f) = 2 atanh(f / (2 + f)), its polynomial
 _LP1, _LP2, _LP3 = 6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01
 _LP4, _LP5, _LP6 = 2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01
 _LP7 = 1.479819860511658591e-01
@@ -85,30 +89,30 @@ _EXP_M400 = 1.9151695967140057e-174  # exp(-400), correctly rounded (tests check
 
 
 @njit(inline="always", error_model="numpy")
-def log1p_exp_neg(a):
+def log1p_exp_minus(a):
     """``log(1 + exp(-a))`` for ``a >= 0`` (a logistic loss, ``a = |margin|``), NaN for NaN.
 
-    ``e = exp(-a)`` by :func:`exp_neg_any` then fdlibm's log1p by :func:`log1p_of_exp`:
+    ``e = exp(-a)`` by :func:`exp_minus` then fdlibm's log1p by :func:`log1p_from_exp`:
     faster than glibc's ``log1p(exp(-a))`` and the same bits on every machine; a loop of the
     first then a loop of the second (the same bits) is faster still (see
     ``evaluate._sample_losses``).
     """
-    return log1p_of_exp(exp_neg_any(a), a)
+    return log1p_from_exp(exp_minus(a), a)
 
 
 @njit(inline="always", error_model="numpy")
-def exp_neg_any(a):
-    """``exp(-a)`` for ``a >= 0`` by :func:`exp_nonpositive` (beyond its floor, ``-708``, as
+def exp_minus(a):
+    """``exp(-a)`` for ``a >= 0`` by :func:`exp_le0` (beyond its floor, ``-708``, as
     ``exp(-(a - 400)) exp(-400)``, so that subnormal results stay right; 0 beyond 746; not
-    NaN for NaN: :func:`log1p_of_exp` takes ``a`` to give NaN)."""
+    NaN for NaN: :func:`log1p_from_exp` takes ``a`` to give NaN)."""
     x = a if a <= 746.0 else 746.0  # exp(-746) rounds to 0; NaN goes this way too
     far = x > 700.0
-    return exp_nonpositive(-(x - 400.0) if far else -x) * (_EXP_M400 if far else 1.0)
+    return exp_le0(-(x - 400.0) if far else -x) * (_EXP_M400 if far else 1.0)
 
 
 @njit(inline="always", error_model="numpy")
-def log1p_of_exp(e, a):
-    """``log(1 + e)`` for ``e = exp_neg_any(a)`` (NaN for NaN ``a``): fdlibm's log1p,
+def log1p_from_exp(e, a):
+    """``log(1 + e)`` for ``e = exp_minus(a)`` (NaN for NaN ``a``): fdlibm's log1p,
     ``u = 1 + e = 2^j (1 + f)`` with ``1 + f`` in [sqrt(2)/2, sqrt(2)), plus what ``1 + e``
     lost to rounding, relative to ``u``."""
     u = 1.0 + e

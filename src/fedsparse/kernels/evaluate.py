@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .elementary import exp_neg_any, log1p_of_exp
+from .elementary import exp_minus, log1p_from_exp
 from .losses import LEAST_SQUARES, LOGISTIC
 
 _BLOCK = 512  # samples per parallel task: a tile's columns of the block stay in L1/L2
@@ -260,7 +260,7 @@ _CHUNK = 256  # samples whose losses are computed in one vectorised loop, then s
 def _sample_losses(M, y, lo, hi, loss, out):
     """``out[:hi - lo]``: the losses of samples ``lo:hi`` from their margins. Least squares and
     logistic are branch-free loops that vectorise (the logistic loss by our own
-    ``log1p_exp_neg``, :mod:`fedsparse.kernels.elementary`, not libm)."""
+    ``log1p_exp_minus``, :mod:`fedsparse.kernels.elementary`, not libm)."""
     if loss == LEAST_SQUARES:
         m = M[0]
         for i in range(hi - lo):
@@ -268,14 +268,14 @@ def _sample_losses(M, y, lo, hi, loss, out):
             out[i] = e * e
     elif loss == LOGISTIC:
         # log(1 + e^-v), v = y m: log(1 + e^-|v|) + max(-v, 0), NaN for NaN, as
-        # log1p_exp_neg(|v|) in two loops: exp's and log1p's chains of dependent operations
+        # log1p_exp_minus(|v|) in two loops: exp's and log1p's chains of dependent operations
         # are each shorter than their sum, so more samples are in flight (a quarter faster)
         m = M[0]
         for i in range(hi - lo):
-            out[i] = exp_neg_any(abs(y[lo + i] * m[lo + i]))
+            out[i] = exp_minus(abs(y[lo + i] * m[lo + i]))
         for i in range(hi - lo):
             v = y[lo + i] * m[lo + i]
-            out[i] = log1p_of_exp(out[i], abs(v)) + (-v if v < 0.0 else 0.0)
+            out[i] = log1p_from_exp(out[i], abs(v)) + (-v if v < 0.0 else 0.0)
     else:
         c = M.shape[0]
         for i in range(lo, hi):

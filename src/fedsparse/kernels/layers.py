@@ -16,7 +16,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from . import blas
-from .elementary import exp_nonpositive
+from .elementary import exp_le0
 from .losses import LEAST_SQUARES, SOFTMAX
 
 RELU = 0
@@ -128,13 +128,13 @@ def activate(act, A, D):
         elif act == 3:  # SIGMOID
             for j in range(n):
                 z = A[j]
-                s = _sigmoid(z, exp_nonpositive(-abs(z)))
+                s = _sigmoid(z, exp_le0(-abs(z)))
                 A[j] = s
                 D[j] = s * (1.0 - s)
         else:  # SWISH
             for j in range(n):
                 z = A[j]
-                s = _sigmoid(z, exp_nonpositive(-abs(z)))
+                s = _sigmoid(z, exp_le0(-abs(z)))
                 A[j] = z * s
                 D[j] = s * (1.0 + z * (1.0 - s))
     elif act == 0:
@@ -147,11 +147,11 @@ def activate(act, A, D):
     elif act == 3:
         for j in range(n):
             z = A[j]
-            A[j] = _sigmoid(z, exp_nonpositive(-abs(z)))
+            A[j] = _sigmoid(z, exp_le0(-abs(z)))
     else:
         for j in range(n):
             z = A[j]
-            A[j] = z * _sigmoid(z, exp_nonpositive(-abs(z)))
+            A[j] = z * _sigmoid(z, exp_le0(-abs(z)))
 
 
 @njit(cache=True)
