@@ -186,7 +186,8 @@ def _brief(claims: pd.DataFrame, provenance: dict | None, where: str = "") -> st
         if len(var):
             line += f"; {counts(var)} in our variations"
         seeds_text = "/".join(map(str, seeds)) or "no"
-        out.append(f"{line} ({seeds_text} seeds; {where or _configs(provenance)}).\n")
+        noun = "seed" if seeds == [1] else "seeds"
+        out.append(f"{line} ({seeds_text} {noun}; {where or _configs(provenance)}).\n")
     return "".join(out)
 
 
