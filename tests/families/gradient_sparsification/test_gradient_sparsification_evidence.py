@@ -172,7 +172,10 @@ def test_the_authors_reading_names_fubtopk_the_codes_u_top_k(folder, tmp_path, m
     )
     fub = row(claims, "fub_similar")
     assert fub.verdict == NOT_MEASURED and "tree" in fub.ours
-    idle = row(claims, "fub_idle")  # the code's FUB_top_K is not run: fubtopk is its U_top_K
+    # the code's FUB_top_K is not run: fubtopk's idle clients are its U_top_K's, not scored
+    idle = row(claims, "fub_idle")
+    assert idle.verdict == NOT_MEASURED and idle.interval == "" and "tree" in idle.ours
+    assert re.search(r"\(fubtopk, the code's U_top_K: up to \d+ idle clients", idle.ours)
     assert "FUB-top-k missing" in idle.unmet
 
 

@@ -941,6 +941,14 @@ def judge_fairness(
                 ours = f"up to {idle.max():.0f} idle clients in a round"
             labels = list(dict.fromkeys(runs["method_label"]))
             ran = ran_of(runs, claims.reading.kind, labels, None, CLAIMS[key])
+            if method == FUB and claims.reading.kind == AUTHORS_CODE:
+                # the code's FUB-top-k is another algorithm: what fubtopk shows is U_top_K's
+                ours = (
+                    "the authors' code's FUB_top_K merges the offers pairwise up a tree, a top-k "
+                    f"at each merge; not run here ({FUB}, the code's U_top_K: {ours})"
+                )
+                claims.judge(CLAIMS[key], ours, at_k, anchor, ran, None)
+                continue
             claims.judge(CLAIMS[key], ours, at_k, anchor, ran, per_seed_interval(values))
 
 
