@@ -91,6 +91,8 @@ def test_record_then_rebuild_round_trip(toy_results, tmp_path):
     prov = json.loads((folder / "provenance.json").read_text())
     assert prov["configs"] == [str(config)] and prov["runs"] == 4
     assert prov["sweeps"] == ["ledger-toy"] and prov["estimated_core_seconds"] > 0
+    # every run of the config is recorded: the estimate of those is the config's
+    assert prov["estimated_core_seconds"] == prov["configs_estimated_core_seconds"]
     assert prov["span"][0] <= prov["span"][1]
 
     assert ledger.rebuild(family, out, check=True)

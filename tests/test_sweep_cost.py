@@ -94,6 +94,18 @@ def test_sweep_cost_prices_studies_by_their_trials():
     assert got.runs == trials and got.core_seconds > 0
 
 
+def test_sweep_cost_prices_only_the_runs_asked_for():
+    """A ledger records some runs of a config: ``only`` prices those and their jobs alone."""
+    plan = plan_sweep(yaml.safe_load((ROOT / "config/gs-fig4-writer-mix.yaml").read_text()))
+    whole = sweep_cost(plan, NOMINAL)
+    ids = [r.run_id for r in plan.runs]
+    one = sweep_cost(plan, NOMINAL, only={ids[0]})
+    two = sweep_cost(plan, NOMINAL, only=set(ids[:2]))
+    assert whole.runs == len(ids) == 25 and (one.runs, two.runs) == (1, 2)
+    assert 0 < one.core_seconds < two.core_seconds < whole.core_seconds
+    assert sweep_cost(plan, NOMINAL, only=set()).core_seconds == 0
+
+
 # The model against measured CPU time, on this machine's rates (benchmarks/cost_model.py
 # prints every case; docs/performance.md keeps the table). The bounds are the model's aim.
 @pytest.mark.parametrize(

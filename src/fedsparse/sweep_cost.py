@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,9 +95,27 @@ class SweepCost:
         return out
 
 
-def sweep_cost(plan: Any, rates: Rates, results_dir: str | None = None) -> SweepCost:
-    """The estimated cost of ``plan``'s shard jobs (or its Optuna studies' trials) at
-    ``rates``; a data set already built under ``results_dir`` is sized from its folder."""
+def sweep_cost(
+    plan: Any,
+    rates: Rates,
+    results_dir: str | None = None,
+    only: Collection[str] | None = None,
+) -> SweepCost:
+    """The estimated cost of ``plan``'s shard jobs (or its Optuna studies' trials).
+
+    Parameters
+    ----------
+    plan
+        The sweep's :class:`fedsparse.sweep.Plan`.
+    rates
+        The machine's rates the runs are priced at.
+    results_dir
+        Where a data set already built is sized from its folder (None: from its spec).
+    only
+        Price only the runs with these run ids (and the start-up of the shard jobs holding
+        them), e.g. the runs of a sweep that were actually recorded; None: every run.
+        An Optuna study's trials have no run ids before they run: they are priced whole.
+    """
     from .layout import Layout
 
     layout = Layout(results_dir) if results_dir else None
@@ -123,6 +142,10 @@ def sweep_cost(plan: Any, rates: Rates, results_dir: str | None = None) -> Sweep
             runs += trials
             by_pair[(configs[0]["dataset"]["name"], configs[0]["algorithm"])] += seconds
     for runs_of_shard in plan.shards.values():
+        if only is not None:
+            runs_of_shard = [r for r in runs_of_shard if r.run_id in only]
+            if not runs_of_shard:
+                continue
         shape = shapes[runs_of_shard[0].dataset]
         runs += len(runs_of_shard)
         if shape is None:

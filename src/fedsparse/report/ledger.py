@@ -455,7 +455,8 @@ def _provenance(ledger: Path, sources: Sequence[Path], configs: Sequence[str]) -
         "diverged": diverged,
         "run_seconds": round(float(core or 0.0), 1),
         "shard_cpu_seconds": None if None in cpu else round(sum(cpu), 1),
-        "estimated_core_seconds": _estimate(configs),
+        "estimated_core_seconds": _estimate(configs, distinct("run_id")),
+        "configs_estimated_core_seconds": _estimate(configs),
         "span": [t.isoformat(timespec="seconds") if t else None for t in (first, last)],
         "git_commits": distinct("git_commit"),
         "numerics": {alg: versions for alg, versions in numerics},
@@ -467,8 +468,9 @@ def _provenance(ledger: Path, sources: Sequence[Path], configs: Sequence[str]) -
     }
 
 
-def _estimate(configs: Sequence[str]) -> float:
-    """The cost model's core-seconds for ``configs`` at this host's rates."""
+def _estimate(configs: Sequence[str], run_ids: Sequence[str] | None = None) -> float:
+    """The cost model's core-seconds for ``configs`` at this host's rates: of the runs
+    ``run_ids`` among them (those recorded), or of every run (None)."""
     from ..machine import host_rates
     from ..sweep import plan_checked
     from ..sweep_cost import sweep_cost
@@ -477,7 +479,8 @@ def _estimate(configs: Sequence[str]) -> float:
     total = 0.0
     for config in configs:
         sweep = read_config_file(config)
-        total += sweep_cost(plan_checked(sweep), rates, None).core_seconds
+        only = set(run_ids) if run_ids is not None else None
+        total += sweep_cost(plan_checked(sweep), rates, None, only).core_seconds
     return round(total, 1)
 
 
