@@ -1,7 +1,6 @@
-"""Checkpoints within a run: every built-in algorithm (and a cohort of each fusing family)
-checkpointed at a round, restored into fresh instances and finished gives the trace of the run
-never interrupted, bit for bit but for elapsed_s; a checkpoint that is not this run's whole
-state by this code is ignored with one log line."""
+"""Checkpoints within a run: CSR data's active-set steps resume; a checkpoint that is not this
+run's whole state by this code is ignored with one log line. (Every built-in algorithm's round
+trip is a conformance check: tests/test_conformance.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import pytest
 from conftest import make_data
 
 from fedsparse import checkpoint as ckpt
-from fedsparse.algorithms import ALGORITHMS
 from fedsparse.checkpoint import Checkpoint
 from fedsparse.config import normalize_run_config, run_id
 from fedsparse.experiment import run_cohort, run_result
@@ -26,37 +24,7 @@ DATA = {
     "samples_per_client": 40,
     "positives": 15,
 }
-MLP = {"loss": "logistic", "kind": "mlp", "hidden": [4], "activation": "tanh"}
-GS = {"stepsize": 0.5, "batch_size": 10, "k": 8}
 HT = {"sparsity": 5, "local_steps": 2, "batch_size": 5}
-DIST = {"sparsity": 5, "batch_size": 5}
-# (algorithm, each cohort member's params, model): every built-in algorithm, the fusing
-# families as cohorts, the controllers of k (random streams and windows of their own)
-CASES = [
-    ("fedht", [{"stepsize": 0.01, **HT}, {"stepsize": 0.03, **HT}], None),
-    ("fediterht", [{"stepsize": 0.01, **HT}], None),
-    ("distiht", [{"stepsize": 0.01, **DIST}, {"stepsize": 0.02, **DIST}], MLP),
-    ("sfedhp", [{}, {"stepsize": 0.05}], None),
-    ("pfedme", [{}, {"stepsize": 0.05}], None),
-    ("hierfavg", [{}, {"stepsize": 0.05}], None),
-    ("fedprox", [{}, {"stepsize": 0.05}], None),
-    ("perfedavg", [{}], None),
-    ("heurfedamp", [{}, {"stepsize": 0.05}], None),
-    ("fabtopk", [GS], None),
-    ("fabtopk", [{**GS, "k_control": "online_extended", "window": 3}], None),
-    ("fabtopk", [{**GS, "k_control": "exp3"}], None),
-    ("fabtopk", [{**GS, "k_control": "bandit"}], None),
-    ("fabtopk", [{**GS, "k_control": "value_ogd"}], None),
-    ("utopk", [GS], None),
-    ("fubtopk", [GS], None),
-    ("periodick", [GS], None),
-    ("sendall", [{"stepsize": 0.5}], None),
-    ("ssca", [{}], MLP),
-    ("ssca", [{}, {"prox_weight": 0.2}], None),
-    ("ssca_constrained", [{"cost_limit": 0.5}, {"cost_limit": 0.5, "prox_weight": 0.2}], None),
-    ("fedavg", [{"stepsize": 0.1, "local_steps": 2}, {"stepsize": 0.2, "local_steps": 2}], None),
-    ("fedavg", [{"stepsize": 0.1, "local_steps": 2, "sampled_clients": 3}], MLP),
-]
 ROUNDS = 12
 
 
@@ -90,34 +58,6 @@ def traces(results) -> list[pa.Table]:
     return [r.trace.drop_columns(["elapsed_s"]) for group in results for r in group]
 
 
-def summaries(results) -> list[str | None]:
-    return [r.client_summary for group in results for r in group]
-
-
-def case_id(case) -> str:
-    algorithm, members, model = case
-    extra = members[0].get("k_control", "")
-    return "-".join(p for p in (algorithm, extra, f"x{len(members)}", model and "mlp") if p)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
-def test_a_run_resumed_from_its_checkpoint_gives_the_uninterrupted_trace(case, tmp_path, caplog):
-    algorithm, members, model = case
-    computations = [[config(algorithm, params, model)] for params in members]
-    ids = [[run_id(c) for c in group] for group in computations]
-    whole = run_cohort(computations)
-    path = tmp_path / "c.ckpt"
-    with pytest.raises(Killed):
-        run_cohort(computations, checkpoint=KilledAfter(path, ids, at=5))
-    assert path.is_file()
-    caplog.set_level(logging.INFO, logger="fedsparse.checkpoint")
-    resumed = run_cohort(computations, checkpoint=Checkpoint(path, ids, 0.0, "again"))
-    assert "again: resumed from round 5" in caplog.text
-    assert traces(resumed) == traces(whole)
-    assert summaries(resumed) == summaries(whole)
-    assert [t.num_rows for t in traces(whole)] == [1 + ROUNDS // 2] * len(members)
-
-
 @pytest.mark.parametrize("algorithm", ["fedht", "fediterht"])
 def test_hard_thresholding_on_csr_data_resumes_its_active_set_steps(algorithm, tmp_path, caplog):
     data = make_data("logistic", sparse=True)
@@ -131,10 +71,6 @@ def test_hard_thresholding_on_csr_data_resumes_its_active_set_steps(algorithm, t
     resumed = run_result(cfg, data, checkpoint=Checkpoint(path, ids, 0.0, "again"))
     assert "again: resumed from round 7" in caplog.text
     assert traces([[resumed]]) == traces([[whole]])
-
-
-def test_every_built_in_algorithm_is_covered():
-    assert {case[0] for case in CASES} == set(ALGORITHMS)
 
 
 def interrupted(tmp_path, at: int = 4):

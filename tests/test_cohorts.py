@@ -1,13 +1,13 @@
 """Cohorts: runs that differ only in hyperparameters their algorithm fuses compute together,
 and each trace is the one the run gives alone, bit for bit (elapsed_s aside), in any cohort,
-and with fusion off."""
+and with fusion off. (Every built-in algorithm alone and in cohorts is a conformance check:
+tests/test_conformance.py.)"""
 
 from __future__ import annotations
 
 import pytest
 from cohort_helpers import stored_traces, without_elapsed
 
-from fedsparse.algorithms import ALGORITHMS
 from fedsparse.cohorts import MAX_MEMBERS, cohort_key
 from fedsparse.config import normalize_run_config
 from fedsparse.errors import ConfigError
@@ -25,8 +25,6 @@ DATA = {
     "positives": 15,
 }
 LINEAR = {**{k: v for k, v in DATA.items() if k != "positives"}, "task": "linear"}
-# values for the hyperparameters some algorithm requires
-REQUIRED = {"stepsize": 0.05, "sparsity": 5, "k": 8, "cost_limit": 0.6}
 
 
 def config(
@@ -43,41 +41,6 @@ def config(
             "seed": seed,
         }
     )
-
-
-def grid_of(algorithm: str) -> list[dict]:
-    """Three configs of ``algorithm`` differing in its first fusable hyperparameter (in its
-    step size where it fuses nothing): a large value that may diverge, and two others."""
-    cls = ALGORITHMS[algorithm]
-    required = {h.name: REQUIRED[h.name] for h in cls.hyperparameters if h.required}
-    fused = cls.fusable(cls.validate_params(required))
-    name = fused[0] if fused else "stepsize"
-    declared = {h.name: h for h in cls.hyperparameters}
-    if name not in declared:  # fuses nothing and has no step size: vary nothing
-        return [config(algorithm, required)]
-    h = declared[name]
-    base = required.get(name, h.default)
-    values = [base * 40, base, base / 3] if name == "stepsize" else [base, base * 2, base / 2]
-    if h.high is not None:
-        values = [min(v, h.high) for v in values]
-    return [config(algorithm, {**required, name: v}) for v in dict.fromkeys(values)]
-
-
-@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
-def test_a_run_is_the_same_bits_alone_and_in_a_cohort_of_any_size(algorithm):
-    cfgs = grid_of(algorithm)
-    keys = {cohort_key(c) for c in cfgs}
-    fuses = bool(ALGORITHMS[algorithm].fusable(cfgs[0]["params"]))
-    assert (keys != {None} and len(keys) == 1) if fuses else keys == {None}
-    data = load_dataset(DATA, "logistic")
-    alone = [without_elapsed(run_result(c, data).trace) for c in cfgs]
-    together = run_cohort([[c] for c in cfgs], data)
-    for a, (b,) in zip(alone, together, strict=True):
-        assert a.equals(without_elapsed(b.trace))
-    if len(cfgs) > 1:  # a cohort of two, in the other order: other positions in the stack
-        pair = run_cohort([[cfgs[-1]], [cfgs[0]]], data)
-        assert without_elapsed(pair[0][0].trace).equals(alone[-1])
-        assert without_elapsed(pair[1][0].trace).equals(alone[0])
 
 
 def test_a_diverging_member_stops_alone_and_leaves_the_others_unchanged():

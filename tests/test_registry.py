@@ -278,6 +278,12 @@ def doc_family() -> tuple[dict[str, str], dict[str, str]]:
     return files, points
 
 
+def doc_tests() -> dict[str, str]:
+    """The toy family's tests as docs/adding-an-algorithm.md writes them (every python block
+    opening with a ``# tests/...`` path)."""
+    return dict(re.findall(r"```python\n# (tests/\S+\.py)\n(.*?)```", DOC.read_text(), re.S))
+
+
 def install_toy(folder: Path) -> Path:
     """The docs' toy family as an installed distribution would be: its package and a
     *.dist-info with its entry point, both on the path ``folder`` (what pip install puts in
@@ -302,6 +308,7 @@ def test_the_docs_family_is_one_folder_with_the_files_the_page_names():
         "toy_fedsparse/report.py",
     ]
     assert points == {"toy": "toy_fedsparse"}
+    assert list(doc_tests()) == ["tests/test_toy.py"]  # its tests, run by the test below
 
 
 @pytest.mark.integration
@@ -361,6 +368,14 @@ def test_a_plugin_family_sweeps_resumes_lands_typed_and_is_reported(tmp_path):
     assert "stepsize=0.01, s=1, toy_mode=halved, toy_repeats=1" in summary
     assert "Toy-GD page: 2 toy runs" in (report / "toy.html").read_text()
     assert 'href="toy.html"' in (report / "index.html").read_text()
+
+    # the page's tests of the family (fedsparse.testing's checks), on the installed plugin
+    (tests_file,) = doc_tests()
+    (work / tests_file).parent.mkdir(parents=True)
+    (work / tests_file).write_text(doc_tests()[tests_file])
+    check = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", tests_file]
+    tested = subprocess.run(check, capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout[-3000:]
 
     # resuming: nothing left to do
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
