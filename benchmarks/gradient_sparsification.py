@@ -1,4 +1,4 @@
-"""Speed of a gradient-sparsification round, next to send-all and to NumPy (issue 18, item 8).
+"""Speed of a gradient-sparsification round, next to send-all and to NumPy.
 
     python benchmarks/gradient_sparsification.py                # about half a minute on 2 cores
     python benchmarks/gradient_sparsification.py --seconds 0.3  # quicker, noisier

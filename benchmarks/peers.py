@@ -1,5 +1,5 @@
 """fedsparse against what researchers use instead: Flower's simulation with a PyTorch client,
-and a plain PyTorch FedAvg loop, on the same experiment (issue 38).
+and a plain PyTorch FedAvg loop, on the same experiment.
 
     python benchmarks/peers.py                      # every case, 3 interleaved repeats
     python benchmarks/peers.py --cases 20x100 --repeats 1 --rounds 10   # quicker

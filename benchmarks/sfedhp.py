@@ -1,4 +1,4 @@
-"""Speed of one round of each personalised-family method, next to NumPy and DGEMM (issue 17/6).
+"""Speed of one round of each personalised-family method, next to NumPy and DGEMM.
 
     python benchmarks/sfedhp.py                # about three minutes on 2 cores
     python benchmarks/sfedhp.py --seconds 0.2  # quicker, noisier

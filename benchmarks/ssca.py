@@ -1,4 +1,4 @@
-"""Speed of a mini-batch SSCA round and of one evaluation, next to NumPy and DGEMM (issue 19/5).
+"""Speed of a mini-batch SSCA round and of one evaluation, next to NumPy and DGEMM.
 
     python benchmarks/ssca.py                # about a minute on 2 cores
     python benchmarks/ssca.py --seconds 0.5  # quicker, noisier

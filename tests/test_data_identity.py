@@ -1,4 +1,4 @@
-"""Issue 50: a data folder knows what it holds (the digest of its spec, each file's stamp), and
+"""A data folder knows what it holds (the digest of its spec, each file's stamp), and
 nothing reads one whose digest or files differ from its run's config and its build."""
 
 from __future__ import annotations

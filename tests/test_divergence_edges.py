@@ -1,4 +1,4 @@
-"""Results a researcher can trust (issue 20, items 1 and 2).
+"""Results a researcher can trust.
 
 * A run is diverged at the first evaluated round whose objective is not finite or exceeds
   ``divergence_factor`` x its round-0 objective: a finite blow-up ends there, and ranks last

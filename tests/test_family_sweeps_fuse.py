@@ -1,5 +1,5 @@
 """Every built-in family's quick sweep stores the same traces with cohorts and with
-``fuse: false`` (issue 39): each quick config's own algorithms and hyperparameters, at toy
+``fuse: false``: each quick config's own algorithms and hyperparameters, at toy
 size (one small data set, a few rounds, one seed, three step sizes)."""
 
 from __future__ import annotations

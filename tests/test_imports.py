@@ -233,6 +233,8 @@ def test_no_source_file_tells_history():
     issue = re.compile(r"\b[Ii]ssues? #?\d+")
     files = [*(ROOT / "src").rglob("*.py"), *(ROOT / "workflow").rglob("*.smk")]
     files += [ROOT / "Snakefile", *(ROOT / "workflow" / "scripts").glob("*.py")]
+    files += [*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]
+    files += [*(ROOT / "scripts").rglob("*.py")]
     found = [
         f"{path.relative_to(ROOT)}:{n}"
         for path in files
@@ -243,11 +245,16 @@ def test_no_source_file_tells_history():
 
 
 def test_no_test_module_imports_another():
-    # shared test code lives in conftest.py and the helper modules (tests/*_helpers.py)
+    """Tests share code through conftest.py and helper modules (``*_helpers.py``,
+    ``*_oracle(s).py``), never by importing a test module: collecting one would run its
+    module-level set-up twice and tie the modules' fixtures together."""
     tests = Path(__file__).resolve().parent
-    for path in sorted(tests.glob("test_*.py")):
+    names = {p.stem for p in tests.rglob("test_*.py")}
+    found = []
+    for path in tests.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 0:
-                assert not (node.module or "").startswith("test_"), path.name
-            elif isinstance(node, ast.Import):
-                assert not any(a.name.startswith("test_") for a in node.names), path.name
+            if isinstance(node, ast.Import):
+                found += [(path.name, a.name) for a in node.names if a.name in names]
+            elif isinstance(node, ast.ImportFrom) and node.module in names:
+                found.append((path.name, node.module))
+    assert len(names) > 50 and found == []

@@ -1,5 +1,5 @@
 """The results folder's layout is a contract: every path as it has always been named (a shard's
-files, since issue 36, with the digest of their runs)."""
+files with the digest of their runs)."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_wildcards_pass_through_as_snakemake_patterns():
 
 
 def test_the_default_results_folder_and_a_shard_outputs_folder():
-    # each config a folder of its own, by its sweep name (issue 37)
+    # each config a folder of its own, by its sweep name
     assert Layout.of_sweep({"sweep": "quick"}).root == Path("results/quick")
     assert Layout.of_sweep({}).root == Path("results/sweep")
     assert Layout.of_sweep({"results": "out/x"}).store == Path("out/x/store")

@@ -1,7 +1,7 @@
-"""Readings of the simulation data: ``dataset.center`` none | global | per_client (issue 20,
-item 4), a deviation from the papers' text that is off by default and labelled in names, run ids
+"""Readings of the simulation data: ``dataset.center`` none | global | per_client, a
+deviation from the papers' text that is off by default and labelled in names, run ids
 and the report; and the hard-thresholding family's readings of the Simulation I/II generator in
-the report (issue 25): the text with α, β as variances or standard deviations, the Flower
+the report: the text with α, β as variances or standard deviations, the Flower
 baseline's generator, our centrings, each claim scored with Distributed-IHT at its own best step
 and held at 0.01.
 

@@ -243,7 +243,7 @@ def test_a_needs_marker_skips_only_its_block():
     assert plain.needs is None and plain.commands == [["query", "SELECT 1", "--limit", "5"]]
 
 
-# ---- each config a results folder of its own (issue 37): the README's quick start runs the
+# ---- each config a results folder of its own: the README's quick start runs the
 # default sweep, then config/quick.yaml, in one clone; their data sets even share names.
 
 

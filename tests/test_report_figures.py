@@ -1,4 +1,4 @@
-"""The report's small figure rules (issue 37): a heatmap's colour scale resolves the range where
+"""The report's small figure rules: a heatmap's colour scale resolves the range where
 most cells lie, and cells above it are marked; a synthetic data set's reading note names its
 generator, not LibSVM data."""
 

@@ -1,4 +1,4 @@
-"""docs/results.md's queries mean what they say (issue 37): the documented "rounds to reach
+"""docs/results.md's queries mean what they say : the documented "rounds to reach
 objective 0.5" query, run as written, leaves diverged runs out (one that passed 0.5 on its way up
 used to rank first), and `fedsparse best --metric final_dist_to_truth` says where that distance
 measures recovery."""

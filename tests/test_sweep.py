@@ -51,7 +51,7 @@ def test_the_default_config_is_the_papers_simulation_study():
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     plan = plan_sweep(cfg)
     steps = cfg["grid"]["stepsize"]
-    # the papers' nine step sizes, and more below and between them down to 1e-4 (issue 20)
+    # the papers' nine step sizes, and more below and between them down to 1e-4
     assert set(steps) >= {10, 1, 0.6, 0.3, 0.1, 0.06, 0.03, 0.01, 0.001} and min(steps) <= 1e-4
     assert len(steps) == 15 and steps == sorted(steps, reverse=True)
     assert cfg["grid"]["local_steps"] == [3, 5, 10]  # the papers' K = 8 left out for time

@@ -1,4 +1,4 @@
-"""Readings of the Simulation I/II generator (issue 25): ``dataset.alpha_beta_as``,
+"""Readings of the Simulation I/II generator: ``dataset.alpha_beta_as``,
 ``dataset.u_mean`` and ``dataset.v_mean``. Each option changes the moment it names (checked
 against the formula on enough draws), the defaults leave the data, names and run ids as they
 were, and a bad value is one line naming the key."""

@@ -1,4 +1,4 @@
-"""Waiting numba/OpenMP threads sleep instead of spinning (issue 38: two threads lost to one on
+"""Waiting numba/OpenMP threads sleep instead of spinning (two threads lost to one on
 a busy machine while they spun)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Hyperparameters that depend on the client count are checked while planning wherever the
-config fixes that count (issue 17: edges must divide the clients), so a sweep fails in one line
+config fixes that count (edges must divide the clients), so a sweep fails in one line
 before any job starts instead of in every run."""
 
 from __future__ import annotations

@@ -812,7 +812,7 @@ def test_two_objective_study_with_two_workers_reaches_exactly_n_trials(tmp_path,
 
 
 def test_an_edited_study_on_a_copied_results_folder_is_refused_or_extended_never_mixed(tmp_path):
-    """Issue 50: a results folder copied without Snakemake's records (.snakemake/) and a study
+    """A results folder copied without Snakemake's records (.snakemake/) and a study
     edited in place. An edited search space stops with one line naming the study, before any
     trial of it; a larger budget extends the study."""
     cfg = tune_cfg(n_trials=2, n_workers=1)

@@ -451,7 +451,7 @@ def computed_runs(results: Path) -> int:
 def test_a_copied_results_folder_without_snakemakes_records_is_complete_exactly_when_it_is(
     finished, tmp_path
 ):
-    """Issue 36: whether a sweep is done is read from its results folder. A copy of a finished
+    """Whether a sweep is done is read from its results folder. A copy of a finished
     sweep's results/ (no .snakemake/) is done for the same sweep; with one step size edited,
     exactly the edited plan's new runs are computed, and the results hold its runs only."""
     from fedsparse.sweep import plan_sweep

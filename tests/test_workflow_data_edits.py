@@ -1,4 +1,4 @@
-"""Issue 50 through the workflow: a data set edited in place (its name kept) is rebuilt whatever
+"""Through the workflow: a data set edited in place (its name kept) is rebuilt whatever
 Snakemake remembers, so no run is computed on data its config does not describe; a data folder
 changed by hand is refused before any run reads it."""
 

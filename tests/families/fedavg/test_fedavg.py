@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import LOSSES, dense, make_data, np_grad, np_loss
-from test_networks import np_loss_grad
+from network_oracle import np_loss_grad
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, FedAvg

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from conftest import make_data
-from test_gradient_sparsification import params_for, run_cfg
+from gs_helpers import params_for, run_cfg
 
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.config import normalize_run_config, run_id

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_gradient_sparsification import run_cfg
+from gs_helpers import run_cfg
 
 from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError

@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import make_data, np_grad, np_loss
+from gs_helpers import params_for, run_cfg
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_networks import np_loss_grad
+from network_oracle import np_loss_grad
 
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.config import normalize_run_config, run_id
@@ -308,15 +309,6 @@ def drive(problem, name, params, rounds, seed=0):
     return models, residuals, costs, algo
 
 
-def params_for(name, k, stepsize=0.3, fill="client"):
-    prm = {"stepsize": stepsize, "batch_size": "full"}
-    if name != "sendall":
-        prm["k"] = k
-    if name == "fabtopk":
-        prm["fill"] = fill
-    return prm
-
-
 @pytest.mark.parametrize("name", GS_NAMES)
 @pytest.mark.parametrize("weights", ["uniform", "samples"])
 @pytest.mark.parametrize(
@@ -476,26 +468,6 @@ def test_message_counts_and_fairness_view():
 
 
 # ---- runs: trace columns, time model, configs ---------------------------------------------
-
-
-def run_cfg(algorithm, **over):
-    cfg = {
-        "dataset": {
-            "kind": "synthetic",
-            "task": "logistic",
-            "clients": 4,
-            "dim": 12,
-            "support": 4,
-            "samples_per_client": 30,
-            "positives": 10,
-        },
-        "model": {"loss": "logistic"},
-        "algorithm": algorithm,
-        "params": params_for(algorithm, 5, stepsize=0.1),
-        "rounds": 4,
-    }
-    cfg.update(over)
-    return cfg
 
 
 @pytest.mark.parametrize("name", GS_NAMES)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_gradient_sparsification_report import FIXED, base, config, write_folder
+from gs_helpers import FIXED, base, config, write_folder
 
 from fedsparse.families.gradient_sparsification import analysis as gs_analysis
 from fedsparse.families.gradient_sparsification import paper_claims as pc

@@ -8,75 +8,18 @@ import json
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
+from gs_helpers import DATA, FIXED, base, config, write_folder
 
 from fedsparse.aggregate import write_traces_dataset
-from fedsparse.config import normalize_run_config
 from fedsparse.experiment import run_result
 from fedsparse.families.gradient_sparsification import analysis as gs_analysis
 from fedsparse.families.gradient_sparsification import report as gs_section
 from fedsparse.report.claims import NOT_AT_SETTING, SCORED, VERDICTS, Claim, require_evidence
 from fedsparse.report.page import Page
 from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
-from fedsparse.shard_runner import run_summary
-from fedsparse.sweep import Run
 
-DATA = {
-    "kind": "synthetic",
-    "task": "logistic",
-    "clients": 6,
-    "dim": 40,
-    "support": 8,
-    "samples_per_client": 40,
-    "positives": 15,
-    "name": "toy",
-}
 OTHER = {**DATA, "name": "fedavg-only", "seed": 3}
-
-
-def config(algorithm, params, beta, data=DATA, rounds=40, seed=0):
-    return normalize_run_config(
-        {
-            "dataset": data,
-            "model": {"loss": "logistic"},
-            "algorithm": algorithm,
-            "params": params,
-            "rounds": rounds,
-            "seed": seed,
-            "eval_every": 1,
-            "time_model": {"exchange_time": beta},
-        }
-    )
-
-
-def write_folder(folder, configs, done=()):
-    """Run ``configs`` and write them, with the (table, summary) pairs ``done`` before, as a
-    results folder; return every (table, summary)."""
-    runs = list(done)
-    for cfg in configs:
-        result = run_result(cfg)
-        table = result.trace
-        rid = table["run_id"][0].as_py()
-        runs.append((table, run_summary(Run(rid, cfg), table, 1.0, "toy", result.client_summary)))
-    write_traces_dataset(pa.concat_tables([t for t, _ in runs]), folder / "traces")
-    write_parquet_atomic(rows_table([s for _, s in runs], RUNS_SCHEMA), folder / "runs.parquet")
-    return runs
-
-
-def base(k=8, **over):
-    return {"stepsize": 0.5, "batch_size": 10, "k": k, **over}
-
-
-# every fixed-k method of Fig. 4 and FedAvg, at the fixture's step sizes
-FIXED = (
-    ("fabtopk", base()),
-    ("fubtopk", base()),
-    ("utopk", base()),
-    ("periodick", base()),
-    ("sendall", {"stepsize": 0.5, "batch_size": 10}),
-    ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
-)
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +152,7 @@ def test_values_at_the_budget_are_np_interp_over_the_known_rows(tmp_path):
     """The SQL interpolation gives np.interp's numbers over the rows where the value is known
     (the loss: train_loss, else the objective), and NaN past the run's last such row."""
     from fedsparse.report.data import ReportData
-    from fedsparse.results import RUNS_SCHEMA, rows_table, trace_table, write_parquet_atomic
+    from fedsparse.results import trace_table
 
     time = [0.0, 0.7, 2.1, 4.0]
     loss = [1.0, None, 0.45, 0.3]  # round 1 has only its objective

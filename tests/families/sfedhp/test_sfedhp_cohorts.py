@@ -1,14 +1,14 @@
 """Cohorts of the personalised family: runs differing only in continuous constants compute
 their rounds in one kernel (each client's minibatch drawn and read once for all members), each
 member as NumPy computes it alone, and every run's trace is the same bits alone or in any
-cohort (issue 39)."""
+cohort."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from conftest import make_data
-from test_sfedhp import (
+from sfedhp_oracles import (
     TANH,
     Oracle,
     oracle_hierfavg,

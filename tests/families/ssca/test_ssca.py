@@ -10,8 +10,8 @@ import numba
 import numpy as np
 import pytest
 from conftest import dense, make_data
+from network_oracle import np_loss_grad
 from scipy.optimize import minimize, minimize_scalar
-from test_networks import np_loss_grad
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, SSCA, SSCAConstrained

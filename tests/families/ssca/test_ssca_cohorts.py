@@ -1,12 +1,12 @@
 """SSCA cohorts: runs differing only in the server's constants compute their clients in one
-kernel, and every run's trace is the same bits alone or in any cohort (issue 39)."""
+kernel, and every run's trace is the same bits alone or in any cohort."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from conftest import dense, make_data
-from test_networks import np_loss_grad
+from network_oracle import np_loss_grad
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS
