@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from .atomic import swap_in_directory
 from .errors import DataError, one_line
 from .results import RUNS_SCHEMA, TRACE_SCHEMA
 
@@ -94,8 +95,9 @@ def aggregate(
 def install(staged_traces: Path, traces_dir: str | Path, staged_runs: Path, runs_path) -> None:
     """Rename staged outputs into place: the traces folder first, then the runs table.
 
-    The previous traces folder is renamed aside before the new one is renamed in, then deleted;
-    the runs table is renamed over the old one in one rename.
+    The traces folder is swapped in whole (:func:`fedsparse.atomic.swap_in_directory`: in one
+    exchange where the system has one) and the previous one deleted; the runs table is renamed
+    over the old one in one rename.
 
     Parameters
     ----------
@@ -108,7 +110,7 @@ def install(staged_traces: Path, traces_dir: str | Path, staged_runs: Path, runs
     runs_path
         Where the runs table goes.
     """
-    _replace_dir(staged_traces, Path(traces_dir))
+    swap_in_directory(staged_traces, traces_dir)
     os.replace(staged_runs, runs_path)
 
 
@@ -207,10 +209,10 @@ def _full(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 def write_traces_dataset(traces: pa.Table | Iterable[pa.RecordBatch], traces_dir: str | Path):
     """Write a hive-partitioned dataset (from a table, or a stream of record batches of
-    TRACE_SCHEMA), replacing ``traces_dir`` in one rename."""
+    TRACE_SCHEMA), swapped in whole for ``traces_dir`` (:func:`fedsparse.atomic.swap_in_directory`)."""
     if isinstance(traces, pa.Table):
         traces = traces.to_batches()
-    _replace_dir(stage_traces(traces, traces_dir), Path(traces_dir))
+    swap_in_directory(stage_traces(traces, traces_dir), traces_dir)
 
 
 def stage_traces(batches: Iterable[pa.RecordBatch], traces_dir: str | Path) -> Path:
@@ -359,16 +361,3 @@ def _partition_dir(key: tuple) -> str:
         term = field.is_null() if value is None else field == value
         expr = term if expr is None else expr & term
     return PARTITIONING.format(expr)[0]
-
-
-def _replace_dir(new: Path, target: Path) -> None:
-    """Put the folder ``new`` at ``target``, the old one (if any) renamed away first and
-    deleted after: a reader sees the old folder or the new one."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(target, old)
-    os.replace(new, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
