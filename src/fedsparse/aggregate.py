@@ -209,7 +209,8 @@ def _full(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 def write_traces_dataset(traces: pa.Table | Iterable[pa.RecordBatch], traces_dir: str | Path):
     """Write a hive-partitioned dataset (from a table, or a stream of record batches of
-    TRACE_SCHEMA), swapped in whole for ``traces_dir`` (:func:`fedsparse.atomic.swap_in_directory`)."""
+    TRACE_SCHEMA), swapped in whole for ``traces_dir``
+    (:func:`fedsparse.atomic.swap_in_directory`)."""
     if isinstance(traces, pa.Table):
         traces = traces.to_batches()
     swap_in_directory(stage_traces(traces, traces_dir), traces_dir)
