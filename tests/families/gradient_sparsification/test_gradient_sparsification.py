@@ -126,6 +126,22 @@ def test_top_k_equals_numpy_with_ties(seed):
         np.testing.assert_array_equal(out, np_topk(a, k))
 
 
+@pytest.mark.parametrize("spread", [0.0, 1.0, 40.0])
+def test_top_k_of_a_long_residual_equals_numpy(spread):
+    """A client's residual (about 80,000 entries): magnitudes over many binades or few, a run
+    of zeros and of ties; k from one to past the bins of the first pass."""
+    rng = np.random.default_rng(int(spread))
+    n = 79_510
+    a = rng.standard_normal(n) * np.exp(spread * rng.standard_normal(n))
+    a[rng.random(n) < 0.3] = 0.0
+    a[rng.random(n) < 0.01] = 2.5
+    sel, counts = GS.topk_scratch(n)
+    for k in (1, 179, 5_000, 60_000, n):
+        out = np.zeros(k, np.int64)
+        GS.top_k(a.copy(), k, sel, counts, out)
+        np.testing.assert_array_equal(out, np_topk(a, k))
+
+
 def test_top_k_rejects_bad_k():
     sel, counts = GS.topk_scratch(3)
     with pytest.raises(ValueError):

@@ -40,43 +40,73 @@ def _ranked(cand, keys, out):
         out[r] = cand[order[r]]
 
 
+# top_k's first pass bins the magnitudes down from the largest: 2**49 apart in bit pattern is
+# 1/8 of a binade, so 512 bins span 64 binades (the rest share the last bin). The k-th largest
+# of a client's residual then lies in a bin of a few dozen entries, and only the bins down to
+# it are selected among, instead of every entry.
+_TOP_BINS = 512
+_TOP_SHIFT = np.uint64(49)
+_LAST_BIN = np.uint64(_TOP_BINS - 1)
+
+
 @njit(cache=True)
 def top_k(a, k, sel, counts, out):
     """The ``k`` indices of ``a`` largest in magnitude, ranked, written to ``out[:k]``.
 
     Ranking: ``|a_j|`` descending, the lower index first among equal magnitudes (so the
-    top-kappa of a client's offer is the prefix ``out[:kappa]``). ``sel`` (uint64, length
-    >= 2 len(a)) and ``counts`` come from :func:`topk_scratch`; ``a`` must be contiguous.
+    top-kappa of a client's offer is the prefix ``out[:kappa]``); NaN ranks above every
+    number. ``sel`` (uint64, length >= 2 len(a)) and ``counts`` come from
+    :func:`topk_scratch`; ``a`` must be contiguous.
     """
     n = a.shape[0]
     if sel.shape[0] < 2 * n or k < 1 or k > n:
         raise ValueError("top_k: need 1 <= k <= len(a) and scratch of 2 len(a)")
     bits = a.view(np.uint64)
-    keys = sel[n : 2 * n]
+    keys = sel[n : 2 * n]  # magnitudes as integers: they order as the magnitudes do
+    top = np.uint64(0)
     for j in range(n):
-        keys[j] = bits[j] & _MAGNITUDE
-        sel[j] = keys[j]
-    cut = np.uint64(0)
-    if k < n:
-        radix_select(sel, n, k, counts)
-        cut = sel[0]  # the k-th largest magnitude
-    cand = np.empty(k, np.int64)
-    above = 0
+        v = bits[j] & _MAGNITUDE
+        keys[j] = v
+        top = max(top, v)
+    counts[:_TOP_BINS] = 0
     for j in range(n):
-        if keys[j] > cut:
-            above += 1
-    equal_left = k - above  # entries equal to the cut that fit: the lowest indices
+        counts[min((top - keys[j]) >> _TOP_SHIFT, _LAST_BIN)] += 1
+    last, above = 0, 0  # the bin of the k-th largest, and the entries in the bins before it
+    while above + counts[last] < k:
+        above += counts[last]
+        last += 1
+    # the candidates, in index order: every entry of the bins down to ``last``
+    cand = np.empty(above + counts[last], np.int64)
     m = 0
     for j in range(n):
-        v = keys[j]
+        if min((top - keys[j]) >> _TOP_SHIFT, _LAST_BIN) <= last:
+            cand[m] = j
+            sel[m] = keys[j]
+            m += 1
+    if k < m:
+        radix_select(sel, m, k, counts)
+        cut = sel[0]  # the k-th largest magnitude
+    else:
+        cut = sel[0]
+        for r in range(1, m):
+            cut = min(cut, sel[r])
+    taken = np.empty(k, np.int64)
+    above_cut = 0
+    for r in range(m):
+        if keys[cand[r]] > cut:
+            above_cut += 1
+    equal_left = k - above_cut  # entries equal to the cut that fit: the lowest indices
+    t = 0
+    for r in range(m):
+        v = keys[cand[r]]
         if v > cut:
-            cand[m] = j
-            m += 1
+            taken[t] = cand[r]
+            t += 1
         elif v == cut and equal_left > 0:
-            cand[m] = j
-            m += 1
+            taken[t] = cand[r]
+            t += 1
             equal_left -= 1
-    _ranked(cand, keys, out)
+    _ranked(taken, keys, out)
 
 
 @njit(cache=True)
