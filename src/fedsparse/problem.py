@@ -9,6 +9,7 @@ Scoring a model (the objective and the metrics of a trace row) is
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -174,12 +175,13 @@ class Problem:
         or "number of model parameters"."""
         return "dimension" if self.is_linear else "number of model parameters"
 
-    @property
-    def step_model(self) -> tuple:
-        """``(network, sizes, bias, activation_code, loss_code, l2)``: the model as the kernels
-        that take either kind (:mod:`fedsparse.kernels.prox` and those built on
-        :func:`~fedsparse.kernels.prox.model_grad`) take it, ``network`` choosing the gradient."""
-        return (not self.is_linear, *self.kernel_model)
+    @cached_property
+    def step_model(self) -> prox.StepModel:
+        """``StepModel(network, sizes, bias, act, loss, l2)``: the model as the kernels that
+        take either kind (:mod:`fedsparse.kernels.prox` and those built on
+        :func:`~fedsparse.kernels.prox.model_grad`) take it, one argument, ``network`` choosing
+        the gradient."""
+        return prox.StepModel(not self.is_linear, *self.kernel_model)
 
     @property
     def n_params(self) -> int:
@@ -389,14 +391,8 @@ class Problem:
             np.ascontiguousarray(which, dtype=np.int64),
             perm,
             rng,
-            steps,
-            batch,
-            fresh,
-            stepsize,
-            weight,
-            gamma,
-            rho,
-            *self.step_model,
+            prox.ProxConstants(steps, batch, fresh, stepsize, weight, gamma, rho),
+            self.step_model,
             work.for_batch(batch),
         )
 
