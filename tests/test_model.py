@@ -365,7 +365,6 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     network_kernels = [
         K.mlp_batch_grad,
         K.mlp_local_sgd_round,
-        KS.client_batch_grads,
     ]
     for kernel in network_kernels:
         names = kernel_parameters(kernel)
@@ -373,6 +372,7 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
         assert tuple(names[at : at + 5]) == KERNEL_MODEL_ARGS, kernel.__name__
     # kernels of either kind of model take Problem.step_model, one StepModel argument
     either_kernels = [
+        GS.accumulate_offers,
         prox.prox_steps,
         prox.prox_steps_cohort,
         KP.sfedhp_round,
@@ -386,11 +386,10 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
         names = kernel_parameters(kernel)
         assert "model" in names and "network" not in names, kernel.__name__
     assert prox.StepModel._fields == ("network", *KERNEL_MODEL_ARGS)
-    # not yet bundled: a flag, then the bundle
-    for kernel in [GS.accumulate_offers]:
+    # and SSCA's client kernels take Problem.kernel_model itself, one argument
+    for kernel in [KS.client_batch_grads, KS.client_batch_grads_cohort]:
         names = kernel_parameters(kernel)
-        at = names.index("network")
-        assert tuple(names[at : at + 6]) == ("network", *KERNEL_MODEL_ARGS), kernel.__name__
+        assert "model" in names and "sizes" not in names, kernel.__name__
     linear_kernels = [
         K.batch_grad,
         K.local_sgd_round,
