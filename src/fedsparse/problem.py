@@ -44,9 +44,10 @@ def one_blas_thread() -> None:
 class KernelModel(NamedTuple):
     """The model and loss as the training kernels take them, in their argument order: a call
     passes ``*problem.kernel_model`` where a kernel takes ``sizes, bias, activation_code,
-    loss_code, l2`` (the network kernels of ``kernels.network`` and the kernels
-    built on them), ``*problem.kernel_model.linear`` where a linear-model kernel takes
-    ``loss_code, l2``. numba's kernels take loose arguments: this is where they are bundled."""
+    loss_code, l2`` (the network kernels of ``kernels.network``), the named tuple itself
+    where a kernel takes it as one ``model`` argument (SSCA's client kernels),
+    ``*problem.kernel_model.linear`` where a linear-model kernel takes ``loss_code, l2``;
+    :attr:`Problem.step_model` adds the ``network`` flag for the kernels of either kind."""
 
     sizes: np.ndarray  # layer widths, or a cnn's 2-D layer table (kernels.cnn)
     bias: bool
