@@ -365,24 +365,31 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     network_kernels = [
         K.mlp_batch_grad,
         K.mlp_local_sgd_round,
-        KS.client_batch_grads,
     ]
     for kernel in network_kernels:
         names = kernel_parameters(kernel)
         at = names.index("sizes")
         assert tuple(names[at : at + 5]) == KERNEL_MODEL_ARGS, kernel.__name__
-    # kernels of either kind of model take Problem.step_model: a flag, then the bundle
+    # kernels of either kind of model take Problem.step_model, one StepModel argument
     either_kernels = [
-        prox.prox_steps,
         GS.accumulate_offers,
+        prox.prox_steps,
+        prox.prox_steps_cohort,
         KP.sfedhp_round,
+        KP.sfedhp_cohort_round,
         KP.pfedme_round,
+        KP.pfedme_cohort_round,
         KP.hierfavg_round,
+        KP.hierfavg_cohort_round,
     ]
     for kernel in either_kernels:
         names = kernel_parameters(kernel)
-        at = names.index("network")
-        assert tuple(names[at : at + 6]) == ("network", *KERNEL_MODEL_ARGS), kernel.__name__
+        assert "model" in names and "network" not in names, kernel.__name__
+    assert prox.StepModel._fields == ("network", *KERNEL_MODEL_ARGS)
+    # and SSCA's client kernels take Problem.kernel_model itself, one argument
+    for kernel in [KS.client_batch_grads, KS.client_batch_grads_cohort]:
+        names = kernel_parameters(kernel)
+        assert "model" in names and "sizes" not in names, kernel.__name__
     linear_kernels = [
         K.batch_grad,
         K.local_sgd_round,
@@ -401,10 +408,11 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     assert km.activation_code == ACTIVATIONS.index("tanh")
     assert km.loss_code == K.LOSS_CODES["softmax"]
     assert km.l2 == pb.l2 == 1e-3 and km.linear == (km.loss_code, km.l2)
-    assert pb.step_model[0] is True and pb.step_model[1:] == tuple(km)
+    assert pb.step_model.network is True and pb.step_model[1:] == tuple(km)
+    assert isinstance(pb.step_model, prox.StepModel) and pb.step_model is pb.step_model
     assert pb.parameter_noun == "number of model parameters" and not pb.is_linear
     linear = Problem(make_data("softmax"), "softmax", 1e-3)
-    assert linear.is_linear and linear.step_model[0] is False
+    assert linear.is_linear and linear.step_model.network is False
     assert linear.parameter_noun == "dimension"
 
 

@@ -9,6 +9,7 @@ Scoring a model (the objective and the metrics of a trace row) is
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -43,9 +44,10 @@ def one_blas_thread() -> None:
 class KernelModel(NamedTuple):
     """The model and loss as the training kernels take them, in their argument order: a call
     passes ``*problem.kernel_model`` where a kernel takes ``sizes, bias, activation_code,
-    loss_code, l2`` (the network kernels of ``kernels.network`` and the kernels
-    built on them), ``*problem.kernel_model.linear`` where a linear-model kernel takes
-    ``loss_code, l2``. numba's kernels take loose arguments: this is where they are bundled."""
+    loss_code, l2`` (the network kernels of ``kernels.network``), the named tuple itself
+    where a kernel takes it as one ``model`` argument (SSCA's client kernels),
+    ``*problem.kernel_model.linear`` where a linear-model kernel takes ``loss_code, l2``;
+    :attr:`Problem.step_model` adds the ``network`` flag for the kernels of either kind."""
 
     sizes: np.ndarray  # layer widths, or a cnn's 2-D layer table (kernels.cnn)
     bias: bool
@@ -174,12 +176,13 @@ class Problem:
         or "number of model parameters"."""
         return "dimension" if self.is_linear else "number of model parameters"
 
-    @property
-    def step_model(self) -> tuple:
-        """``(network, sizes, bias, activation_code, loss_code, l2)``: the model as the kernels
-        that take either kind (:mod:`fedsparse.kernels.prox` and those built on
-        :func:`~fedsparse.kernels.prox.model_grad`) take it, ``network`` choosing the gradient."""
-        return (not self.is_linear, *self.kernel_model)
+    @cached_property
+    def step_model(self) -> prox.StepModel:
+        """``StepModel(network, sizes, bias, act, loss, l2)``: the model as the kernels that
+        take either kind (:mod:`fedsparse.kernels.prox` and those built on
+        :func:`~fedsparse.kernels.prox.model_grad`) take it, one argument, ``network`` choosing
+        the gradient."""
+        return prox.StepModel(not self.is_linear, *self.kernel_model)
 
     @property
     def n_params(self) -> int:
@@ -389,14 +392,8 @@ class Problem:
             np.ascontiguousarray(which, dtype=np.int64),
             perm,
             rng,
-            steps,
-            batch,
-            fresh,
-            stepsize,
-            weight,
-            gamma,
-            rho,
-            *self.step_model,
+            prox.ProxConstants(steps, batch, fresh, stepsize, weight, gamma, rho),
+            self.step_model,
             work.for_batch(batch),
         )
 

@@ -12,12 +12,16 @@ parallel threads, each drawing from its own stream, so results do not depend on 
 thread count. ``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``.
 
 One kernel for every model: a linear model's parameters are (n_outputs, n_features), a
-network's (1, n_params), and ``network`` picks the gradient (:func:`model_grad`). The
-model arguments ``network, sizes, bias, act, loss, l2`` are
-:attr:`fedsparse.problem.Problem.step_model`; the work space is :func:`step_work`'s.
+network's (1, n_params), and ``network`` picks the gradient (:func:`model_grad`). The model
+is one argument, a :class:`StepModel` (:attr:`fedsparse.problem.Problem.step_model`); the
+constants of the steps another, a :class:`ProxConstants`; the work space is
+:func:`step_work`'s. numba takes a named tuple as one argument whose fields it reads as
+the loose arguments they replace: a kernel compiles once per combination of field types.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -26,6 +30,33 @@ from numba import njit, prange
 from .losses import batch_grad
 from .network import mlp_batch_grad, mlp_thread_work
 from .rng import sample_without_replacement
+
+
+class StepModel(NamedTuple):
+    """The model and loss as the kernels that take either kind of model take it (this module's
+    and those built on :func:`model_grad`): one argument, built once by the Problem
+    (:attr:`fedsparse.problem.Problem.step_model`)."""
+
+    network: bool  # a network's gradient (mlp_batch_grad), else a linear model's (batch_grad)
+    sizes: np.ndarray  # layer widths, or a cnn's 2-D layer table (kernels.cnn)
+    bias: bool
+    act: int  # kernels.layers' activation codes
+    loss: int  # kernels.LOSS_CODES
+    l2: float
+
+
+class ProxConstants(NamedTuple):
+    """The constants of :func:`prox_steps`: ``steps``, ``batch`` and ``fresh`` are the run's
+    (a cohort's members share them); ``stepsize``, ``weight``, ``gamma`` and ``rho`` are a
+    run's floats, or one entry per member (arrays (C,)) for :func:`prox_steps_cohort`."""
+
+    steps: int  # steps per call
+    batch: int  # rows per minibatch (<= 0: all rows, no randomness)
+    fresh: bool  # a new minibatch each step, else one drawn before the first step
+    stepsize: float
+    weight: float  # of the proximity term weight/2 ||theta - a_i||^2
+    gamma: float  # of the smooth l1 term
+    rho: float  # the smooth l1 term's smoothing
 
 
 @njit(cache=True)
@@ -40,10 +71,11 @@ def apply_prox(theta, g, anchor, stepsize, weight, gamma, rho):
 
 
 @njit(cache=True)
-def model_grad(X, y, rows, T, G, network, sizes, bias, act, loss, l2, s, wt):
+def model_grad(X, y, rows, T, G, model, s, wt):
     """``G`` = minibatch gradient (l2 included) at ``T``: (n_outputs, d), or (1, n_params) for
-    a network (``network``); no rows: the ridge term alone. Returns the mean loss plus ridge
-    (0.0 for no rows)."""
+    a network (``model.network``); no rows: the ridge term alone. Returns the mean loss plus
+    ridge (0.0 for no rows). ``model`` is a :class:`StepModel`."""
+    network, sizes, bias, act, loss, l2 = model
     if rows.shape[0] == 0:
         for r in range(T.shape[0]):
             G[r, :] = l2 * T[r]
@@ -74,30 +106,7 @@ def step_work(
 
 
 @njit(cache=True)
-def prox_steps(
-    X,
-    y,
-    ptr,
-    thetas,
-    anchors,
-    which,
-    perm,
-    rng,
-    steps,
-    batch,
-    fresh,
-    stepsize,
-    weight,
-    gamma,
-    rho,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
-):
+def prox_steps(X, y, ptr, thetas, anchors, which, perm, rng, constants, model, work):
     """Proximal steps of every client (module docstring): a cohort of one of
     :func:`prox_steps_cohort`, whose bits it gives.
 
@@ -108,10 +117,11 @@ def prox_steps(
         linear model, (1, n_params) for a network
     anchors : (n_anchors, *shape); which : int64 (n_clients,)
     perm : int64 (n_samples,) per-client row permutations; rng : uint64 (n_clients,)
-    batch : rows per minibatch (<= 0: all rows, no randomness)
-    network, sizes, bias, act, loss, l2 : the model (:attr:`Problem.step_model`)
+    constants : :class:`ProxConstants` of floats (the run's)
+    model : :class:`StepModel` (:attr:`Problem.step_model`)
     work : (G, S, X0, A, D, E) from :func:`step_work`
     """
+    c = constants
     prox_steps_cohort(
         X,
         y,
@@ -122,56 +132,33 @@ def prox_steps(
         np.zeros(1, np.int64),
         perm,
         rng,
-        steps,
-        batch,
-        fresh,
-        np.full(1, stepsize),
-        np.full(1, weight),
-        np.full(1, gamma),
-        np.full(1, rho),
-        network,
-        sizes,
-        bias,
-        act,
-        loss,
-        l2,
+        ProxConstants(
+            c.steps,
+            c.batch,
+            c.fresh,
+            np.full(1, c.stepsize),
+            np.full(1, c.weight),
+            np.full(1, c.gamma),
+            np.full(1, c.rho),
+        ),
+        model,
         work,
     )
 
 
 @njit(parallel=True, cache=True)
 def prox_steps_cohort(
-    X,
-    y,
-    ptr,
-    thetas,
-    anchors,
-    which,
-    members,
-    perm,
-    rng,
-    steps,
-    batch,
-    fresh,
-    stepsize,
-    weight,
-    gamma,
-    rho,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
+    X, y, ptr, thetas, anchors, which, members, perm, rng, constants, model, work
 ):
     """:func:`prox_steps` of the ``members`` of a cohort at once: runs with the same data, seed
     and structure, member ``m`` with its own ``thetas[m]`` (n_clients, *shape), ``anchors[m]``
     (n_anchors, *shape) and constants ``stepsize[m]``, ``weight[m]``, ``gamma[m]``,
-    ``rho[m]``. A minibatch is drawn once (from the one ``perm`` and ``rng`` the members
-    share: equal seeds draw equal rows) and its rows are read from memory once, from cache for
-    the other members; each member's arithmetic is that of a cohort of one, in the same order,
-    so its bits do not depend on its cohort. Members not listed are left as they are."""
+    ``rho[m]`` (``constants``, a :class:`ProxConstants` of arrays (C,)). A minibatch is drawn
+    once (from the one ``perm`` and ``rng`` the members share: equal seeds draw equal rows) and
+    its rows are read from memory once, from cache for the other members; each member's
+    arithmetic is that of a cohort of one, in the same order, so its bits do not depend on its
+    cohort. Members not listed are left as they are."""
+    steps, batch, fresh, stepsize, weight, gamma, rho = constants
     n_clients = ptr.shape[0] - 1
     c = thetas.shape[2]
     G, S, X0, A, D, E = work
@@ -189,6 +176,6 @@ def prox_steps_cohort(
             for m in members:
                 Ti = thetas[m, i]
                 Ai = anchors[m, which[i]]
-                model_grad(X, y, rows, Ti, Gt, network, sizes, bias, act, loss, l2, S[t], wt)
+                model_grad(X, y, rows, Ti, Gt, model, S[t], wt)
                 for r in range(c):
                     apply_prox(Ti[r], Gt[r], Ai[r], stepsize[m], weight[m], gamma[m], rho[m])

@@ -22,7 +22,7 @@ from fedsparse.algorithms import ALGORITHMS, HierFAVG, PFedMe, SFedHP
 from fedsparse.cohorts import cohort_key
 from fedsparse.config import normalize_run_config
 from fedsparse.experiment import run_cohort, run_result
-from fedsparse.kernels.prox import prox_steps_cohort
+from fedsparse.kernels.prox import ProxConstants, prox_steps_cohort
 from fedsparse.problem import Problem
 
 
@@ -66,11 +66,10 @@ def test_prox_steps_cohort_equals_numpy_for_each_member(model, fresh):
         members,
         perm,
         state,
-        steps,
-        b,
-        fresh,
-        *(np.array(const[k]) for k in ("stepsize", "weight", "gamma", "rho")),
-        *pb.step_model,
+        ProxConstants(
+            steps, b, fresh, *(np.array(const[k]) for k in ("stepsize", "weight", "gamma", "rho"))
+        ),
+        pb.step_model,
         pb.step_work().for_batch(b),
     )
     np.testing.assert_allclose(thetas, want, rtol=1e-9, atol=1e-12)

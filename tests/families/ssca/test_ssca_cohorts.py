@@ -45,7 +45,7 @@ def test_cohort_kernel_equals_numpy_for_each_member(model, sparse):
             perm,
             state,
             b,
-            *pb.kernel_model,
+            pb.kernel_model,
             G,
             losses,
             work,

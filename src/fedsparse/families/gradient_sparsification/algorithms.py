@@ -445,13 +445,11 @@ class _GradientSparsification(Algorithm):
             self.perm,
             self.rng,
             batch,
-            *problem.step_model,
+            problem.step_model,
             k,
-            idx,
-            val,
+            (idx, val),
             self.work.for_batch(batch),
-            self.sel,
-            self.counts,
+            (self.sel, self.counts),
         )
         self.offers = (idx, val)
 

@@ -121,28 +121,7 @@ def _accumulate_offer(a, g, k, sel, counts, idx, val):
 
 
 @njit(parallel=True, cache=True)
-def accumulate_offers(
-    X,
-    y,
-    ptr,
-    W,
-    A,
-    perm,
-    rng,
-    batch,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    k,
-    idx,
-    val,
-    work,
-    sel,
-    counts,
-):
+def accumulate_offers(X, y, ptr, W, A, perm, rng, batch, model, k, offers, work, scratch):
     """Every client adds its minibatch gradient at ``W`` to its residual and offers its top-k.
 
     Parameters
@@ -153,22 +132,25 @@ def accumulate_offers(
     perm, rng : per-client row permutations and random states (as in ``local_sgd_round``).
     batch : int
         Minibatch size; <= 0: all the client's rows (deterministic).
-    network, sizes, bias, act, loss, l2 : the model (``Problem.step_model``).
+    model : :class:`fedsparse.kernels.prox.StepModel` (``Problem.step_model``).
     k : int
         Offer size; 0: accumulate only.
-    idx, val : arrays, shape (n_clients, k)
+    offers : (idx, val), arrays of shape (n_clients, k)
         Output: each client's ranked offer (indices, residual values).
     work : per-thread work space from :func:`fedsparse.kernels.prox.step_work` (its G rows
-        hold the gradients); sel, counts : per-thread :func:`topk_scratch` buffers.
+        hold the gradients)
+    scratch : (sel, counts), per-thread :func:`topk_scratch` buffers
     """
     n_clients = ptr.shape[0] - 1
     G, S, X0, Aw, Dw, E = work
+    idx, val = offers
+    sel, counts = scratch
     for i in prange(n_clients):
         t = numba.get_thread_id()
         rows = draw_minibatch(perm, ptr, i, batch, rng)
         Gt = G[t]
         wt = (X0[t], Aw[t], Dw[t], E[t])
-        model_grad(X, y, rows, W, Gt, network, sizes, bias, act, loss, l2, S[t], wt)
+        model_grad(X, y, rows, W, Gt, model, S[t], wt)
         _accumulate_offer(A[i], Gt.reshape(A.shape[1]), k, sel[t], counts[t], idx[i], val[i])
 
 

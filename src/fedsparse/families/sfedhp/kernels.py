@@ -8,11 +8,15 @@ every client ``i`` takes gradient steps on
 
 each client drawing from its own stream, so results do not depend on the thread count.
 ``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``; its gradient ``tanh(x/rho)``
-never overflows, its value is :func:`smooth_l1` (stable form). The model arguments
-``network, sizes, bias, act, loss, l2`` are :attr:`fedsparse.problem.Problem.step_model`.
+never overflows, its value is :func:`smooth_l1` (stable form). The model is one argument, a
+:class:`fedsparse.kernels.prox.StepModel` (:attr:`fedsparse.problem.Problem.step_model`);
+each algorithm's constants are another (:class:`SFedHPConstants`, ...), and the models a
+round writes a third (:class:`SFedHPModels`, ...).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -20,6 +24,73 @@ from numba import njit, prange
 
 from ...kernels.prox import apply_prox, model_grad, prox_steps  # noqa: F401  (prox_steps: here too)
 from ...kernels.rng import draw_minibatch, sample_without_replacement
+
+
+class SFedHPConstants(NamedTuple):
+    """The constants of :func:`sfedhp_round`: the first four are the run's (a cohort's members
+    share them); the rest a run's floats, or one entry per member (arrays (C,)) for
+    :func:`sfedhp_cohort_round`."""
+
+    edge_rounds: int
+    steps: int  # proximal steps per edge round, on one minibatch
+    batch: int  # rows per minibatch (<= 0: all rows)
+    per_client: bool  # anchor at the client's own phi_c[u], else at its edge's phi_e
+    eta1: float  # the edge model's step
+    eta2: float  # the clients' proximal step
+    lam1: float
+    lam2: float
+    gamma1: float  # the clients' smooth-l1 weight
+    gamma2: float  # the edge model's smooth-l1 weight
+    rho: float
+    tol: float  # zero tolerance of the messages' byte counts
+
+
+class SFedHPModels(NamedTuple):
+    """The models :func:`sfedhp_round` writes (a cohort's: each stacked by member first)."""
+
+    thetas: np.ndarray  # (n_clients, *shape)
+    w_e: np.ndarray  # (n_edges, *shape)
+    phi_e: np.ndarray  # (n_edges, *shape)
+    phi_c: np.ndarray  # (n_clients, *shape)
+    edge_bytes: np.ndarray  # int64 (n_edges, 2): bytes up, bytes down
+
+
+class PFedMeConstants(NamedTuple):
+    """The constants of :func:`pfedme_round`: the first three the run's, the rest a run's
+    floats, or arrays (C,) for :func:`pfedme_cohort_round`."""
+
+    local_rounds: int
+    steps: int  # proximal steps per local round, on one minibatch
+    batch: int
+    eta: float  # the local model's step
+    eta_inner: float  # the proximal step
+    lam: float
+
+
+class PFedMeModels(NamedTuple):
+    """The models :func:`pfedme_round` writes (a cohort's: each stacked by member first)."""
+
+    thetas: np.ndarray  # (n_clients, *shape): the personalised models
+    w_c: np.ndarray  # (n_clients, *shape): the local models
+
+
+class HierFAVGConstants(NamedTuple):
+    """The constants of :func:`hierfavg_round`: the first four the run's, ``stepsize`` a
+    run's float, or an array (C,) for :func:`hierfavg_cohort_round`."""
+
+    p: np.ndarray  # the clients' weights (n_clients,)
+    edge_rounds: int
+    steps: int  # SGD steps per edge round, a fresh minibatch each
+    batch: int
+    stepsize: float
+
+
+class HierFAVGModels(NamedTuple):
+    """The models :func:`hierfavg_round` writes (a cohort's: each stacked by member first)."""
+
+    thetas: np.ndarray  # (n_clients, *shape)
+    w_e: np.ndarray  # (n_edges, *shape)
+    edge_bytes: np.ndarray  # int64 (n_edges, 2): bytes up (and 0)
 
 
 @njit(cache=True)
@@ -51,76 +122,26 @@ def _message_bytes(V, tol):
 
 
 @njit(cache=True)
-def _prox_on_rows(
-    X,
-    y,
-    rows,
-    T,
-    anchor,
-    steps,
-    stepsize,
-    weight,
-    gamma,
-    rho,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    G,
-    s,
-    wt,
-):
+def _prox_on_rows(X, y, rows, T, anchor, steps, stepsize, weight, gamma, rho, model, G, s, wt):
     """``steps`` proximal steps of ``T`` on the minibatch ``rows`` (a client's inner solve)."""
     for _ in range(steps):
-        model_grad(X, y, rows, T, G, network, sizes, bias, act, loss, l2, s, wt)
+        model_grad(X, y, rows, T, G, model, s, wt)
         for r in range(T.shape[0]):
             apply_prox(T[r], G[r], anchor[r], stepsize, weight, gamma, rho)
 
 
 # Every kernel below is a cohort's: members ``members`` of a stack of runs with the same data,
 # seed and structure, member ``m`` with its own models (index ``m`` of every stacked array) and
-# its own constants (``eta1[m]``, ...). A client's minibatch is drawn once from the one ``perm``
-# and ``rng`` the members share (equal seeds draw equal rows) and its rows are read from memory
-# once, from cache for the other members; each member's arithmetic is that of a cohort of one,
-# in the same order, so its bits do not depend on its cohort. Members not listed are left as
+# its own constants (``eta1[m]``, ...: the per-member fields of the constants' named tuple). A
+# client's minibatch is drawn once from the one ``perm`` and ``rng`` the members share (equal
+# seeds draw equal rows) and its rows are read from memory once, from cache for the other
+# members; each member's arithmetic is that of a cohort of one, in the same order, so its bits
+# do not depend on its cohort. Members not listed are left as
 # they are. The solo kernels (sfedhp_round, ...) are cohorts of one.
 
 
 @njit(cache=True)
-def sfedhp_round(
-    X,
-    y,
-    ptr,
-    w,
-    thetas,
-    w_e,
-    phi_e,
-    phi_c,
-    edge_rounds,
-    steps,
-    batch,
-    eta1,
-    eta2,
-    lam1,
-    lam2,
-    gamma1,
-    gamma2,
-    rho,
-    per_client,
-    tol,
-    perm,
-    rng,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
-    edge_bytes,
-):
+def sfedhp_round(X, y, ptr, w, models, perm, rng, constants, model, work):
     """One global round of every edge of sFedHP (spec seed-002 §2.3), edges in parallel: a
     cohort of one of :func:`sfedhp_cohort_round`.
 
@@ -130,82 +151,58 @@ def sfedhp_round(
     step ``eta2``, weight ``lam1`` and smooth-l1 weight ``gamma1``; phi_c[u] = (lam1 theta_u +
     lam2 w_e) / (lam1 + lam2); phi_e = mean of the edge's phi_c; w_e -= eta1 (lam2 (w_e -
     phi_e) + gamma2 tanh(w_e / rho)). ``edge_bytes[e]`` = (bytes up, bytes down) of the edge's
-    client link (thetas up, anchors down, at zero tolerance ``tol``). ``work`` = (G, S, X0, A,
-    D, E), one row per thread: gradient (n_threads, *w.shape), softmax scratch and the
-    MLP work space (see :func:`fedsparse.kernels.mlp_thread_work`).
+    client link (thetas up, anchors down, at zero tolerance ``tol``).
+
+    Parameters
+    ----------
+    X, y, ptr : the data and the clients' row bounds
+    w : (*shape) the global model
+    models : :class:`SFedHPModels`, written
+    perm, rng : the per-client row permutations and random states, advanced
+    constants : :class:`SFedHPConstants` of floats
+    model : :class:`fedsparse.kernels.prox.StepModel`
+    work : (G, S, X0, A, D, E), one row per thread: gradient (n_threads, *w.shape), softmax
+        scratch and the MLP work space (see :func:`fedsparse.kernels.mlp_thread_work`)
     """
+    c, o = constants, models
     sfedhp_cohort_round(
         X,
         y,
         ptr,
         w[None],
-        thetas[None],
-        w_e[None],
-        phi_e[None],
-        phi_c[None],
+        SFedHPModels(o.thetas[None], o.w_e[None], o.phi_e[None], o.phi_c[None], o.edge_bytes[None]),
         np.zeros(1, np.int64),
-        edge_rounds,
-        steps,
-        batch,
-        np.full(1, eta1),
-        np.full(1, eta2),
-        np.full(1, lam1),
-        np.full(1, lam2),
-        np.full(1, gamma1),
-        np.full(1, gamma2),
-        np.full(1, rho),
-        per_client,
-        np.full(1, tol),
         perm,
         rng,
-        network,
-        sizes,
-        bias,
-        act,
-        loss,
-        l2,
+        SFedHPConstants(
+            c.edge_rounds,
+            c.steps,
+            c.batch,
+            c.per_client,
+            np.full(1, c.eta1),
+            np.full(1, c.eta2),
+            np.full(1, c.lam1),
+            np.full(1, c.lam2),
+            np.full(1, c.gamma1),
+            np.full(1, c.gamma2),
+            np.full(1, c.rho),
+            np.full(1, c.tol),
+        ),
+        model,
         work,
-        edge_bytes[None],
     )
 
 
 @njit(parallel=True, cache=True)
-def sfedhp_cohort_round(
-    X,
-    y,
-    ptr,
-    ws,
-    thetas,
-    w_e,
-    phi_e,
-    phi_c,
-    members,
-    edge_rounds,
-    steps,
-    batch,
-    eta1,
-    eta2,
-    lam1,
-    lam2,
-    gamma1,
-    gamma2,
-    rho,
-    per_client,
-    tol,
-    perm,
-    rng,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
-    edge_bytes,
-):
-    """:func:`sfedhp_round` of a cohort's ``members`` (see above): ``ws`` (C, *shape),
-    ``thetas`` and ``phi_c`` (C, n_clients, *shape), ``w_e`` and ``phi_e`` (C, n_edges,
-    *shape), ``edge_bytes`` (C, n_edges, 2); the constants but ``per_client`` are (C,)."""
+def sfedhp_cohort_round(X, y, ptr, ws, models, members, perm, rng, constants, model, work):
+    """:func:`sfedhp_round` of a cohort's ``members`` (see above): ``ws`` (C, *shape), the
+    :class:`SFedHPModels` ``models`` stacked by member (``thetas`` and ``phi_c`` (C, n_clients,
+    *shape), ``w_e`` and ``phi_e`` (C, n_edges, *shape), ``edge_bytes`` (C, n_edges, 2)); the
+    per-member :class:`SFedHPConstants` are arrays (C,)."""
+    thetas, w_e, phi_e, phi_c, edge_bytes = models
+    edge_rounds, steps, batch, per_client, eta1, eta2, lam1, lam2, gamma1, gamma2, rho, tol = (
+        constants
+    )
     C, n_edges = w_e.shape[0], w_e.shape[1]
     J = thetas.shape[1] // n_edges
     G, S, X0, A, D, E = work
@@ -239,12 +236,7 @@ def sfedhp_cohort_round(
                         lam1[m],
                         gamma1[m],
                         rho[m],
-                        network,
-                        sizes,
-                        bias,
-                        act,
-                        loss,
-                        l2,
+                        model,
                         G[t],
                         S[t],
                         wt,
@@ -294,86 +286,42 @@ def _edge_step(thetas, We, Pe, phi_c, first, J, c, eta1, lam1, lam2, gamma2, rho
 
 
 @njit(cache=True)
-def pfedme_round(
-    X,
-    y,
-    ptr,
-    w,
-    thetas,
-    w_c,
-    local_rounds,
-    steps,
-    batch,
-    eta,
-    eta_inner,
-    lam,
-    perm,
-    rng,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
-):
+def pfedme_round(X, y, ptr, w, models, perm, rng, constants, model, work):
     """One global round of every pFedMe client, clients in parallel: theta = w_c[u] = w, then
     ``local_rounds`` times ``steps`` proximal steps (step ``eta_inner``, weight ``lam``) on one
-    minibatch anchored at w_c[u], and w_c[u] -= eta lam (w_c[u] - theta). ``work`` as in
-    :func:`sfedhp_round`. A cohort of one of :func:`pfedme_cohort_round`."""
+    minibatch anchored at w_c[u], and w_c[u] -= eta lam (w_c[u] - theta). ``constants``: a
+    :class:`PFedMeConstants` of floats, ``models`` a :class:`PFedMeModels` (written); the
+    rest as in :func:`sfedhp_round`. A cohort of one of :func:`pfedme_cohort_round`."""
+    c = constants
     pfedme_cohort_round(
         X,
         y,
         ptr,
         w[None],
-        thetas[None],
-        w_c[None],
+        PFedMeModels(models.thetas[None], models.w_c[None]),
         np.zeros(1, np.int64),
-        local_rounds,
-        steps,
-        batch,
-        np.full(1, eta),
-        np.full(1, eta_inner),
-        np.full(1, lam),
         perm,
         rng,
-        network,
-        sizes,
-        bias,
-        act,
-        loss,
-        l2,
+        PFedMeConstants(
+            c.local_rounds,
+            c.steps,
+            c.batch,
+            np.full(1, c.eta),
+            np.full(1, c.eta_inner),
+            np.full(1, c.lam),
+        ),
+        model,
         work,
     )
 
 
 @njit(parallel=True, cache=True)
-def pfedme_cohort_round(
-    X,
-    y,
-    ptr,
-    ws,
-    thetas,
-    w_c,
-    members,
-    local_rounds,
-    steps,
-    batch,
-    eta,
-    eta_inner,
-    lam,
-    perm,
-    rng,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
-):
-    """:func:`pfedme_round` of a cohort's ``members``: ``ws`` (C, *shape), ``thetas`` and
-    ``w_c`` (C, n_clients, *shape), ``eta``, ``eta_inner``, ``lam`` (C,)."""
+def pfedme_cohort_round(X, y, ptr, ws, models, members, perm, rng, constants, model, work):
+    """:func:`pfedme_round` of a cohort's ``members``: ``ws`` (C, *shape), the
+    :class:`PFedMeModels` ``thetas`` and ``w_c`` (C, n_clients, *shape); the per-member
+    :class:`PFedMeConstants` are arrays (C,)."""
+    thetas, w_c = models
+    local_rounds, steps, batch, eta, eta_inner, lam = constants
     G, S, X0, A, D, E = work
     c = ws.shape[1]
     for u in prange(thetas.shape[1]):
@@ -398,12 +346,7 @@ def pfedme_cohort_round(
                     lam[m],
                     0.0,
                     1.0,
-                    network,
-                    sizes,
-                    bias,
-                    act,
-                    loss,
-                    l2,
+                    model,
                     G[t],
                     S[t],
                     wt,
@@ -416,88 +359,38 @@ def pfedme_cohort_round(
 
 
 @njit(cache=True)
-def hierfavg_round(
-    X,
-    y,
-    ptr,
-    w,
-    thetas,
-    w_e,
-    p,
-    edge_rounds,
-    steps,
-    batch,
-    stepsize,
-    perm,
-    rng,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
-    edge_bytes,
-):
+def hierfavg_round(X, y, ptr, w, models, perm, rng, constants, model, work):
     """One global round of every HierFAVG edge, edges in parallel: w_e = w, then
     ``edge_rounds`` times every client u of the edge runs ``steps`` SGD steps from w_e (a fresh
     minibatch each) and w_e = sum_u p_u theta_u / sum_u p_u. ``edge_bytes[e, 0]``: the bytes
-    the edge's clients sent up (exact zeros free). ``work`` as in :func:`sfedhp_round`. A
-    cohort of one of :func:`hierfavg_cohort_round`."""
+    the edge's clients sent up (exact zeros free). ``constants``: a
+    :class:`HierFAVGConstants` with a float ``stepsize``, ``models`` a
+    :class:`HierFAVGModels` (written); the rest as in :func:`sfedhp_round`.
+    A cohort of one of :func:`hierfavg_cohort_round`."""
+    c = constants
     hierfavg_cohort_round(
         X,
         y,
         ptr,
         w[None],
-        thetas[None],
-        w_e[None],
+        HierFAVGModels(models.thetas[None], models.w_e[None], models.edge_bytes[None]),
         np.zeros(1, np.int64),
-        p,
-        edge_rounds,
-        steps,
-        batch,
-        np.full(1, stepsize),
         perm,
         rng,
-        network,
-        sizes,
-        bias,
-        act,
-        loss,
-        l2,
+        HierFAVGConstants(c.p, c.edge_rounds, c.steps, c.batch, np.full(1, c.stepsize)),
+        model,
         work,
-        edge_bytes[None],
     )
 
 
 @njit(parallel=True, cache=True)
-def hierfavg_cohort_round(
-    X,
-    y,
-    ptr,
-    ws,
-    thetas,
-    w_e,
-    members,
-    p,
-    edge_rounds,
-    steps,
-    batch,
-    stepsize,
-    perm,
-    rng,
-    network,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    work,
-    edge_bytes,
-):
-    """:func:`hierfavg_round` of a cohort's ``members``: ``ws`` (C, *shape), ``thetas`` (C,
-    n_clients, *shape), ``w_e`` (C, n_edges, *shape), ``stepsize`` (C,), ``edge_bytes`` (C,
-    n_edges, 2)."""
+def hierfavg_cohort_round(X, y, ptr, ws, models, members, perm, rng, constants, model, work):
+    """:func:`hierfavg_round` of a cohort's ``members``: ``ws`` (C, *shape), the
+    :class:`HierFAVGModels` ``thetas`` (C, n_clients, *shape), ``w_e`` (C, n_edges, *shape)
+    and ``edge_bytes`` (C, n_edges, 2); the :class:`HierFAVGConstants`' ``stepsize`` is an
+    array (C,)."""
+    thetas, w_e, edge_bytes = models
+    p, edge_rounds, steps, batch, stepsize = constants
     C, n_edges = w_e.shape[0], w_e.shape[1]
     J = thetas.shape[1] // n_edges
     G, S, X0, A, D, E = work
@@ -524,9 +417,7 @@ def hierfavg_cohort_round(
                     rows = perm[lo : lo + b]
                     for m in members:
                         T = thetas[m, u]
-                        model_grad(
-                            X, y, rows, T, G[t], network, sizes, bias, act, loss, l2, S[t], wt
-                        )
+                        model_grad(X, y, rows, T, G[t], model, S[t], wt)
                         step = stepsize[m]
                         for r in range(c):
                             th, g = T[r], G[t][r]

@@ -275,7 +275,7 @@ class _ClientStack(MemberStack):
             first.perm,
             first.rng,
             first.batch,
-            *problem.kernel_model,
+            problem.kernel_model,
             self.G,
             self.losses,
             first.work,

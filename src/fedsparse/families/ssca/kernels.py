@@ -17,9 +17,7 @@ from ...kernels.rng import draw_minibatch
 
 
 @njit(cache=True)
-def client_batch_grads(
-    X, y, ptr, theta, perm, rng, batch, sizes, bias, act, loss, l2, G, losses, work
-):
+def client_batch_grads(X, y, ptr, theta, perm, rng, batch, model, G, losses, work):
     """Mean loss (plus ridge) and its gradient of every client on a fresh minibatch: a cohort
     of one of :func:`client_batch_grads_cohort`, whose bits it gives.
 
@@ -35,6 +33,8 @@ def client_batch_grads(
         Output: client ``i``'s mean gradient, ``l2 * theta`` included.
     losses : array, shape (n_clients,)
         Output: client ``i``'s mean loss, ``l2/2 ||theta||^2`` included.
+    model : the network and loss, a :class:`fedsparse.problem.KernelModel` (``sizes, bias,
+        activation_code, loss_code, l2``; ``Problem.kernel_model``)
     work : tuple from :func:`fedsparse.kernels.mlp_thread_work`
     Other parameters as in :func:`fedsparse.kernels.mlp_local_sgd_round`.
     """
@@ -47,11 +47,7 @@ def client_batch_grads(
         perm,
         rng,
         batch,
-        sizes,
-        bias,
-        act,
-        loss,
-        l2,
+        model,
         G[None],
         losses[None],
         work,
@@ -59,9 +55,7 @@ def client_batch_grads(
 
 
 @njit(parallel=True, cache=True)
-def client_batch_grads_cohort(
-    X, y, ptr, thetas, members, perm, rng, batch, sizes, bias, act, loss, l2, G, losses, work
-):
+def client_batch_grads_cohort(X, y, ptr, thetas, members, perm, rng, batch, model, G, losses, work):
     """:func:`client_batch_grads` of the ``members`` of a cohort at once: runs with the same
     data, seed and batch size, member ``m`` at its own parameters ``thetas[m]`` into ``G[m]``
     and ``losses[m]``. A client's minibatch is drawn once (from the one ``perm`` and ``rng``
@@ -72,6 +66,7 @@ def client_batch_grads_cohort(
     thetas : (C, n_params); members : int64 array, the members computing (the others are left
     as they are); G : (C, n_clients, n_params); losses : (C, n_clients).
     """
+    sizes, bias, act, loss, l2 = model
     n_clients = ptr.shape[0] - 1
     X0, A, D, E = work[0], work[1], work[2], work[3]
     for i in prange(n_clients):
