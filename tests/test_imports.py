@@ -94,7 +94,7 @@ def test_no_import_cycles():
     g = graph()
     assert g["fedsparse.sweep"] and g["fedsparse.tune"]  # the graph is really built
     # deferred imports are edges too (fedsparse.lazy)
-    assert "fedsparse.experiment" in g["fedsparse"]
+    assert "fedsparse.training.experiment" in g["fedsparse"]
     assert "fedsparse.kernels" in g["fedsparse.families.fedavg.algorithms"]
     assert cycles(g) == []
 
@@ -120,8 +120,8 @@ def test_reading_the_plan_imports_no_kernels(tmp_path):
     import yaml
 
     from fedsparse.layout import Layout
-    from fedsparse.plan_file import write_plan_file
     from fedsparse.sweep import plan_sweep
+    from fedsparse.sweep.plan_file import write_plan_file
 
     root = Path(__file__).resolve().parents[1]
     sweep = yaml.safe_load((root / "config/quick.yaml").read_text())
@@ -130,16 +130,17 @@ def test_reading_the_plan_imports_no_kernels(tmp_path):
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
     code = f"""
 import sys, yaml
-from fedsparse.progress import sweep_progress
+from fedsparse.pipeline.progress import sweep_progress
 from fedsparse.layout import Layout
-from fedsparse.plan_file import plan_from_file
+from fedsparse.sweep.plan_file import plan_from_file
 sweep = yaml.safe_load(open({str(tmp_path / "sweep.yaml")!r}))
 plan = plan_from_file(Layout({str(tmp_path)!r}).plan_file, sweep)
 shard = list(plan.shards)[-1]
 assert plan.shard_dataset(shard) and [r.run_id for r in plan.shards[shard]]
 assert plan.shard_priority(shard) > 0 and plan.shard_resources(shard, "no-data")["runtime"] > 0
 sweep_progress(plan, sweep, {str(tmp_path)!r}, print)
-heavy = ("numba", "scipy", "fedsparse.algorithms", "fedsparse.kernels", "fedsparse.experiment")
+heavy = ("numba", "scipy", "fedsparse.algorithms", "fedsparse.kernels")
+heavy += ("fedsparse.training.experiment",)
 print(" ".join(m for m in heavy if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -166,7 +167,8 @@ def test_a_family_imports_only_the_layers_below_it():
         "fedsparse.families",
         "fedsparse.kernels",
         "fedsparse.lazy",
-        "fedsparse.problem",
+        "fedsparse.objective",  # the package: light, imports none of its modules
+        "fedsparse.objective.problem",
     }
     g = graph()
     families = [m for m in g if m.startswith("fedsparse.families.") and m.count(".") == 2]
@@ -215,10 +217,10 @@ def test_the_results_schema_imports_no_kernels():
 
     code = """
 import sys
-import fedsparse.results as r
+import fedsparse.results.schema as r
 from fedsparse.algorithms import ALGORITHMS
 assert r.RUNS_SCHEMA and r.TRACE_SCHEMA and len(ALGORITHMS) > 10
-heavy = ("numba", "scipy", "fedsparse.kernels", "fedsparse.problem")
+heavy = ("numba", "scipy", "fedsparse.kernels", "fedsparse.objective.problem")
 print(" ".join(m for m in heavy if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,10 +11,10 @@ from scipy.special import expit, logsumexp
 
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.data import FederatedData
-from fedsparse.experiment import run_trace
 from fedsparse.families.hard_thresholding.algorithms import FedHT
-from fedsparse.model import Network
-from fedsparse.problem import Problem
+from fedsparse.objective.model import Network
+from fedsparse.objective.problem import Problem
+from fedsparse.training.experiment import run_trace
 
 ACT = {
     "relu": (lambda z: np.maximum(z, 0.0), lambda z: (z > 0).astype(float)),
@@ -288,7 +288,7 @@ def test_trace_has_personalised_and_train_loss_columns(monkeypatch):
     monkeypatch.setitem(ALGORITHMS, _PersonalFedHT.name, _PersonalFedHT)
     data = with_client_tests(make_data("softmax", d=9, seed=3))
     model = {"loss": "softmax", "l2": 1e-3, "weights": "uniform", **MODELS[0]}
-    from fedsparse.config import normalize_run_config
+    from fedsparse.training.config import normalize_run_config
 
     base = {
         "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
@@ -354,8 +354,8 @@ def test_per_layer_threshold_equals_pseudo_code(name, sparse):
 
 
 def test_threshold_default_stays_out_of_the_run_config():
-    from fedsparse.config import normalize_run_config, run_id
     from fedsparse.errors import ConfigError
+    from fedsparse.training.config import normalize_run_config, run_id
 
     base = {
         "dataset": {"kind": "synthetic", "dim": 20, "support": 4},

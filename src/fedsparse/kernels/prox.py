@@ -14,7 +14,7 @@ thread count. ``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``.
 One kernel for every model: a linear model's parameters are (n_outputs, n_features), a
 network's (1, n_params), and ``network`` picks the gradient (:func:`model_grad`). The
 model arguments ``network, sizes, bias, act, loss, l2`` are
-:attr:`fedsparse.problem.Problem.step_model`; the work space is :func:`step_work`'s.
+:attr:`fedsparse.objective.problem.Problem.step_model`; the work space is :func:`step_work`'s.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from .errors import DataError, one_line
-from .results import RUNS_SCHEMA, TRACE_SCHEMA
+from ..errors import DataError, one_line
+from .schema import RUNS_SCHEMA, TRACE_SCHEMA
 
 PARTITION_COLUMNS = ("dataset", "algorithm")
 PARTITIONING = pads.partitioning(

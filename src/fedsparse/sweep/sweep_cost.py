@@ -1,6 +1,6 @@
 """What a planned sweep will cost: core-hours, wall time, memory and disk, before it runs.
 
-:func:`sweep_cost` sums the cost model (:mod:`fedsparse.cost`) over a plan's shard jobs at a
+:func:`sweep_cost` sums the cost model (:mod:`fedsparse.sweep.cost`) over a plan's shard jobs at a
 machine's rates; ``fedsparse check`` prints it (:func:`describe`) or its JSON form. The
 numbers are the run jobs' (data builds, aggregation and the report are minutes at most).
 """
@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..wording import counted
 from .cost import (
     DataShape,
     job_memory_bytes,
@@ -21,7 +22,6 @@ from .cost import (
     run_seconds,
 )
 from .machine import Rates
-from .wording import counted
 
 DAY_S = 86_400.0
 DEFAULT_NODE_CORES = 32
@@ -97,7 +97,7 @@ class SweepCost:
 def sweep_cost(plan: Any, rates: Rates, results_dir: str | None = None) -> SweepCost:
     """The estimated cost of ``plan``'s shard jobs (or its Optuna studies' trials) at
     ``rates``; a data set already built under ``results_dir`` is sized from its folder."""
-    from .layout import Layout
+    from ..layout import Layout
 
     layout = Layout(results_dir) if results_dir else None
     shapes: dict[str, DataShape | None] = {}
@@ -227,7 +227,7 @@ def cost_rows(config_files: list[str], rates: Rates) -> list[str]:
     and its longest job (docs/reproducing.md keeps the table of the papers' configs)."""
     import yaml
 
-    from .sweep import plan_sweep
+    from .plan import plan_sweep
 
     rows = []
     for path in config_files:
