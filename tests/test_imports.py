@@ -1,4 +1,5 @@
-"""The package's import graph: no cycles, and no module imports another's private names."""
+"""The package's import graph: no cycles, no module imports another's private names, and each
+layer imports only the layers below it (LAYERS; the families have tests of their own)."""
 
 from __future__ import annotations
 
@@ -108,6 +109,56 @@ def test_no_module_imports_private_names_of_another():
         if name and name.startswith("_") and not name.startswith("__") and target != m
     }
     assert private == set()
+
+
+# The package's layers, lowest first (docs/architecture.md draws them): a module imports only
+# modules of its own layer and of the layers before it. An entry names a module and everything
+# under it; the most specific entry decides, and ``<package>.__init__`` names a package's own
+# module alone. The families are the tests' below: they are loaded through the registry only,
+# and a family's page stands above the report.
+LAYERS = (
+    ("base", "errors values atomic defaults layout lazy wording plugins threads work"),
+    ("kernels", "kernels"),
+    ("data", "data"),
+    ("the objective", "objective"),
+    ("algorithms", "algorithms"),
+    ("results", "results"),
+    ("reading results", "query"),
+    ("one run", "training"),
+    # an Optuna study is planned with the sweep: tune.studies (and the package, which exports it)
+    ("the sweep", "sweep tune.__init__ tune.studies"),
+    ("the workflow's jobs", "pipeline"),
+    ("Optuna studies", "tune"),
+    ("report", "report"),
+    ("front door", "__init__ __main__ cli"),
+)
+RANK = {entry: rank for rank, (_, entries) in enumerate(LAYERS) for entry in entries.split()}
+
+
+def layer(module: str, packages: set[str]) -> int | None:
+    """The rank in LAYERS of ``module`` (a full dotted name), None if no entry covers it."""
+    parts = module.split(".")[1:]
+    if module in packages and ".".join([*parts, "__init__"]) in RANK:
+        return RANK[".".join([*parts, "__init__"])]
+    for k in range(len(parts), 0, -1):
+        if ".".join(parts[:k]) in RANK:
+            return RANK[".".join(parts[:k])]
+    return None
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    known = modules()
+    packages = {m for m, path in known.items() if path.name == "__init__.py"}
+    g = graph()
+    ours = [m for m in g if not m.startswith("fedsparse.families")]
+    assert [m for m in ours if layer(m, packages) is None] == []  # every module has its layer
+    upward = {
+        (m, d)
+        for m in ours
+        for d in g[m]
+        if not d.startswith("fedsparse.families") and layer(d, packages) > layer(m, packages)
+    }
+    assert upward == set()
 
 
 def test_reading_the_plan_imports_no_kernels(tmp_path):
