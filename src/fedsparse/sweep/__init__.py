@@ -7,9 +7,9 @@ The modules: :mod:`.plan` (the planner: :func:`plan_sweep`, :class:`Plan`, :clas
 work) at :mod:`.machine`'s rates, :mod:`.sweep_cost` (a planned sweep's total) and
 :mod:`.cost_learning` (shard time limits that learn from finished runs).
 
-The planner's names load on first use, so a module of this package (the plan file, the cost
-model) imports without the planner; none of them loads a kernel: a cluster job's own
-Snakemake reads the plan file and sizes its job with them.
+The planner's names load on first use, so importing another module of this package (the cost
+model, a machine's rates) does not import the planner. None of them loads a kernel at import:
+a cluster job's own Snakemake reads the plan file and sizes its job with them.
 """
 
 from __future__ import annotations
