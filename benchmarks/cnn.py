@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
 
 from fedsparse import kernels as K  # noqa: E402
-from fedsparse.model import Network, normalize  # noqa: E402
-from fedsparse.problem import one_blas_thread  # noqa: E402
+from fedsparse.objective.model import Network, normalize  # noqa: E402
+from fedsparse.objective.problem import one_blas_thread  # noqa: E402
 
 
 def best_time(fn, seconds: float, min_reps: int = 2, warm: bool = True) -> float:

@@ -5,8 +5,8 @@
 
 For each algorithm that fuses its step size, on Simulation I and II's shapes, C runs differing
 only in their step size (C = 1, 5, 15, 45) are computed as one cohort
-(fedsparse.experiment.run_cohort) and one after another alone (run_result), interleaved, the
-same data in memory; per-member wall seconds of each and their ratio. Then the issue's network
+(fedsparse.training.experiment.run_cohort) and one after another alone (run_result), interleaved,
+the same data in memory; per-member wall seconds of each and their ratio. Then the issue's network
 case: FedAvg on an MLP 784-100-10 over the real Fashion-MNIST (Debian's dataset-fashion-mnist;
 skipped without it), whose cohort computes its members one after another. Every cohort's traces
 are checked equal to the runs' alone (elapsed_s aside) before a figure is printed.
@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fedsparse.config import normalize_run_config  # noqa: E402
-from fedsparse.experiment import load_dataset, run_cohort, run_result  # noqa: E402
+from fedsparse.training.config import normalize_run_config  # noqa: E402
+from fedsparse.training.experiment import load_dataset, run_cohort, run_result  # noqa: E402
 
 SIZES = (1, 5, 15, 45)
 ROUNDS = 20  # evaluated every round, as the default sweep does

@@ -8,8 +8,8 @@
 Each case is a run config; the benchmark loads its data once, runs it once for a couple of
 rounds (kernels compiled or loaded from numba's cache, buffers warmed), then at ``rounds``
 and measures the process's CPU time (every thread's) of that run. The estimate is
-:func:`fedsparse.cost.run_seconds` for the same config on the loaded data's shape at this
-machine's rates (:func:`fedsparse.machine.host_rates`). Printed: each case's measured and
+:func:`fedsparse.sweep.cost.run_seconds` for the same config on the loaded data's shape at this
+machine's rates (:func:`fedsparse.sweep.machine.host_rates`). Printed: each case's measured and
 estimated core-seconds and their ratio; the model is meant to be within a factor 1.5 for
 linear models and 2 for networks. ``--json FILE`` keeps the rows.
 
@@ -181,7 +181,7 @@ def shape_of(data):
     """The cost model's view of a loaded data set."""
     import scipy.sparse as sp
 
-    from fedsparse.cost import DataShape
+    from fedsparse.sweep.cost import DataShape
 
     X = data.X
     sparse = sp.issparse(X)
@@ -192,9 +192,9 @@ def shape_of(data):
 
 
 def measure(spec: dict, rates) -> dict:
-    from fedsparse.config import normalize_run_config
-    from fedsparse.cost import run_seconds
-    from fedsparse.experiment import load_dataset, run_result
+    from fedsparse.sweep.cost import run_seconds
+    from fedsparse.training.config import normalize_run_config
+    from fedsparse.training.experiment import load_dataset, run_result
 
     cfg = normalize_run_config(spec["config"])
     data = load_dataset(cfg["dataset"], cfg["model"]["loss"], cfg["partition"])
@@ -223,8 +223,8 @@ def finished_sweep(results: Path, configs: list[Path], rates) -> list[dict]:
     Snakemake's benchmark file recorded for it (start-up, runs and their writing)."""
     import yaml
 
-    from fedsparse.cost import known_shape, shard_seconds
     from fedsparse.sweep import plan_sweep
+    from fedsparse.sweep.cost import known_shape, shard_seconds
 
     def merge(into: dict, update: dict) -> None:  # as snakemake --configfile A B merges them
         for key, value in update.items():
@@ -290,8 +290,8 @@ def main() -> None:
     )
     parser.add_argument("--configfile", type=Path, nargs="+", default=[])
     args = parser.parse_args()
-    from fedsparse.machine import host_rates
-    from fedsparse.problem import one_blas_thread
+    from fedsparse.objective.problem import one_blas_thread
+    from fedsparse.sweep.machine import host_rates
 
     if args.results:
         rows = finished_sweep(args.results, args.configfile, host_rates())

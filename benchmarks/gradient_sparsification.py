@@ -28,7 +28,7 @@ from mlp import best_time  # noqa: E402
 
 from fedsparse.algorithms import ALGORITHMS  # noqa: E402
 from fedsparse.data import FederatedData  # noqa: E402
-from fedsparse.problem import Problem  # noqa: E402
+from fedsparse.objective.problem import Problem  # noqa: E402
 
 CLIENTS, ROWS, FEATURES, CLASSES, BATCH, K_ELEMENTS = 156, 220, 784, 62, 32, 1000
 METHODS = ("fabtopk", "fubtopk", "utopk", "periodick", "sendall")

@@ -58,7 +58,7 @@ def best_time(fn, seconds: float, min_reps: int = 3) -> float:
 
 def float32_sizes(arch):
     """The kernels' ``sizes`` of a relu MLP with bias in float32 (a layer table)."""
-    from fedsparse.model import Network, normalize
+    from fedsparse.objective.model import Network, normalize
 
     model = normalize({"kind": "mlp", "hidden": list(arch[1:-1]), "dtype": "float32"})
     return Network.from_config(model, arch[0], arch[-1]).kernel_sizes()

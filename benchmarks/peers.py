@@ -79,9 +79,9 @@ def export_case(cfg: dict, dest: Path) -> None:
     """The case's clients, test set and initial model as one .npz the peers read."""
     import numpy as np
 
-    from fedsparse.config import normalize_run_config
-    from fedsparse.experiment import load_dataset
-    from fedsparse.problem import Problem
+    from fedsparse.objective.problem import Problem
+    from fedsparse.training.config import normalize_run_config
+    from fedsparse.training.experiment import load_dataset
 
     cfg = normalize_run_config(cfg)
     data = load_dataset(cfg["dataset"], cfg["model"]["loss"], cfg["partition"])

@@ -35,20 +35,20 @@ PHASES = """
 import json, sys, tempfile, time
 t0 = time.perf_counter(), time.process_time()
 import yaml
-import fedsparse.checks
+import fedsparse.sweep.checks
 from fedsparse.layout import Layout
-from fedsparse.plan_file import write_plan_file
+from fedsparse.sweep.plan_file import write_plan_file
 from fedsparse.sweep import plan_checked
 cfg = yaml.safe_load(open(sys.argv[1]))
 marks = [("start", t0)]
 def mark(name):
     marks.append((name, (time.perf_counter(), time.process_time())))
 mark("imports")
-check_plan = fedsparse.checks.check_plan
+check_plan = fedsparse.sweep.checks.check_plan
 def timed_check_plan(plan, sweep):  # plan_checked's second phase: its end is plan_sweep's
     mark("plan_sweep")
     check_plan(plan, sweep)
-fedsparse.checks.check_plan = timed_check_plan
+fedsparse.sweep.checks.check_plan = timed_check_plan
 plan = plan_checked(cfg)
 mark("check_plan")
 with tempfile.TemporaryDirectory() as tmp:

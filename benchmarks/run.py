@@ -57,7 +57,7 @@ from fedsparse import kernels as K  # noqa: E402
 from fedsparse.algorithms import ALGORITHMS, registry  # noqa: E402
 from fedsparse.data import FederatedData, simulation  # noqa: E402
 from fedsparse.kernels.rows import prefetch_csr_row  # noqa: E402
-from fedsparse.problem import Problem  # noqa: E402
+from fedsparse.objective.problem import Problem  # noqa: E402
 
 GiB = 1 << 30
 
@@ -337,7 +337,7 @@ def bench_jit() -> dict:
             subprocess.run([sys.executable, "-c", code], env=env, check=True)
             return time.perf_counter() - t
 
-        imports = min(proc("import fedsparse, fedsparse.experiment") for _ in range(3))
+        imports = min(proc("import fedsparse, fedsparse.training.experiment") for _ in range(3))
         cold = proc(TINY_RUN)
         warm = min(proc(TINY_RUN) for _ in range(3))
     out = {

@@ -87,7 +87,7 @@ def synthesise_results(cfg: dict, folder: Path, every: int = 1) -> tuple[int, in
     200-round trace's values with the objective scaled per run; then aggregated by
     ``fedsparse``'s own step (measured by the caller). Returns (runs, trace rows) written."""
     import fedsparse
-    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
+    from fedsparse.results.schema import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
     from fedsparse.sweep import plan_sweep
 
     base = fedsparse.run(
@@ -163,10 +163,10 @@ def replicate_results(
     onwards. Written by fedsparse's own aggregate writer; returns (runs, trace rows) written."""
     import pyarrow.compute as pc
 
-    from fedsparse.aggregate import write_traces_dataset
     from fedsparse.layout import Layout
     from fedsparse.query.read import read_results
-    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
+    from fedsparse.results.aggregate import write_traces_dataset
+    from fedsparse.results.schema import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
 
     runs = read_results([source], "SELECT * FROM runs ORDER BY run_id").cast(RUNS_SCHEMA)
     traces = read_results(
@@ -196,7 +196,7 @@ def replicate_results(
 AGGREGATE = """
 import json, sys
 from pathlib import Path
-from fedsparse import aggregate as a
+from fedsparse.results import aggregate as a
 folder, every = Path(sys.argv[1]), int(sys.argv[2])
 names = json.loads((folder / "shards.json").read_text())
 traces = [folder / f"shards/{n}.parquet" for n in names]
@@ -212,7 +212,7 @@ else:  # the aggregate rule's steps, the trace files K times over (their runs wo
 PLAN = """
 import sys, yaml
 from fedsparse.layout import Layout
-from fedsparse.plan_file import write_plan_file
+from fedsparse.sweep.plan_file import write_plan_file
 from fedsparse.sweep import plan_checked
 cfg = yaml.safe_load(open(sys.argv[1]))
 plan = plan_checked(cfg)
@@ -238,8 +238,8 @@ print(json.dumps([len(plan.runs), len(names), name, plan.shard_digest(name)]))
 """
 READ_SHARD = """
 import sys, yaml
-import fedsparse.shard_runner
-from fedsparse.plan_file import read_plan_shard
+import fedsparse.pipeline.shard_runner
+from fedsparse.sweep.plan_file import read_plan_shard
 cfg = yaml.safe_load(open(sys.argv[1]))
 read_plan_shard(sys.argv[2], sys.argv[3], cfg)
 """

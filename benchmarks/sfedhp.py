@@ -45,7 +45,7 @@ from mlp import best_time, work_dgemm  # noqa: E402
 
 from fedsparse.algorithms import ALGORITHMS  # noqa: E402
 from fedsparse.data import FederatedData  # noqa: E402
-from fedsparse.problem import Problem  # noqa: E402
+from fedsparse.objective.problem import Problem  # noqa: E402
 
 CLIENTS, ROWS, FEATURES, CLASSES = 20, 450, 784, 10
 B, R, K, EDGES, ETA, LAM, L2 = 20, 20, 5, 4, 0.05, 20.0, 1e-4

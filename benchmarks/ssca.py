@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fedsparse.algorithms import SSCA  # noqa: E402
 from fedsparse.data import FederatedData  # noqa: E402
-from fedsparse.problem import Problem  # noqa: E402
+from fedsparse.objective.problem import Problem  # noqa: E402
 
 MODEL = {"kind": "mlp", "hidden": [128], "activation": "swish", "bias": False}
 CLIENTS, B, HIDDEN, CLASSES = 10, 100, 128, 10
@@ -53,8 +53,8 @@ DGEMM_N = 2000
 
 def data() -> tuple[FederatedData, str]:
     try:
-        from fedsparse.config import normalize_run_config
-        from fedsparse.experiment import load_dataset
+        from fedsparse.training.config import normalize_run_config
+        from fedsparse.training.experiment import load_dataset
 
         cfg = normalize_run_config(
             {

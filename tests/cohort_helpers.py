@@ -6,9 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fedsparse.pipeline import make_data
-from fedsparse.run_store import store_path
-from fedsparse.shard_runner import run_shard
+from fedsparse.pipeline.shard_runner import run_shard
+from fedsparse.pipeline.steps import make_data
+from fedsparse.results.run_store import store_path
 from fedsparse.sweep import plan_sweep
 
 

@@ -138,14 +138,14 @@ def sparse(request) -> bool:
 def run_sweep(root, cfg: dict):
     """The results folder the workflow would write for sweep ``cfg`` under ``root``: data,
     every shard, the aggregate (the workflow's steps, as Snakemake runs them)."""
-    from fedsparse import pipeline
-    from fedsparse.aggregate import aggregate
-    from fedsparse.shard_runner import run_shard
+    from fedsparse.pipeline import steps
+    from fedsparse.pipeline.shard_runner import run_shard
+    from fedsparse.results.aggregate import aggregate
     from fedsparse.sweep import plan_sweep
 
     plan = plan_sweep(cfg)
     for name in plan.datasets:
-        pipeline.make_data(cfg, name, root / "data" / name)
+        steps.make_data(cfg, name, root / "data" / name)
     traces, runs = [], []
     for shard in plan.shards:
         traces.append(root / "shards" / f"{shard}.parquet")

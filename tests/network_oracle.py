@@ -9,7 +9,7 @@ from conftest import dense
 from scipy.special import expit, logsumexp
 
 from fedsparse.data import FederatedData
-from fedsparse.model import Network
+from fedsparse.objective.model import Network
 
 ACT = {
     "relu": (lambda z: np.maximum(z, 0.0), lambda z: (z > 0).astype(float)),

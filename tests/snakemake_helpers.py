@@ -58,7 +58,7 @@ def snakemake(workdir: Path, *args: str, check: bool = True, **kw) -> subprocess
 
 def snakemake_messages(workdir: Path) -> str:
     """Snakemake's log of its latest run in ``workdir``: every message, the job boxes and
-    executor notes too, which the console leaves out once jobs run (fedsparse.console)."""
+    executor notes too, which the console leaves out once jobs run (fedsparse.pipeline.console)."""
     logs = sorted((workdir / ".snakemake/log").glob("*.snakemake.log"))
     return logs[-1].read_text()
 

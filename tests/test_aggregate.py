@@ -18,17 +18,17 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SMALL_LINEAR, file_digests, run_sweep
 
-from fedsparse import aggregate as agg
-from fedsparse.aggregate import (
+from fedsparse.errors import DataError
+from fedsparse.pipeline.steps import aggregate_shards
+from fedsparse.query.read import read_traces
+from fedsparse.results import aggregate as agg
+from fedsparse.results.aggregate import (
     PARTITIONING,
     ROW_GROUP_ROWS,
     aggregate,
     write_traces_dataset,
 )
-from fedsparse.errors import DataError
-from fedsparse.pipeline import aggregate_shards
-from fedsparse.query.read import read_traces
-from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
+from fedsparse.results.schema import RUNS_SCHEMA, TRACE_SCHEMA
 from fedsparse.sweep import plan_sweep
 
 SWEEP = {
@@ -186,7 +186,7 @@ def test_kill_minus_nine_during_aggregation_leaves_the_previous_results_whole(sh
     script = tmp_path / "aggregate_slowly.py"
     script.write_text(
         "import json, sys, time\n"
-        "from fedsparse import aggregate as a\n"
+        "from fedsparse.results import aggregate as a\n"
         "traces, runs = json.load(open(sys.argv[1]))\n"
         "stage = a.stage_traces\n"
         "def slowly(batches):\n"

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 from conftest import make_data
 
-from fedsparse import checkpoint as ckpt
-from fedsparse.checkpoint import Checkpoint
-from fedsparse.config import normalize_run_config, run_id
-from fedsparse.experiment import run_cohort, run_result
+from fedsparse.results import checkpoint as ckpt
+from fedsparse.results.checkpoint import Checkpoint
+from fedsparse.training.config import normalize_run_config, run_id
+from fedsparse.training.experiment import run_cohort, run_result
 
 DATA = {
     "kind": "synthetic",
@@ -67,7 +67,7 @@ def test_hard_thresholding_on_csr_data_resumes_its_active_set_steps(algorithm, t
     path = tmp_path / "c.ckpt"
     with pytest.raises(Killed):
         run_result(cfg, data, checkpoint=KilledAfter(path, ids, at=7))
-    caplog.set_level(logging.INFO, logger="fedsparse.checkpoint")
+    caplog.set_level(logging.INFO, logger="fedsparse.results.checkpoint")
     resumed = run_result(cfg, data, checkpoint=Checkpoint(path, ids, 0.0, "again"))
     assert "again: resumed from round 7" in caplog.text
     assert traces([[resumed]]) == traces([[whole]])
@@ -86,10 +86,10 @@ def interrupted(tmp_path, at: int = 4):
 def starts_over(computations, ids, path, caplog) -> str:
     """Run from ``path``'s checkpoint, which must be ignored; the one log line about it."""
     caplog.clear()
-    caplog.set_level(logging.INFO, logger="fedsparse.checkpoint")
+    caplog.set_level(logging.INFO, logger="fedsparse.results.checkpoint")
     got = run_cohort(computations, checkpoint=Checkpoint(path, ids, 0.0, "run"))
     assert traces(got) == traces(run_cohort(computations))
-    lines = [r.getMessage() for r in caplog.records if r.name == "fedsparse.checkpoint"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "fedsparse.results.checkpoint"]
     assert len(lines) == 1 and "resumed" not in lines[0], lines
     assert lines[0].endswith("ignored, the run starts over")
     return lines[0]

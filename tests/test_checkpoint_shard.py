@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from conftest import SMALL_LINEAR
 
-from fedsparse.checkpoint import KILL_IN_WRITE
-from fedsparse.pipeline import make_data
-from fedsparse.shard_runner import run_shard
+from fedsparse.pipeline.shard_runner import run_shard
+from fedsparse.pipeline.steps import make_data
+from fedsparse.results.checkpoint import KILL_IN_WRITE
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +68,7 @@ def shard_process(root: Path, env: dict[str, str] | None = None) -> subprocess.P
     """The shard in a process of its own, logging to stderr."""
     code = (
         "import json, logging, sys\n"
-        "from fedsparse.shard_runner import run_shard\n"
+        "from fedsparse.pipeline.shard_runner import run_shard\n"
         "logging.basicConfig(level=logging.INFO, format='%(name)s %(message)s')\n"
         f"run_shard(json.loads({json.dumps(SWEEP)!r}), {SHARD!r}, {str(root / 'data')!r},"
         f" {str(outputs(root)[0])!r}, {str(outputs(root)[1])!r})\n"
@@ -98,7 +98,7 @@ def resumed_from(log: str) -> list[int]:
 
 
 def checkpoint_lines(log: str) -> list[str]:
-    return [line for line in log.splitlines() if line.startswith("fedsparse.checkpoint ")]
+    return [line for line in log.splitlines() if line.startswith("fedsparse.results.checkpoint ")]
 
 
 def assert_finished_as_never_interrupted(reference: Path, folder: Path) -> None:

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from conftest import SMALL_LINEAR
 
-from fedsparse.checkpoint import KILL_IN_WRITE
-from fedsparse.experiment import run_trace
 from fedsparse.layout import Layout
-from fedsparse.pipeline import make_data
+from fedsparse.pipeline.steps import make_data
+from fedsparse.results.checkpoint import KILL_IN_WRITE
+from fedsparse.training.experiment import run_trace
 from fedsparse.tune.spec import study_spec
 from fedsparse.tune.storage import create_study, load_study, open_storage
 
@@ -51,7 +51,7 @@ STUDY_COLUMNS = ["run_id", "study", "trial_number", "trial_state", "sampler", "e
 def worker(sweep, results, env=None) -> tuple[int, str]:
     code = (
         "import sys, yaml\n"
-        "from fedsparse.pipeline import setup_logging\n"
+        "from fedsparse.pipeline.steps import setup_logging\n"
         "from fedsparse.tune.worker import run_worker\n"
         "setup_logging(None)\n"
         "run_worker(yaml.safe_load(open(sys.argv[1])), sys.argv[2], sys.argv[3] + '/data',"

@@ -20,15 +20,15 @@ from conftest import np_act, np_per_sample
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.config import normalize_run_config, run_id
 from fedsparse.data import FederatedData
 from fedsparse.errors import ConfigError
 from fedsparse.kernels import cnn as C
-from fedsparse.model import Network, normalize
-from fedsparse.problem import Problem
+from fedsparse.objective.model import Network, normalize
+from fedsparse.objective.problem import Problem
+from fedsparse.training.config import normalize_run_config, run_id
 
 # ---------------------------------------------------------------------------
-# A plain NumPy CNN, written from the layout in fedsparse.model's docstring: feature maps
+# A plain NumPy CNN, written from the layout in fedsparse.objective.model's docstring: feature maps
 # (n, h, w, c); conv W (out, k, k, c_in); convolution as a sum over the kernel's offsets
 # of strided slices of the zero-padded input (no im2col); pools by reshaping into tiles.
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from cohort_helpers import stored_traces, without_elapsed
 
-from fedsparse.cohorts import MAX_MEMBERS, cohort_key
-from fedsparse.config import normalize_run_config
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import load_dataset, run_cohort, run_result
 from fedsparse.families.hard_thresholding.algorithms import FedHT
 from fedsparse.sweep import plan_sweep
+from fedsparse.training.cohorts import MAX_MEMBERS, cohort_key
+from fedsparse.training.config import normalize_run_config
+from fedsparse.training.experiment import load_dataset, run_cohort, run_result
 
 DATA = {
     "kind": "synthetic",
@@ -128,7 +128,7 @@ def test_the_planner_keeps_a_cohort_in_one_shard(packing):
 
 
 def test_a_cohort_holds_at_most_max_members(monkeypatch):
-    monkeypatch.setattr("fedsparse.sweep.MAX_MEMBERS", 2)
+    monkeypatch.setattr("fedsparse.sweep.plan.MAX_MEMBERS", 2)
     plan = plan_sweep(SWEEP)
     assert max(len(c) for c in cohorts_of(plan)) == 2
     assert MAX_MEMBERS >= 15  # a default sweep's 15 step sizes make one cohort

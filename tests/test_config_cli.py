@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from fedsparse import cli
-from fedsparse.config import normalize_run_config, run_id
+from fedsparse.training.config import normalize_run_config, run_id
 
 TRACE_COLUMNS = [
     "run_id",
@@ -312,7 +312,7 @@ def test_missing_config_file(tmp_path, capsys):
 
 
 def test_non_finite_integers_are_config_errors(tmp_path, capsys):
-    """Bug in config._integer (src/fedsparse/config.py): ``rounds: .inf`` raises
+    """Bug in config._integer (src/fedsparse/training/config.py): ``rounds: .inf`` raises
     OverflowError and ``rounds: .nan`` ValueError from ``int(value)``, so the CLI dies
     with a traceback instead of a one-line error naming the key. Same for every integer
     key that goes through ``_integer`` (eval_every, seed, dataset.clients, ...)."""
@@ -483,7 +483,7 @@ def test_rows_table_is_pyarrow_s_table_of_the_same_rows():
     """The pandas-free column builder gives ``pa.Table.from_pydict``'s values, nulls and types:
     ints, floats (NaN and inf kept as values, NumPy scalars), unicode strings, all-null and
     empty columns; a value it does not assemble itself goes to ``pa.array`` with its error."""
-    from fedsparse.results import TRACE_SCHEMA, rows_table
+    from fedsparse.results.schema import TRACE_SCHEMA, rows_table
 
     rng = np.random.default_rng(5)
     names = {f.name: f.type for f in TRACE_SCHEMA}

@@ -9,8 +9,8 @@ import pytest
 from fedsparse import testing
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.algorithms.base import Hyperparameter
-from fedsparse.experiment import run_result
 from fedsparse.families.hard_thresholding.algorithms import FedHT
+from fedsparse.training.experiment import run_result
 
 # values for the hyperparameters some algorithm requires
 REQUIRED = {"stepsize": 0.05, "sparsity": 5, "k": 8, "cost_limit": 0.6}

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from fedsparse.console import OWN, ConsoleFilter, SweepConsole, status_counts
 from fedsparse.layout import Layout
-from fedsparse.pipeline import FAILED_TAIL_LINES, job
+from fedsparse.pipeline.console import OWN, ConsoleFilter, SweepConsole, status_counts
+from fedsparse.pipeline.steps import FAILED_TAIL_LINES, job
 from fedsparse.wording import counted
 
 
@@ -69,7 +69,7 @@ def test_a_jobs_lines_go_to_its_log_not_the_console(tmp_path, capfd):
 JOB = """
 import logging, sys, time
 from pathlib import Path
-from fedsparse.pipeline import job
+from fedsparse.pipeline.steps import job
 log, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 deadline = time.monotonic() + 120  # never an orphan, whatever the test does
 with job(log):

@@ -10,11 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SMALL_LINEAR
 
-from fedsparse import cost
 from fedsparse.errors import ConfigError
-from fedsparse.machine import NOMINAL, Rates
-from fedsparse.pipeline import make_data
-from fedsparse.sweep import plan_sweep
+from fedsparse.pipeline.steps import make_data
+from fedsparse.sweep import cost, plan_sweep
+from fedsparse.sweep.machine import NOMINAL, Rates
 
 LIN = dict(SMALL_LINEAR)
 
@@ -268,7 +267,7 @@ def test_bad_shard_minutes_is_refused_with_one_line_naming_it(bad):
 def test_a_plan_read_from_its_file_sizes_shards_as_the_planned_one(tmp_path):
     # steps per round differ from local_steps here (pfedme: local x inner steps, hierfavg:
     # local steps x edge rounds); a job's Snakemake reads them from the plan file
-    from fedsparse.plan_file import read_plan, write_plan_file
+    from fedsparse.sweep.plan_file import read_plan, write_plan_file
 
     cfg = sweep(seeds=[0, 1, 2], shard_size=2)
     cfg["datasets"]["lin"]["data"]["clients"] = 8
@@ -296,7 +295,7 @@ def test_a_plan_read_from_its_file_sizes_shards_as_the_planned_one(tmp_path):
 
 
 def test_a_second_process_on_the_same_shard_waits_for_the_first(tmp_path):
-    from fedsparse.shard_runner import run_shard
+    from fedsparse.pipeline.shard_runner import run_shard
 
     cfg = sweep(shard_size=50)
     make_data(cfg, "lin", tmp_path / "data" / "lin")

@@ -1,5 +1,5 @@
 """Shard time limits that learn from a sweep's finished runs and grow on retries
-(fedsparse.cost_learning)."""
+(fedsparse.sweep.cost_learning)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fedsparse import cost
-from fedsparse.cost_learning import (
+from fedsparse.errors import ConfigError
+from fedsparse.layout import Layout
+from fedsparse.results.run_store import SUMMARY_KEY, SUMMARY_SHA256_KEY, store_path
+from fedsparse.sweep import cost, plan_sweep
+from fedsparse.sweep.cost_learning import (
     RUNTIME_SCALE_ENV,
     ShardRuntimes,
     limit_minutes,
@@ -20,11 +23,7 @@ from fedsparse.cost_learning import (
     runtime_scale,
     scaled_seconds,
 )
-from fedsparse.errors import ConfigError
-from fedsparse.layout import Layout
-from fedsparse.machine import NOMINAL
-from fedsparse.run_store import SUMMARY_KEY, SUMMARY_SHA256_KEY, store_path
-from fedsparse.sweep import plan_sweep
+from fedsparse.sweep.machine import NOMINAL
 
 # big enough that a shard's estimate passes the cost model's 10-minute floor (no data is
 # built: a synthetic data set's shape is known from its spec)
@@ -210,8 +209,8 @@ def test_the_environment_scale_applies_to_every_limit(plan, tmp_path, monkeypatc
 
 
 def test_the_evidence_columns_are_columns_of_every_runs_table():
-    from fedsparse.cost_learning import EVIDENCE_COLUMNS
-    from fedsparse.results import RUNS_SCHEMA
+    from fedsparse.results.schema import RUNS_SCHEMA
+    from fedsparse.sweep.cost_learning import EVIDENCE_COLUMNS
 
     assert set(EVIDENCE_COLUMNS) <= set(RUNS_SCHEMA.names)
 

@@ -17,9 +17,9 @@ from fedsparse.data import load_built
 from fedsparse.data.identity import check_built, entry_digest, run_data_digest
 from fedsparse.errors import DataError
 from fedsparse.layout import Layout
-from fedsparse.pipeline import make_data
-from fedsparse.run_store import store_path
-from fedsparse.shard_runner import run_shard
+from fedsparse.pipeline.shard_runner import run_shard
+from fedsparse.pipeline.steps import make_data
+from fedsparse.results.run_store import store_path
 from fedsparse.sweep import plan_sweep
 
 SWEEP = {
@@ -161,8 +161,8 @@ def test_the_report_reads_each_data_sets_latest_build_once_by_its_name(tmp_path)
 
 
 def test_where_a_registry_file_lies_is_no_part_of_the_digest_as_of_the_run_id():
-    from fedsparse.config import normalize_dataset
     from fedsparse.data.identity import data_digest
+    from fedsparse.training.config import normalize_dataset
 
     site = normalize_dataset({"kind": "svmlight", "source": "rcv1.binary", "file": "papers"})
     local = normalize_dataset({**site, "path": "/data/rcv1.bz2"})

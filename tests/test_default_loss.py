@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fedsparse.config import normalize_run_config
 from fedsparse.sweep import plan_sweep
+from fedsparse.training.config import normalize_run_config
 
 IMAGES = {"kind": "idx", "source": "fashion-mnist"}
 SYNTHETIC = {"kind": "synthetic", "task": "logistic", "clients": 4, "dim": 10, "support": 2}

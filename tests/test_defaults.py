@@ -10,10 +10,12 @@ import pytest
 import yaml
 from conftest import SMALL_LINEAR
 
-from fedsparse import config, cost, defaults, pipeline, progress
+from fedsparse import defaults
 from fedsparse.defaults import DEFAULT_TIME_MODEL, SWEEP_DEFAULTS
 from fedsparse.layout import Layout
-from fedsparse.sweep import SWEEP_KEYS, plan_sweep
+from fedsparse.pipeline import progress, steps
+from fedsparse.sweep import SWEEP_KEYS, cost, plan_sweep
+from fedsparse.training import config
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow" / "schemas" / "sweep.schema.yaml"
@@ -74,11 +76,11 @@ def test_every_place_takes_its_default_from_the_table(monkeypatch, tmp_path):
         seen["embedding_sample"] = embedding_sample
         raise RuntimeError("stop")
 
-    monkeypatch.setattr(pipeline, "prepare_dataset", prepare)
+    monkeypatch.setattr(steps, "prepare_dataset", prepare)
     spec = {"data": plan.datasets["lin"]["data"], "model": {"loss": "least_squares"}}
     spec["partition"] = {"kind": "iid", "clients": 4}
     with pytest.raises(RuntimeError, match="stop"):
-        pipeline.make_data(sweep(), "lin", tmp_path / "lin", spec=spec)
+        steps.make_data(sweep(), "lin", tmp_path / "lin", spec=spec)
     assert seen == {"embedding_sample": 11}
 
 

@@ -25,16 +25,16 @@ from conftest import run_sweep
 
 import fedsparse
 from fedsparse.cli import main
-from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import is_diverged
 from fedsparse.families.hard_thresholding import analysis as ht
-from fedsparse.grid_edges import edge_warning, grid_edges
 from fedsparse.query import best_configurations, open_results
+from fedsparse.query.grid_edges import edge_warning, grid_edges
 from fedsparse.report import analysis as an
 from fedsparse.report import build_report
 from fedsparse.report.figures import objective_figure, plt
 from fedsparse.sweep import plan_sweep
+from fedsparse.training.config import normalize_run_config, run_id
+from fedsparse.training.experiment import is_diverged
 
 DATA = {
     "kind": "synthetic",
@@ -236,7 +236,7 @@ def test_optuna_best_table_flags_a_parameter_at_the_edge_of_the_trials():
 
 
 def test_optuna_scores_a_finite_blow_up_as_diverged():
-    from fedsparse.experiment import run_trace
+    from fedsparse.training.experiment import run_trace
     from fedsparse.tune.worker import metric_value
 
     for name in ("final_objective", "auc_log_objective"):

@@ -14,21 +14,21 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "fedsparse"
 
 # the user-facing and layer-boundary modules
 MODULES = [
-    "experiment.py",
-    "model.py",
-    "sweep.py",
-    "sharding.py",
-    "run_store.py",
-    "shard_runner.py",
-    "results.py",
-    "aggregate.py",
-    "pipeline.py",
-    "plan_file.py",
-    "checkpoint.py",
-    "progress.py",
-    "cost_learning.py",
-    "config.py",
-    "checks.py",
+    "training/experiment.py",
+    "objective/model.py",
+    "sweep/plan.py",
+    "sweep/sharding.py",
+    "results/run_store.py",
+    "pipeline/shard_runner.py",
+    "results/schema.py",
+    "results/aggregate.py",
+    "pipeline/steps.py",
+    "sweep/plan_file.py",
+    "results/checkpoint.py",
+    "pipeline/progress.py",
+    "sweep/cost_learning.py",
+    "training/config.py",
+    "sweep/checks.py",
 ]
 PACKAGES = ["data", "query", "report", "tune"]  # every module in them
 FAMILY_MODULES = "families/*/analysis.py"

@@ -13,12 +13,12 @@ import pytest
 from _loopback import Loopback
 
 from fedsparse import cli
-from fedsparse.config import normalize_run_config, run_id
 from fedsparse.data.convert import parse_svmlight
 from fedsparse.data.download import cache_dir, fetch, sha256_of
 from fedsparse.data.prepare import prepare
 from fedsparse.data.svmlight import obtain
 from fedsparse.errors import ConfigError, DataError
+from fedsparse.training.config import normalize_run_config, run_id
 
 FAST = {"retries": 3, "backoff": 0.01, "timeout": 5.0}
 

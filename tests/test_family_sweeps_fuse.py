@@ -98,7 +98,7 @@ def test_the_runs_table_keeps_the_beta_hyperparameter(tmp_path):
     import pyarrow.parquet as pq
     from conftest import run_sweep
 
-    from fedsparse.shard_runner import _current_names
+    from fedsparse.pipeline.shard_runner import _current_names
 
     sweep = toy_sweep("sfedhp-quick.yaml", toy_svmlight(tmp_path / "toy.svm"))
     sweep["grid"]["stepsize"] = [0.01]

@@ -9,11 +9,11 @@ import pytest
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.config import normalize_run_config, run_id
 from fedsparse.data import FederatedData
 from fedsparse.errors import ConfigError
-from fedsparse.model import Network, normalize
-from fedsparse.problem import Problem
+from fedsparse.objective.model import Network, normalize
+from fedsparse.objective.problem import Problem
+from fedsparse.training.config import normalize_run_config, run_id
 
 MLP = {"kind": "mlp", "hidden": [7, 5], "activation": "tanh"}
 CNN = {

@@ -18,7 +18,6 @@ from _loopback import Loopback
 
 import fedsparse
 from fedsparse import cli
-from fedsparse.config import normalize_run_config, partition_label, run_id
 from fedsparse.data import leaf, registry
 from fedsparse.data.idx import IMAGES, LABELS, find_files, obtain, read_idx
 from fedsparse.data.leaf import load_leaf_dir
@@ -26,6 +25,7 @@ from fedsparse.data.prepare import prepare
 from fedsparse.data.preprocess import preprocess
 from fedsparse.errors import ConfigError, DataError
 from fedsparse.sweep import plan_sweep
+from fedsparse.training.config import normalize_run_config, partition_label, run_id
 
 FAST = {"retries": 2, "backoff": 0.01, "timeout": 5.0}
 DEBIAN_FMNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -245,8 +245,8 @@ def test_loading_image_data_for_a_run_imports_no_pandas(tmp_path):
     cfg = run_cfg({"kind": "idx", "path": str(folder)}, {"kind": "iid", "clients": 4})
     code = (
         "import sys\n"
-        "from fedsparse.config import normalize_run_config\n"
-        "from fedsparse.experiment import load_dataset\n"
+        "from fedsparse.training.config import normalize_run_config\n"
+        "from fedsparse.training.experiment import load_dataset\n"
         f"cfg = normalize_run_config({cfg!r})\n"
         f"data = load_dataset(cfg['dataset'], 'softmax', cfg['partition'], {str(tmp_path)!r})\n"
         "assert data.n_samples == 40, data.n_samples\n"

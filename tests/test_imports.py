@@ -1,4 +1,5 @@
-"""The package's import graph: no cycles, and no module imports another's private names."""
+"""The package's import graph: no cycles, no module imports another's private names, and each
+layer imports only the layers below it (LAYERS; the families have tests of their own)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def test_no_import_cycles():
     g = graph()
     assert g["fedsparse.sweep"] and g["fedsparse.tune"]  # the graph is really built
     # deferred imports are edges too (fedsparse.lazy)
-    assert "fedsparse.experiment" in g["fedsparse"]
+    assert "fedsparse.training.experiment" in g["fedsparse"]
     assert "fedsparse.kernels" in g["fedsparse.families.fedavg.algorithms"]
     assert cycles(g) == []
 
@@ -110,6 +111,56 @@ def test_no_module_imports_private_names_of_another():
     assert private == set()
 
 
+# The package's layers, lowest first (docs/architecture.md draws them): a module imports only
+# modules of its own layer and of the layers before it. An entry names a module and everything
+# under it; the most specific entry decides, and ``<package>.__init__`` names a package's own
+# module alone. The families are the tests' below: they are loaded through the registry only,
+# and a family's page stands above the report.
+LAYERS = (
+    ("base", "errors values atomic defaults layout lazy wording plugins threads work"),
+    ("kernels", "kernels"),
+    ("data", "data"),
+    ("the objective", "objective"),
+    ("algorithms", "algorithms"),
+    ("results", "results"),
+    ("reading results", "query"),
+    ("one run", "training"),
+    # an Optuna study is planned with the sweep: tune.studies (and the package, which exports it)
+    ("the sweep", "sweep tune.__init__ tune.studies"),
+    ("the workflow's jobs", "pipeline"),
+    ("Optuna studies", "tune"),
+    ("report", "report"),
+    ("front door", "__init__ __main__ cli testing"),
+)
+RANK = {entry: rank for rank, (_, entries) in enumerate(LAYERS) for entry in entries.split()}
+
+
+def layer(module: str, packages: set[str]) -> int | None:
+    """The rank in LAYERS of ``module`` (a full dotted name), None if no entry covers it."""
+    parts = module.split(".")[1:]
+    if module in packages and ".".join([*parts, "__init__"]) in RANK:
+        return RANK[".".join([*parts, "__init__"])]
+    for k in range(len(parts), 0, -1):
+        if ".".join(parts[:k]) in RANK:
+            return RANK[".".join(parts[:k])]
+    return None
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    known = modules()
+    packages = {m for m, path in known.items() if path.name == "__init__.py"}
+    g = graph()
+    ours = [m for m in g if not m.startswith("fedsparse.families")]
+    assert [m for m in ours if layer(m, packages) is None] == []  # every module has its layer
+    upward = {
+        (m, d)
+        for m in ours
+        for d in g[m]
+        if not d.startswith("fedsparse.families") and layer(d, packages) > layer(m, packages)
+    }
+    assert upward == set()
+
+
 def test_reading_the_plan_imports_no_kernels(tmp_path):
     # What a cluster job's own Snakemake does (workflow/rules/common.smk, run.smk): import the
     # planner, read the plan file, find its shard's data set, run ids, priority and resources.
@@ -120,8 +171,8 @@ def test_reading_the_plan_imports_no_kernels(tmp_path):
     import yaml
 
     from fedsparse.layout import Layout
-    from fedsparse.plan_file import write_plan_file
     from fedsparse.sweep import plan_sweep
+    from fedsparse.sweep.plan_file import write_plan_file
 
     root = Path(__file__).resolve().parents[1]
     sweep = yaml.safe_load((root / "config/quick.yaml").read_text())
@@ -130,16 +181,17 @@ def test_reading_the_plan_imports_no_kernels(tmp_path):
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
     code = f"""
 import sys, yaml
-from fedsparse.progress import sweep_progress
+from fedsparse.pipeline.progress import sweep_progress
 from fedsparse.layout import Layout
-from fedsparse.plan_file import plan_from_file
+from fedsparse.sweep.plan_file import plan_from_file
 sweep = yaml.safe_load(open({str(tmp_path / "sweep.yaml")!r}))
 plan = plan_from_file(Layout({str(tmp_path)!r}).plan_file, sweep)
 shard = list(plan.shards)[-1]
 assert plan.shard_dataset(shard) and [r.run_id for r in plan.shards[shard]]
 assert plan.shard_priority(shard) > 0 and plan.shard_resources(shard, "no-data")["runtime"] > 0
 sweep_progress(plan, sweep, {str(tmp_path)!r}, print)
-heavy = ("numba", "scipy", "fedsparse.algorithms", "fedsparse.kernels", "fedsparse.experiment")
+heavy = ("numba", "scipy", "fedsparse.algorithms", "fedsparse.kernels")
+heavy += ("fedsparse.training.experiment",)
 print(" ".join(m for m in heavy if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -166,7 +218,8 @@ def test_a_family_imports_only_the_layers_below_it():
         "fedsparse.families",
         "fedsparse.kernels",
         "fedsparse.lazy",
-        "fedsparse.problem",
+        "fedsparse.objective",  # the package: light, imports none of its modules
+        "fedsparse.objective.problem",
     }
     g = graph()
     families = [m for m in g if m.startswith("fedsparse.families.") and m.count(".") == 2]
@@ -215,10 +268,10 @@ def test_the_results_schema_imports_no_kernels():
 
     code = """
 import sys
-import fedsparse.results as r
+import fedsparse.results.schema as r
 from fedsparse.algorithms import ALGORITHMS
 assert r.RUNS_SCHEMA and r.TRACE_SCHEMA and len(ALGORITHMS) > 10
-heavy = ("numba", "scipy", "fedsparse.kernels", "fedsparse.problem")
+heavy = ("numba", "scipy", "fedsparse.kernels", "fedsparse.objective.problem")
 print(" ".join(m for m in heavy if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

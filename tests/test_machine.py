@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from fedsparse import machine
 from fedsparse.errors import ConfigError
+from fedsparse.sweep import machine
 
 
 @pytest.fixture

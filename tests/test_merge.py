@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fedsparse.aggregate import write_traces_dataset
 from fedsparse.errors import FedsparseError
 from fedsparse.layout import Layout
 from fedsparse.query import ResultsConflictWarning, merge_results
 from fedsparse.query import merge as merge_module
-from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
+from fedsparse.results.aggregate import write_traces_dataset
+from fedsparse.results.schema import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
 
 ROUNDS = 21
 RUNS_PER_FOLDER = 700

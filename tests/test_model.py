@@ -8,10 +8,9 @@ import pyarrow as pa
 import pytest
 
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
-from fedsparse.model import Network, load_init_file, normalize
-from fedsparse.results import (
+from fedsparse.objective.model import Network, load_init_file, normalize
+from fedsparse.results.schema import (
     HYPERPARAMETER_COLUMNS,
     RUNS_SCHEMA,
     TRACE_SCHEMA,
@@ -19,6 +18,7 @@ from fedsparse.results import (
     trace_table,
     upgrade,
 )
+from fedsparse.training.config import normalize_run_config, run_id
 
 SIM = {
     "kind": "synthetic",
@@ -330,7 +330,7 @@ RECORDED = [
 
 @pytest.mark.parametrize("raw,rid,objectives", RECORDED)
 def test_linear_traces_are_those_of_the_release_before(raw, rid, objectives):
-    from fedsparse.experiment import run
+    from fedsparse.training.experiment import run
 
     trace = run(raw)
     assert (trace["run_id"] == rid).all()
@@ -358,8 +358,8 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     from fedsparse.families.sfedhp import kernels as KP
     from fedsparse.families.ssca import kernels as KS
     from fedsparse.kernels import prox
-    from fedsparse.model import ACTIVATIONS
-    from fedsparse.problem import KernelModel, Problem
+    from fedsparse.objective.model import ACTIVATIONS
+    from fedsparse.objective.problem import KernelModel, Problem
 
     assert KernelModel._fields == ("sizes", "bias", "activation_code", "loss_code", "l2")
     network_kernels = [
@@ -450,7 +450,7 @@ def test_no_family_branches_on_the_kind_of_model():
 def test_work_space_grows_to_the_largest_batch_and_never_shrinks():
     from conftest import make_data
 
-    from fedsparse.problem import Problem
+    from fedsparse.objective.problem import Problem
 
     data = make_data("softmax")  # clients of 10, 17, 25 and 13 rows
     net = Problem(data, "softmax", 1e-3, model={"kind": "mlp", "hidden": [4]})
@@ -469,7 +469,7 @@ def test_minibatch_grad_is_the_models_kernel(model):
     from conftest import make_data
 
     from fedsparse import kernels as K
-    from fedsparse.problem import Problem
+    from fedsparse.objective.problem import Problem
 
     pb = Problem(make_data("softmax"), "softmax", 1e-3, model=model)
     W = pb.initial_model() + 0.1

@@ -17,10 +17,10 @@ from network_oracle import (
 )
 
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.experiment import run_trace
 from fedsparse.families.hard_thresholding.algorithms import FedHT
-from fedsparse.model import Network
-from fedsparse.problem import Problem
+from fedsparse.objective.model import Network
+from fedsparse.objective.problem import Problem
+from fedsparse.training.experiment import run_trace
 
 MODELS = [
     {"kind": "mlp", "hidden": [6], "activation": "tanh"},
@@ -193,7 +193,7 @@ def test_trace_has_personalised_and_train_loss_columns(monkeypatch):
     monkeypatch.setitem(ALGORITHMS, _PersonalFedHT.name, _PersonalFedHT)
     data = with_client_tests(make_data("softmax", d=9, seed=3))
     model = {"loss": "softmax", "l2": 1e-3, "weights": "uniform", **MODELS[0]}
-    from fedsparse.config import normalize_run_config
+    from fedsparse.training.config import normalize_run_config
 
     base = {
         "dataset": {"kind": "svmlight", "path": "unused.svm", "task": "multiclass"},
@@ -259,8 +259,8 @@ def test_per_layer_threshold_equals_pseudo_code(name, sparse):
 
 
 def test_threshold_default_stays_out_of_the_run_config():
-    from fedsparse.config import normalize_run_config, run_id
     from fedsparse.errors import ConfigError
+    from fedsparse.training.config import normalize_run_config, run_id
 
     base = {
         "dataset": {"kind": "synthetic", "dim": 20, "support": 4},

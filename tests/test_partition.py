@@ -11,12 +11,12 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fedsparse.config import normalize_partition, normalize_run_config
 from fedsparse.data.convert import parse_svmlight
 from fedsparse.data.libsvm import labels_for_task
 from fedsparse.data.partition import partition
 from fedsparse.data.prepare import apply_partition
 from fedsparse.errors import ConfigError, DataError
+from fedsparse.training.config import normalize_partition, normalize_run_config
 
 SVM = {"kind": "svmlight", "url": "http://127.0.0.1/x.svm", "task": "multiclass"}
 

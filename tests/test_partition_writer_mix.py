@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fedsparse.config import normalize_partition, partition_label
 from fedsparse.data.partition import deal_as_authors, partition
 from fedsparse.errors import ConfigError
+from fedsparse.training.config import normalize_partition, partition_label
 
 SVM = {"kind": "svmlight", "url": "http://127.0.0.1/x.svm", "task": "multiclass"}
 

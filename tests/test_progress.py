@@ -6,10 +6,10 @@ import re
 
 from conftest import SMALL_LINEAR
 
-from fedsparse.checkpoint import Checkpoint, read_header
 from fedsparse.layout import checkpoint_in
-from fedsparse.progress import SmoothedRate, SweepProgress, duration, sweep_progress
-from fedsparse.run_store import checkpointed_rounds, store_path, stored_ids
+from fedsparse.pipeline.progress import SmoothedRate, SweepProgress, duration, sweep_progress
+from fedsparse.results.checkpoint import Checkpoint, read_header
+from fedsparse.results.run_store import checkpointed_rounds, store_path, stored_ids
 from fedsparse.sweep import plan_sweep
 
 SWEEP = {
@@ -47,7 +47,7 @@ def test_the_line_counts_the_plans_runs_in_the_store_and_estimates_the_rest(tmp_
     # the first runs finished here: a rate, no forecast before a pace is measured
     assert re.fullmatch(r"sweep p: 4/6 runs done \(67 %\), [\d.]+ runs/min, 0 diverged", lines[-1])
     finish(store, ids[4:5])
-    progress.failed_jobs = 1  # counted by fedsparse.console from Snakemake's job errors
+    progress.failed_jobs = 1  # counted by fedsparse.pipeline.console from Snakemake's job errors
     progress.tick()
     assert re.fullmatch(
         r"sweep p: 5/6 runs done \(83 %\), [\d.]+ runs/min, about \w+ left, 0 diverged, "

@@ -32,7 +32,7 @@ from fedsparse.query import (
     run_query,
 )
 from fedsparse.query.read import read_traces
-from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA
+from fedsparse.results.schema import RUNS_SCHEMA, TRACE_SCHEMA
 
 DATASETS = {
     "lin": {
@@ -359,8 +359,8 @@ def test_best_command_prints_the_columns_that_differ(folders, capsys, tmp_path):
 def test_best_shows_a_hyperparameter_set_for_one_algorithm_only(tmp_path, capsys):
     """k set for fabtopk and null for fedht takes two values: shown; sparsity the same
     everywhere: named under the table; local_steps set by no run: left out."""
-    from fedsparse.aggregate import write_traces_dataset
-    from fedsparse.results import rows_table, trace_table, write_parquet_atomic
+    from fedsparse.results.aggregate import write_traces_dataset
+    from fedsparse.results.schema import rows_table, trace_table, write_parquet_atomic
 
     runs = [
         {
@@ -563,10 +563,10 @@ def test_bad_input_is_one_line_exit_2_and_no_file(case, folders, tmp_path):
 def test_every_reader_keeps_a_run_of_several_folders_once_by_one_rule(tmp_path):
     """ok in the second folder only: from the second; ok in neither: from the first; ok in
     both: from the first. Runs row and trace rows alike, for query, merge and the report."""
-    from fedsparse.aggregate import write_traces_dataset
     from fedsparse.query.read import read_results
     from fedsparse.report.analysis import read_runs, read_traces
-    from fedsparse.results import rows_table, trace_table, write_parquet_atomic
+    from fedsparse.results.aggregate import write_traces_dataset
+    from fedsparse.results.schema import rows_table, trace_table, write_parquet_atomic
 
     status = {
         "first": {"ok-in-second": "diverged", "ok-in-neither": "diverged", "ok-in-both": "ok"},

@@ -21,10 +21,10 @@ import pytest
 from conftest import run_sweep
 
 from fedsparse.cli import main
-from fedsparse.config import normalize_dataset, normalize_run_config, run_id
 from fedsparse.data.synthetic import simulation
 from fedsparse.errors import ConfigError
 from fedsparse.report import build_report
+from fedsparse.training.config import normalize_dataset, normalize_run_config, run_id
 
 SMALL = {"clients": 5, "samples_per_client": 12, "dim": 30, "support": 6, "alpha": 1.0}
 

@@ -118,9 +118,9 @@ def quick_shaped() -> dict:
 def toy(tmp_path_factory) -> Path:
     """A folder holding ``results/quick`` of the quick-shaped sweep, the same split by data set
     into ``results_laptop`` (the first) and ``results_cluster`` (the others), and ``run.yaml``."""
-    from fedsparse.aggregate import write_traces_dataset
     from fedsparse.query.read import read_traces
-    from fedsparse.results import write_parquet_atomic
+    from fedsparse.results.aggregate import write_traces_dataset
+    from fedsparse.results.schema import write_parquet_atomic
 
     root = tmp_path_factory.mktemp("readme")
     cfg = quick_shaped()

@@ -63,7 +63,7 @@ def test_softmax_run_with_the_papers_partition_and_a_test_split(server, tmp_path
 
 def test_partitioned_data_round_trips_through_the_store(server, tmp_path):
     ds = {**digits_ds(server.url("/libsvm/digits.svm.bz2")), "name": "digits"}
-    from fedsparse.config import normalize_run_config
+    from fedsparse.training.config import normalize_run_config
 
     cfg = normalize_run_config(
         {

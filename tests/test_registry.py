@@ -17,9 +17,9 @@ import pytest
 import yaml
 from conftest import SMALL_LINEAR
 
-from fedsparse import results
 from fedsparse.algorithms import ALGORITHMS, registry
 from fedsparse.errors import FedsparseError
+from fedsparse.results import schema
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,9 +54,9 @@ def columns(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
 
 
 def test_the_built_in_schemas_derived_from_the_classes_are_the_pinned_ones():
-    builtin = results.schemas_of(registry.classes(plugins=False).values())
+    builtin = schema.schemas_of(registry.classes(plugins=False).values())
     now = {
-        "schema_version": results.SCHEMA_VERSION,
+        "schema_version": schema.SCHEMA_VERSION,
         "hyperparameters": list(builtin.hyperparameters),
         "trace": [f"{f.name}:{f.type}" for f in builtin.trace],
         "runs": [f"{f.name}:{f.type}" for f in builtin.runs],
@@ -65,20 +65,20 @@ def test_the_built_in_schemas_derived_from_the_classes_are_the_pinned_ones():
     breaks = gen_reference().pin_breaks(pinned_now, now)
     assert not breaks, (
         f"breaking change to the results schema: {'; '.join(breaks)} (results folders written "
-        f"before no longer read): keep them, or raise fedsparse.results.SCHEMA_VERSION and "
+        f"before no longer read): keep them, or raise fedsparse.results.schema.SCHEMA_VERSION and "
         f"{REGENERATE}"
     )
     stale = [k for k, v in now.items() if pinned_now[k] != v]
     assert not stale, f"tests/pinned_schema.json is out of date ({', '.join(stale)}): {REGENERATE}"
     hps = now["hyperparameters"]
     assert hps[0] == "stepsize" and columns(builtin.trace)[11][0] == "stepsize"
-    version = str(results.SCHEMA_VERSION).encode()
+    version = str(schema.SCHEMA_VERSION).encode()
     assert builtin.trace.metadata == {b"fedsparse_trace_schema": version}
     assert builtin.runs.metadata == {b"fedsparse_runs_schema": version}
     # no plugin in this process: the module's schemas are these
-    assert results.TRACE_SCHEMA.equals(builtin.trace, check_metadata=True)
-    assert results.RUNS_SCHEMA.equals(builtin.runs, check_metadata=True)
-    assert results.CONFIG_COLUMNS[-len(hps) :] == results.HYPERPARAMETER_COLUMNS == tuple(hps)
+    assert schema.TRACE_SCHEMA.equals(builtin.trace, check_metadata=True)
+    assert schema.RUNS_SCHEMA.equals(builtin.runs, check_metadata=True)
+    assert schema.CONFIG_COLUMNS[-len(hps) :] == schema.HYPERPARAMETER_COLUMNS == tuple(hps)
 
 
 def test_the_registry_lists_the_built_in_families_in_the_papers_order():
@@ -219,7 +219,7 @@ def test_a_broken_or_wrong_plugin_is_one_line_naming_it():
 def test_a_plugin_s_columns_go_after_every_built_in_one(tmp_path):
     toy = toy_class(colour="tab:pink")
     builtin = registry.classes(plugins=False)
-    both = results.schemas_of([*builtin.values(), toy])
+    both = schema.schemas_of([*builtin.values(), toy])
     assert columns(both.trace) == [
         *pinned("trace"),
         ("toy_scale", pa.float64()),
@@ -228,32 +228,33 @@ def test_a_plugin_s_columns_go_after_every_built_in_one(tmp_path):
     assert columns(both.runs) == [*pinned("runs"), ("toy_scale", pa.float64())]
     assert both.hyperparameters[-1] == "toy_scale"
     # a shard written without the plugin reads with its columns null (as aggregate reads it)
-    old = results.rows_table([{"run_id": "a", "round": 0, "objective": 1.0}], results.TRACE_SCHEMA)
+    old = schema.rows_table([{"run_id": "a", "round": 0, "objective": 1.0}], schema.TRACE_SCHEMA)
     path = tmp_path / "old.parquet"
     pq.write_table(old, path)
     read = pq.read_table(path, schema=both.trace)
     assert read.column("toy_norm").null_count == 1 and read.column("objective")[0].as_py() == 1.0
     # and a plugin declaring what the built-ins declare adds nothing
     same = toy_class(hyperparameters=(toy.hyperparameters[0],), trace_columns=())
-    assert results.schemas_of([*builtin.values(), same]).trace.equals(
-        results.schemas_of(builtin.values()).trace
+    assert schema.schemas_of([*builtin.values(), same]).trace.equals(
+        schema.schemas_of(builtin.values()).trace
     )
     from fedsparse.algorithms import Column, Hyperparameter
 
     bad = toy_class(hyperparameters=(Hyperparameter("k", str, "k as text", default="a"),))
     with pytest.raises(FedsparseError, match=r"^toygd.k: declared str, but fabtopk declares k"):
-        results.schemas_of([*builtin.values(), bad])
+        schema.schemas_of([*builtin.values(), bad])
     bad = toy_class(trace_columns=(Column("round", float, "a float round"),))
     with pytest.raises(FedsparseError, match="trace column round is a results column"):
-        results.schemas_of([*builtin.values(), bad])
+        schema.schemas_of([*builtin.values(), bad])
     bad = toy_class(hyperparameters=(Hyperparameter("time", float, "t", default=1.0),))
     with pytest.raises(FedsparseError, match="hyperparameter time is a results column"):
-        results.schemas_of([*builtin.values(), bad])
+        schema.schemas_of([*builtin.values(), bad])
 
 
 def test_reading_the_registry_is_lazy():
     code = (
-        "import sys, fedsparse.results, fedsparse.algorithms, fedsparse.algorithms.registry\n"
+        "import sys, fedsparse.results.schema, fedsparse.algorithms\n"
+        "import fedsparse.algorithms.registry\n"
         "print(' '.join(m for m in ('numba', 'fedsparse.kernels', 'fedsparse.algorithms.base')"
         " if m in sys.modules))"
     )

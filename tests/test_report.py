@@ -29,7 +29,7 @@ import pytest
 import fedsparse
 from fedsparse.report import build_report
 from fedsparse.report.analysis import best_per_group
-from fedsparse.results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, TRACE_SCHEMA, rows_table
+from fedsparse.results.schema import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, TRACE_SCHEMA, rows_table
 
 HP = list(HYPERPARAMETER_COLUMNS)
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -646,11 +646,11 @@ def test_readings_are_recognised_from_the_runs_configs():
     """No label in the configs: each family's predicates read what a run did."""
     import math
 
-    from fedsparse.config import normalize_run_config
     from fedsparse.families.gradient_sparsification import report as gs_section
     from fedsparse.families.sfedhp import report as sfedhp_section
     from fedsparse.families.ssca import report as ssca_section
     from fedsparse.report.claims import reading_of
+    from fedsparse.training.config import normalize_run_config
 
     fmnist = {"kind": "idx", "source": "fashion-mnist"}
     mlp = {"kind": "mlp", "loss": "softmax", "hidden": [100], "weights": "samples"}
@@ -941,7 +941,7 @@ def test_config_facts_are_columns_read_once(tmp_path):
     """The facts pages used to re-parse from config_json (centring, data source, client count,
     a replayed k sequence) are columns of the runs table, as the JSON says."""
     from fedsparse.report.data import ReportData
-    from fedsparse.results import trace_table
+    from fedsparse.results.schema import trace_table
 
     configs = {
         "a": {"dataset": {"kind": "synthetic", "center": "global", "clients": 7}, "params": {}},

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from fedsparse.layout import checkpoint_in
-from fedsparse.run_store import (
+from fedsparse.results.run_store import (
     BadStoreFile,
     check_footer,
     holds_finished,

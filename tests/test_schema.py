@@ -1,6 +1,6 @@
 """The sweep schema (workflow/schemas/sweep.schema.yaml), which Snakemake validates a sweep
 config against before planning: it takes every config the project ships, and its model part
-knows the package's model keys and choices (fedsparse.model)."""
+knows the package's model keys and choices (fedsparse.objective.model)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from fedsparse import model
+from fedsparse.objective import model
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((ROOT / "workflow" / "schemas" / "sweep.schema.yaml").read_text())

@@ -18,10 +18,10 @@ import pytest
 from conftest import SMALL_LINEAR
 
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.numerics import SHARED, model_path, numerics_version
-from fedsparse.pipeline import make_data
-from fedsparse.run_store import SUMMARY_KEY, SUMMARY_SHA256_KEY, read_stored, store_path
-from fedsparse.shard_runner import run_shard
+from fedsparse.pipeline.shard_runner import run_shard
+from fedsparse.pipeline.steps import make_data
+from fedsparse.results.numerics import SHARED, model_path, numerics_version
+from fedsparse.results.run_store import SUMMARY_KEY, SUMMARY_SHA256_KEY, read_stored, store_path
 from fedsparse.sweep import plan_sweep
 
 LINEAR = SHARED["linear"]  # the toy sweeps' models are linear

@@ -250,7 +250,7 @@ def _shard_jobs(since: str) -> list[tuple[str, int]]:
 def test_a_shard_past_its_time_limit_finishes_through_retries_with_the_identical_trace(
     slurm, tmp_path
 ):
-    from fedsparse.cost_learning import RUNTIME_SCALE_ENV
+    from fedsparse.sweep.cost_learning import RUNTIME_SCALE_ENV
 
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
     workdir = tmp_path / "cluster"

@@ -1,4 +1,5 @@
-"""fedsparse.snakemake_lock: a killed Snakemake's lock goes, one a live one may hold stays."""
+"""fedsparse.pipeline.snakemake_lock: a killed Snakemake's lock goes, one a live one may hold
+stays."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fedsparse.snakemake_lock import (
+from fedsparse.pipeline.snakemake_lock import (
     LOCKS,
     OWNERS,
     Owner,
@@ -118,7 +119,7 @@ def test_no_lock_only_dead_records_are_cleared(tmp_path):
 
 CHILD = """
 import os, sys, time
-from fedsparse.snakemake_lock import resume_after_kill
+from fedsparse.pipeline.snakemake_lock import resume_after_kill
 resume_after_kill(sys.argv[1], "results", print)
 print("recorded", flush=True)
 if sys.argv[2] == "wait":
@@ -161,7 +162,7 @@ def test_the_record_goes_at_exit_and_stays_after_kill_minus_nine(tmp_path):
 def test_the_record_goes_at_exit_even_from_another_working_folder(tmp_path):
     """Snakemake changes back to the folder it was started in before it exits."""
     code = (
-        "import os, sys; from fedsparse.snakemake_lock import resume_after_kill; "
+        "import os, sys; from fedsparse.pipeline.snakemake_lock import resume_after_kill; "
         "os.chdir(sys.argv[1]); resume_after_kill('.snakemake', 'results', print); os.chdir('/')"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}

@@ -10,7 +10,7 @@ from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.data import FederatedData
 from fedsparse.kernels.sparse_rounds import _threshold_active
-from fedsparse.problem import Problem
+from fedsparse.objective.problem import Problem
 
 
 def csr_data(loss: str, integer: bool, seed: int = 0) -> FederatedData:

@@ -8,9 +8,9 @@ import pytest
 import yaml
 from conftest import SMALL_LINEAR
 
-from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
 from fedsparse.sweep import plan_sweep
+from fedsparse.training.config import normalize_run_config, run_id
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,7 @@ def test_the_schema_takes_any_algorithm_name_and_the_package_refuses_unknown_one
 
 
 def test_plan_file_gives_each_shard_its_runs_and_is_rewritten_only_on_change(tmp_path):
-    from fedsparse.plan_file import read_plan_shard, write_plan_file
+    from fedsparse.sweep.plan_file import read_plan_shard, write_plan_file
 
     cfg, path = quick(), tmp_path / "plan.parquet"
     plan = plan_sweep(cfg)
@@ -159,7 +159,7 @@ def test_plan_file_gives_each_shard_its_runs_and_is_rewritten_only_on_change(tmp
 
 
 def test_a_plan_read_from_its_file_equals_the_plan(tmp_path):
-    from fedsparse.plan_file import read_plan, write_plan_file
+    from fedsparse.sweep.plan_file import read_plan, write_plan_file
 
     cfg, path = quick(), tmp_path / "plan.parquet"
     plan = plan_sweep(cfg)
@@ -200,7 +200,7 @@ def test_a_shards_digest_changes_with_its_runs_and_the_sweeps_label_only():
 
 
 def test_the_seeds_of_a_configuration_hash_as_their_own_configs_would():
-    from fedsparse.config import run_ids
+    from fedsparse.training.config import run_ids
 
     cfg = normalize_run_config(
         {
@@ -222,8 +222,8 @@ def test_a_cluster_jobs_snakemake_reads_the_plan_and_never_plans(tmp_path):
     import sys
 
     from fedsparse.layout import Layout
-    from fedsparse.plan_file import write_plan_file
     from fedsparse.sweep import plan_checked
+    from fedsparse.sweep.plan_file import write_plan_file
 
     (tmp_path / "rows.svm").write_text(
         "".join(f"{i % 2 * 2 - 1} qid:{i % 3} 1:{i}\n" for i in range(30))
@@ -280,18 +280,18 @@ def test_a_cluster_jobs_snakemake_reads_the_plan_and_never_plans(tmp_path):
 
 
 def test_a_data_job_builds_its_data_set_without_planning(tmp_path, monkeypatch):
-    from fedsparse import pipeline
+    from fedsparse.pipeline import steps
 
     cfg = quick()
     spec = plan_sweep(cfg).datasets["sim-linear-a0.1-b0.1"]
-    monkeypatch.setattr(pipeline, "plan_sweep", lambda sweep: pytest.fail("planned the sweep"))
-    pipeline.make_data(cfg, "sim-linear-a0.1-b0.1", tmp_path / "d", spec=spec)
+    monkeypatch.setattr(steps, "plan_sweep", lambda sweep: pytest.fail("planned the sweep"))
+    steps.make_data(cfg, "sim-linear-a0.1-b0.1", tmp_path / "d", spec=spec)
     assert (tmp_path / "d/meta.json").is_file()
 
 
 @pytest.mark.parametrize("case", ["missing", "stale", "no such shard", "not parquet"])
 def test_an_unusable_plan_file_is_one_line_naming_it(tmp_path, case):
-    from fedsparse.plan_file import PlanFileError, read_plan_shard, write_plan_file
+    from fedsparse.sweep.plan_file import PlanFileError, read_plan_shard, write_plan_file
 
     cfg, path = quick(), tmp_path / "plan.parquet"
     shard = next(iter(plan_sweep(cfg).shards))
@@ -318,10 +318,10 @@ def test_a_shard_reads_its_part_and_plans_itself_only_without_a_valid_plan(
 
     import pandas as pd
 
-    import fedsparse.shard_runner as shard_module
+    import fedsparse.pipeline.shard_runner as shard_module
     from fedsparse.layout import Layout
-    from fedsparse.pipeline import make_data
-    from fedsparse.plan_file import write_plan_file
+    from fedsparse.pipeline.steps import make_data
+    from fedsparse.sweep.plan_file import write_plan_file
 
     cfg = {
         "sweep": "p",
@@ -380,7 +380,7 @@ def test_command_line_values_and_exponent_notation_are_read_as_numbers():
 
 
 def test_config_files_read_exponent_notation_as_numbers(tmp_path):
-    from fedsparse.config import read_config_file
+    from fedsparse.training.config import read_config_file
 
     path = tmp_path / "c.yaml"
     path.write_text("grid: {stepsize: [1e-3, 1.0e-4, -3e+2, .5e-1, 0.1]}\nsweep: 1e3x\n")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedsparse import cli, cost
-from fedsparse.machine import NOMINAL, measure
-from fedsparse.sweep import plan_sweep
-from fedsparse.sweep_cost import sweep_cost
+from fedsparse import cli
+from fedsparse.sweep import cost, plan_sweep
+from fedsparse.sweep.machine import NOMINAL, measure
+from fedsparse.sweep.sweep_cost import sweep_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,7 +122,7 @@ def test_the_estimate_is_within_its_bound_of_the_measured_cpu_time(name, bound):
     if spec["config"]["dataset"].get("source") == "fashion-mnist":
         if not Path("/usr/share/datasets/fashion-mnist").is_dir():
             pytest.skip("needs Debian's dataset-fashion-mnist (the real images, offline)")
-    from fedsparse.problem import one_blas_thread
+    from fedsparse.objective.problem import one_blas_thread
 
     one_blas_thread()
     rates = measure()
@@ -138,7 +138,7 @@ def test_the_estimate_is_within_its_bound_of_the_measured_cpu_time(name, bound):
 
 def test_the_papers_cost_table_is_the_models(monkeypatch):
     # docs/reproducing.md prices every paper-length config at the model's fixed rates
-    from fedsparse.sweep_cost import cost_rows
+    from fedsparse.sweep.sweep_cost import cost_rows
 
     text = (ROOT / "docs/reproducing.md").read_text()
     block = text[text.index("<!-- cost table -->") : text.index("<!-- end cost table -->")]

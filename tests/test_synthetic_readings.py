@@ -10,10 +10,10 @@ import copy
 import numpy as np
 import pytest
 
-from fedsparse.config import normalize_dataset, normalize_run_config, run_id
 from fedsparse.data.synthetic import simulation
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import load_dataset
+from fedsparse.training.config import normalize_dataset, normalize_run_config, run_id
+from fedsparse.training.experiment import load_dataset
 
 # Noiseless, support = dim and more rows than columns: each client's model x_i is the exact
 # least-squares solution of its own rows, so the draws of u_i can be read back from the data.

@@ -10,16 +10,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fedsparse import experiment
-from fedsparse.config import normalize_run_config
-from fedsparse.cost import RUN_OVERHEAD_S, known_shape, shard_seconds
-from fedsparse.experiment import run_result, run_results, time_siblings_key
 from fedsparse.families.gradient_sparsification.algorithms import FABTopK
-from fedsparse.pipeline import make_data
-from fedsparse.plan_file import read_plan, write_plan_file
-from fedsparse.run_store import store_path
-from fedsparse.shard_runner import run_shard
+from fedsparse.pipeline.shard_runner import run_shard
+from fedsparse.pipeline.steps import make_data
+from fedsparse.results.run_store import store_path
 from fedsparse.sweep import plan_sweep
+from fedsparse.sweep.cost import RUN_OVERHEAD_S, known_shape, shard_seconds
+from fedsparse.sweep.plan_file import read_plan, write_plan_file
+from fedsparse.training import experiment
+from fedsparse.training.config import normalize_run_config
+from fedsparse.training.experiment import run_result, run_results, time_siblings_key
 
 DATA = {
     "kind": "synthetic",

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from fedsparse.config import known_clients, normalize_run_config
 from fedsparse.errors import ConfigError
 from fedsparse.sweep import plan_sweep
+from fedsparse.training.config import known_clients, normalize_run_config
 
 SIM = {"kind": "synthetic", "clients": 6, "samples_per_client": 5, "dim": 8, "support": 2}
 

@@ -33,7 +33,7 @@ from snakemake_helpers import TUNE  # noqa: E402
 from fedsparse import run as run_config  # noqa: E402
 from fedsparse.errors import ConfigError  # noqa: E402
 from fedsparse.layout import Layout  # noqa: E402
-from fedsparse.pipeline import make_data  # noqa: E402
+from fedsparse.pipeline.steps import make_data  # noqa: E402
 from fedsparse.sweep import plan_sweep  # noqa: E402
 from fedsparse.tune.export import export_study, run_holdout  # noqa: E402
 from fedsparse.tune.spec import study_spec  # noqa: E402
@@ -75,7 +75,7 @@ def spawn_worker(
 ) -> subprocess.Popen:
     code = (
         "import sys, yaml\n"
-        "from fedsparse.pipeline import setup_logging\n"
+        "from fedsparse.pipeline.steps import setup_logging\n"
         "from fedsparse.tune.worker import run_worker\n"
         "setup_logging(None)\n"
         "cfg = yaml.safe_load(open(sys.argv[1]))\n"
@@ -660,9 +660,9 @@ def test_grid_sweeps_plan_no_study():
 
 def test_trial_files_merge_with_grid_shards(tmp_path):
     """aggregate: shard files (no Optuna columns) and study exports in one results folder."""
-    from fedsparse.aggregate import aggregate
+    from fedsparse.pipeline.shard_runner import run_shard
     from fedsparse.query.read import read_traces
-    from fedsparse.shard_runner import run_shard
+    from fedsparse.results.aggregate import aggregate
 
     grid = {
         "sweep": "g",
@@ -782,9 +782,9 @@ def test_two_objective_study_with_two_workers_reaches_exactly_n_trials(tmp_path,
         assert json.loads(row.trial_values)[1]["value"] == by_trial[row.trial_number].values[1]
 
     # optuna.html shows the Pareto set with its held-out means, from the results alone
-    from fedsparse.aggregate import aggregate
     from fedsparse.report.page import Page
     from fedsparse.report.tune_section import add_section
+    from fedsparse.results.aggregate import aggregate
 
     out = tmp_path / "res"
     aggregate(

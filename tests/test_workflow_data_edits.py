@@ -18,7 +18,7 @@ from snakemake_helpers import read_traces_of, snakemake, write_config
 
 from fedsparse.data.identity import check_built
 from fedsparse.layout import Layout
-from fedsparse.run_store import read_stored, store_path
+from fedsparse.results.run_store import read_stored, store_path
 from fedsparse.sweep import plan_sweep
 
 pytestmark = pytest.mark.integration

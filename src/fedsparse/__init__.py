@@ -16,4 +16,4 @@ __all__ = ["ConfigError", "DataError", "FedsparseError", "__version__", "run"]
 
 
 # ``run`` loads the experiment and its kernels: on first use only (fedsparse.lazy)
-__getattr__ = lazy_names(__name__, {"run": "fedsparse.experiment"})
+__getattr__ = lazy_names(__name__, {"run": "fedsparse.training.experiment"})

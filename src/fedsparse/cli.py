@@ -18,9 +18,9 @@ from .wording import counted
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .config import normalize_run_config, read_config_file
-    from .experiment import run_trace
-    from .results import write_parquet_atomic
+    from .results.schema import write_parquet_atomic
+    from .training.config import normalize_run_config, read_config_file
+    from .training.experiment import run_trace
 
     cfg = normalize_run_config(read_config_file(args.config))
     table = run_trace(cfg)
@@ -34,8 +34,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .config import normalize_run_config, read_config_file
-    from .sweep import plan_checked
+    from .sweep.plan import plan_checked
+    from .training.config import normalize_run_config, read_config_file
 
     merged: dict = {}
     for path in args.configs:  # later files override earlier ones, as snakemake merges them
@@ -49,8 +49,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     except FedsparseError as exc:
         raise type(exc)(f"{names}: {exc}") from None
     from .layout import Layout
-    from .machine import host_rates
-    from .sweep_cost import describe, sweep_cost
+    from .sweep.machine import host_rates
+    from .sweep.sweep_cost import describe, sweep_cost
 
     # data sets built already (in the sweep's results folder) are sized from their folders
     cost = sweep_cost(plan, host_rates(), Layout.of_sweep(merged).root)
@@ -78,8 +78,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _check_run(cfg: dict, names: str, args: argparse.Namespace) -> int:
     """``fedsparse check`` of a run config: valid, and its estimated cost where its data's
     shape is known from the config."""
-    from .cost import run_seconds, spec_shape
-    from .machine import host_rates
+    from .sweep.cost import run_seconds, spec_shape
+    from .sweep.machine import host_rates
 
     shape = spec_shape(cfg["dataset"], cfg.get("partition", "natural"))
     seconds = None if shape is None else run_seconds(cfg, shape, rates=host_rates())
@@ -91,7 +91,7 @@ def _check_run(cfg: dict, names: str, args: argparse.Namespace) -> int:
     rounds = counted(cfg["rounds"], "round")
     print(f"{names}: a valid run config ({cfg['algorithm']}, {rounds})")
     if seconds is not None:
-        from .sweep_cost import duration
+        from .sweep.sweep_cost import duration
 
         print(f"estimated cost: {duration(seconds)} of one core (its data aside)")
     return 0
@@ -266,8 +266,8 @@ def _results_read(args: argparse.Namespace) -> list[Path]:
 def _cmd_tune(args: argparse.Namespace) -> int:
     import json
 
-    from .config import read_config_file
-    from .pipeline import setup_logging
+    from .pipeline.steps import setup_logging
+    from .training.config import read_config_file
     from .tune.export import study_status
     from .tune.storage import create_study
     from .tune.worker import run_worker

@@ -12,7 +12,8 @@ from typing import Any
 
 # Simulated time of a round: step_time x local steps + round_latency + exchange_time x (values
 # one client sends up + values sent down) / (2 D) (spec seed-003 section 2.2; an index counts as
-# a value). A run config's top-level ``time_model`` (fedsparse.config); controllers of k read it.
+# a value). A run config's top-level ``time_model`` (fedsparse.training.config); controllers of k
+# read it.
 DEFAULT_TIME_MODEL: dict[str, float] = {
     "step_time": 1.0,
     "round_latency": 0.0,
@@ -28,7 +29,7 @@ SWEEP_DEFAULTS: dict[str, Any] = {
     "sweep": "sweep",  # the label in every result row
     "results": RESULTS_ROOT + "/{sweep}",  # the workflow's output folder; {sweep}: its name
     "seeds": (0,),
-    "eval_every": 1,  # also a run config's (fedsparse.config)
+    "eval_every": 1,  # also a run config's (fedsparse.training.config)
     "shard_size": 25,  # runs per shard job
     # Past this many shards, shards grow: a million-run sweep becomes hundreds of cluster
     # jobs, each loading its data and kernels once, instead of tens of thousands.
@@ -36,10 +37,11 @@ SWEEP_DEFAULTS: dict[str, Any] = {
     "embedding_sample": 1000,  # rows in each partitioned data set's t-SNE figure
     "method": "grid",
     "progress_every": 30.0,  # seconds between the sweep's progress lines
-    # minutes of a run's computation between its checkpoints (fedsparse.checkpoint); 0: none
+    # minutes of a run's computation between its checkpoints (fedsparse.results.checkpoint); 0: none
     "checkpoint_minutes": 5.0,
     # runs differing only in hyperparameters their algorithm fuses compute as one cohort,
-    # sharing their passes over the data (fedsparse.cohorts); false: each alone, same traces
+    # sharing their passes over the data (fedsparse.training.cohorts); false: each alone, same
+    # traces
     "fuse": True,
     # A run is diverged once its objective exceeds this factor times its round-0 objective;
     # at this value the key stays out of the canonical run config (run ids unchanged).

@@ -9,7 +9,7 @@ A method taking a name (``study_marker(study)``) accepts a Snakemake wildcard to
 say ``L.shard_traces("{shard}", "{digest}")`` and get ``RESULTS/shards/{shard}.{digest}.parquet``.
 
 A shard's files carry, beside its name, the digest of the runs it holds
-(:func:`fedsparse.sharding.shard_digest`): an edited plan asks for files of other names, so
+(:func:`fedsparse.sweep.sharding.shard_digest`): an edited plan asks for files of other names, so
 whether a shard is done is read from the folder alone, with or without Snakemake's records.
 So does a data set's build, the digest of the spec it was built from
 (:func:`fedsparse.data.identity.data_digest`): ``data/<name>.<digest>/``, and ``data/<name>``
@@ -125,7 +125,7 @@ class Layout:
     @property
     def store(self) -> Path:
         """The run store: each finished run's trace, kept whatever happens to the shards
-        (:mod:`fedsparse.run_store` names the files in it)."""
+        (:mod:`fedsparse.results.run_store` names the files in it)."""
         return self.root / "store"
 
     def checkpoint(self, run_id: str) -> Path:
@@ -142,12 +142,12 @@ class Layout:
 
     @property
     def aggregate_inputs(self) -> Path:
-        """The names of the aggregate's inputs in the plan (fedsparse.sharding.record_inputs):
+        """The names of the aggregate's inputs in the plan (fedsparse.sweep.sharding.record_inputs):
         rewritten when they change, so newer than a runs table of other inputs."""
         return self.shards / "aggregate.inputs.json"
 
     def shard_traces(self, shard: str, digest: str) -> Path:
-        """``digest``: of the runs the file holds (fedsparse.sharding.shard_digest)."""
+        """``digest``: of the runs the file holds (fedsparse.sweep.sharding.shard_digest)."""
         return self.shards / f"{shard}.{digest}.parquet"
 
     def shard_runs(self, shard: str, digest: str) -> Path:

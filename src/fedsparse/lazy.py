@@ -11,7 +11,7 @@ follows their module names as imports):
 * :class:`LazyModule` stands for a whole module, imported when one of its attributes is read
   (a family names its kernels this way).
 
-fedsparse's own modules write module names out in full (``"fedsparse.experiment"``), never
+fedsparse's own modules write module names out in full (``"fedsparse.training.experiment"``), never
 built, so that a reader and the tests can follow them.
 """
 

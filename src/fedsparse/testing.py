@@ -36,12 +36,12 @@ import numpy as np
 import pyarrow as pa
 
 from .algorithms import ALGORITHMS, Hyperparameter
-from .checkpoint import Checkpoint
-from .cohorts import cohort_key
-from .config import normalize_run_config, run_id
 from .errors import ConfigError
-from .experiment import RunResult, load_dataset, run_cohort, run_result
-from .problem import Problem
+from .objective.problem import Problem
+from .results.checkpoint import Checkpoint
+from .training.cohorts import cohort_key
+from .training.config import normalize_run_config, run_id
+from .training.experiment import RunResult, load_dataset, run_cohort, run_result
 
 __all__ = [
     "TOY_DATA",
@@ -93,7 +93,7 @@ def run_config(
     Returns
     -------
     dict
-        The config as a sweep's run has it (:func:`fedsparse.config.normalize_run_config`).
+        The config as a sweep's run has it (:func:`fedsparse.training.config.normalize_run_config`).
     """
     return normalize_run_config(
         {
@@ -232,7 +232,7 @@ def check_checkpoint_round_trip(
             pass
         else:
             raise AssertionError(f"{algorithm}: no checkpoint written at round {at}")
-        with _log_lines("fedsparse.checkpoint") as lines:
+        with _log_lines("fedsparse.results.checkpoint") as lines:
             resumed = run_cohort(computations, checkpoint=Checkpoint(path, ids, 0.0, "again"))
     said = f"again: resumed from round {at}"
     assert any(said in line for line in lines), f"{algorithm}: no '{said}' in the log: {lines}"

@@ -2,7 +2,7 @@
 raises a one-line ConfigError naming the value's config path.
 
 Light at import (the standard library and fedsparse.errors): every layer that reads a config
-section uses it, the data-set kinds (fedsparse.data.kinds) and fedsparse.config among them.
+section uses it, the data-set kinds (fedsparse.data.kinds) and fedsparse.training.config among them.
 """
 
 from __future__ import annotations

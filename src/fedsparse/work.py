@@ -1,4 +1,4 @@
-"""What an algorithm's round does, as the cost model (:mod:`fedsparse.cost`) counts it.
+"""What an algorithm's round does, as the cost model (:mod:`fedsparse.sweep.cost`) counts it.
 
 Light at import: the algorithms declare it (their ``work`` hook), the plan file records it,
 and a cluster job's own Snakemake reads it back without the algorithms.

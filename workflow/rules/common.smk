@@ -3,15 +3,15 @@ import sys
 from snakemake.logging import logger
 from snakemake.utils import min_version
 
-from fedsparse.console import SweepConsole
-from fedsparse.cost_learning import ShardRuntimes
 from fedsparse.errors import FedsparseError
 from fedsparse.layout import Layout
-from fedsparse.plan_file import plan_from_file, write_plan_file
-from fedsparse.progress import sweep_progress
-from fedsparse.sharding import input_names, record_inputs
-from fedsparse.snakemake_lock import resume_after_kill
+from fedsparse.pipeline.console import SweepConsole
+from fedsparse.pipeline.progress import sweep_progress
+from fedsparse.pipeline.snakemake_lock import resume_after_kill
 from fedsparse.sweep import plan_or_exit, retype_config
+from fedsparse.sweep.cost_learning import ShardRuntimes
+from fedsparse.sweep.plan_file import plan_from_file, write_plan_file
+from fedsparse.sweep.sharding import input_names, record_inputs
 
 min_version("8.10")
 
@@ -32,7 +32,7 @@ PLAN = (workflow.remote_exec and plan_from_file(L.plan_file, config)) or plan_or
 # A sweep killed with kill -9 resumes with a plain `snakemake`: in the main process (exec mode
 # default, not a job's own Snakemake), before Snakemake locks the folder (.snakemake/ of the
 # working folder), remove a lock a killed run left behind, never one a live Snakemake may hold,
-# and record this process as the lock's owner (fedsparse.snakemake_lock).
+# and record this process as the lock's owner (fedsparse.pipeline.snakemake_lock).
 if workflow.exec_mode.name.upper() == "DEFAULT":
     resume_after_kill(".snakemake", L.root, logger.warning)
 
@@ -69,7 +69,7 @@ if not workflow.remote_exec and L.root.is_dir():
 onstart:
     # When jobs are about to run (not in a dry run), in the Snakemake process only (not in a
     # cluster job's own Snakemake); an unchanged plan is not rewritten, and a job that finds
-    # no valid plan file plans the sweep itself (fedsparse.shard_runner).
+    # no valid plan file plans the sweep itself (fedsparse.pipeline.shard_runner).
     if not workflow.remote_exec:
         CONSOLE.start(PROGRESS, log)
     if SHARDS and not workflow.remote_exec:

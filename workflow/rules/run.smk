@@ -1,7 +1,7 @@
 # A shard's files are named by its digest, of the runs they hold (Plan.shard_digest): a sweep
 # edit that changes a shard's runs asks for files the folder lacks, so the shard reruns whether
 # or not Snakemake's records (.snakemake/) are there, and a shard whose runs are unchanged does
-# not; its job computes only the runs the store lacks (fedsparse.shard_runner). The sweep's
+# not; its job computes only the runs the store lacks (fedsparse.pipeline.shard_runner). The sweep's
 # target (rule all) asks for every shard's files itself: Snakemake, finding the aggregate's
 # outputs present and no record of its inputs, would take missing shard files for intermediates.
 rule run_shard:
@@ -25,7 +25,7 @@ rule run_shard:
         # the time limit scaled by what the sweep's finished runs measured against their
         # estimates, and times the attempt: a shard killed at its limit is retried
         # (profiles/slurm retries) with a longer one, computing only the runs the store lacks
-        # (fedsparse.cost_learning)
+        # (fedsparse.sweep.cost_learning)
         runtime=lambda w, input, attempt: SHARD_RUNTIMES(w.shard, input[0], attempt),
         mem_mb=lambda w, input: PLAN.shard_resources(w.shard, input[0])["mem_mb"],
     script:

@@ -1,6 +1,6 @@
 from fedsparse.layout import Layout
-from fedsparse.pipeline import aggregate_shards, job
-from fedsparse.sharding import input_names, record_inputs
+from fedsparse.pipeline.steps import aggregate_shards, job
+from fedsparse.sweep.sharding import input_names, record_inputs
 
 L = Layout.of_sweep(snakemake.config)
 with job(snakemake.log[0]):

@@ -1,4 +1,4 @@
-from fedsparse.pipeline import job, make_data
+from fedsparse.pipeline.steps import job, make_data
 
 with job(snakemake.log[0]):
     make_data(

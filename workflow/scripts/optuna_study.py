@@ -1,5 +1,5 @@
 from fedsparse.layout import Layout
-from fedsparse.pipeline import job
+from fedsparse.pipeline.steps import job
 from fedsparse.tune.storage import create_study
 
 L = Layout.of_sweep(snakemake.config)

@@ -1,5 +1,5 @@
 from fedsparse.layout import Layout
-from fedsparse.pipeline import job
+from fedsparse.pipeline.steps import job
 from fedsparse.tune.worker import run_worker
 
 L = Layout.of_sweep(snakemake.config)

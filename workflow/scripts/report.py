@@ -1,5 +1,5 @@
 from fedsparse.layout import Layout
-from fedsparse.pipeline import job
+from fedsparse.pipeline.steps import job
 from fedsparse.report import build_report
 
 L = Layout.of_sweep(snakemake.config)

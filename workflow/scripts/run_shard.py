@@ -1,6 +1,6 @@
 from fedsparse.layout import Layout
-from fedsparse.pipeline import job
-from fedsparse.shard_runner import run_shard
+from fedsparse.pipeline.shard_runner import run_shard
+from fedsparse.pipeline.steps import job
 
 L = Layout.of_sweep(snakemake.config)
 with job(snakemake.log[0], snakemake.threads):

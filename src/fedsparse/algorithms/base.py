@@ -20,7 +20,7 @@ from ..errors import ConfigError, did_you_mean
 from ..work import RunWork
 
 if TYPE_CHECKING:  # the problem (and with it the kernels) is imported where a run starts
-    from ..problem import Problem
+    from ..objective.problem import Problem
 
 DENSE_VALUE_BYTES = 8  # float64
 SPARSE_ENTRY_BYTES = 12  # float64 value + int32 index
@@ -186,7 +186,7 @@ class Algorithm(ABC):
     shared_pages_by_name: ClassVar[bool] = False
     # The version of the numerics of its traces: raised by a change that alters a trace's bits
     # (an order of operations, a kernel), so a results folder never takes a run stored by the
-    # earlier numerics for finished (fedsparse.numerics); one per model path ({"linear": 2,
+    # earlier numerics for finished (fedsparse.results.numerics); one per model path ({"linear": 2,
     # "network": 1}) when the change touched one path's kernels only
     numerics: ClassVar[int | Mapping[str, int]] = 1
     # the run's time model; run_trace sets it before setup (never mutated in place)
@@ -300,7 +300,7 @@ class Algorithm(ABC):
     def model_support(cls, params: dict[str, Any]) -> int | None:
         """Non-zeros per class the global model keeps, where the algorithm bounds them (hard
         thresholding's τ); None: a dense model. The cost model charges an exact evaluation
-        that many columns rather than every one (fedsparse.cost.run_work)."""
+        that many columns rather than every one (fedsparse.sweep.cost.run_work)."""
         return None
 
     @classmethod
@@ -311,7 +311,7 @@ class Algorithm(ABC):
     @classmethod
     def work(cls, params: dict[str, Any]) -> RunWork:
         """What a round of a run with these hyperparameters does, for the cost model
-        (:class:`fedsparse.cost.RunWork`): by default every client takes
+        (:class:`fedsparse.sweep.cost.RunWork`): by default every client takes
         :meth:`steps_per_round` steps, the model keeps :meth:`model_support` non-zeros per
         class, and a client holds its local model and the broadcast one. An algorithm that
         does more (selections, prox terms, personal models) or less (sampled clients) says
@@ -343,13 +343,13 @@ class Algorithm(ABC):
         return {}
 
     def checkpoint_state(self) -> dict[str, Any]:
-        """The state a checkpoint keeps (fedsparse.checkpoint), as of the end of a round: every
-        attribute but the problem, the time model (the run's, set again when it resumes) and
+        """The state a checkpoint keeps (fedsparse.results.checkpoint), as of the end of a round:
+        every attribute but the problem, the time model (the run's, set again when it resumes) and
         work spaces (``ThreadWork``: scratch that :meth:`setup` makes again). Objects the
         members of a cohort share stay shared (one pickle holds them all). A family overrides
         this, and :meth:`restore_state`, for state an attribute copy loses (e.g. a view of
         another attribute: a pickle makes it an array of its own)."""
-        from ..problem import ThreadWork
+        from ..objective.problem import ThreadWork
 
         state = {
             name: value

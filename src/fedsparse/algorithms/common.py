@@ -94,7 +94,7 @@ class MemberStack:
 
 class LocalSGDStack(MemberStack):
     """The stack of the fused local-SGD kernel
-    (:meth:`fedsparse.problem.Problem.local_sgd_cohort_round`): the members' global models
+    (:meth:`fedsparse.objective.problem.Problem.local_sgd_cohort_round`): the members' global models
     ``W`` and clients' models ``W_local``."""
 
     arrays = ("W", "W_local")

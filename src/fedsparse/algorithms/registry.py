@@ -13,10 +13,10 @@ families are the folders of ``fedsparse/families/``, registered in this project'
     toy = "toy_fedsparse.toy"            # or "toy_fedsparse.toy:ToyGD"
 
 Everything else derives from the classes' declarations: the results' typed columns
-(``fedsparse.results``), config validation, the report's labels, colours and family pages,
+(``fedsparse.results.schema``), config validation, the report's labels, colours and family pages,
 the generated docs and the benchmarks. Nothing is loaded at import: the entry points are read
 once, the first time the registry is used (the plan's readers use it never, ``import
-fedsparse.results`` only when a schema is first needed). Families load by entry point, so no
+fedsparse.results.schema`` only when a schema is first needed). Families load by entry point, so no
 module outside a family's folder imports it or names it.
 """
 
@@ -84,7 +84,8 @@ def _load(entry_points: list[Any] | None = None, plugins: bool = True) -> list[R
     if _LOADING:
         raise FedsparseError(
             "the algorithm registry was used while it was loading (a family module reads the "
-            "registry or fedsparse.results' schemas at import: read them in a function instead)"
+            "registry or the schemas of fedsparse.results.schema at import: read them in a "
+            "function instead)"
         )
     installed = installed_entry_points()
     points = [ep for ep in installed if is_builtin(ep)]

@@ -1,10 +1,10 @@
 """Defaults of the data-set and partition config keys, by kind: what ``dataset:`` and
 ``partition:`` mean when a key is absent (each data-set kind of fedsparse.data.kinds and
-fedsparse.config fill them in; a key at its default stays out of the canonical config, so run
-ids do not change when a key is added).
+fedsparse.training.config fill them in; a key at its default stays out of the canonical config, so
+run ids do not change when a key is added).
 
 Imports nothing heavy: the planner (and a cluster job's own Snakemake) reads these through
-fedsparse.config.
+fedsparse.training.config.
 """
 
 from __future__ import annotations

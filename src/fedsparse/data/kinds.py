@@ -12,7 +12,7 @@ set built whole with its clients, ``read`` for files that :mod:`fedsparse.data.p
 partitions). :data:`DATA_KINDS` holds them by name; :func:`data_kind` and :func:`kind_of`
 look one up.
 
-Light at import (fedsparse.config reads it in a cluster job's own Snakemake): the readers,
+Light at import (fedsparse.training.config reads it in a cluster job's own Snakemake): the readers,
 numba and SciPy load inside ``build`` and ``read``.
 """
 
@@ -124,7 +124,7 @@ class DataKind:
         loss
             The model's loss (not least squares, which fits any labels).
         loss_task
-            The task that loss reads (fedsparse.problem.LOSS_TASKS).
+            The task that loss reads (fedsparse.objective.problem.LOSS_TASKS).
         ds
             The normalised data set config.
         """

@@ -74,8 +74,8 @@ EVAL_FEATURES = 1 << 20  # values per thread's feature-map buffer in evaluation 
 
 
 def cnn_spec(layers, input_order: str, bias: bool, dtype: str = "float64") -> np.ndarray:
-    """The kernels' layer table of resolved layers (:class:`fedsparse.model.Layer`, the dense
-    output layer last) on input rows in ``input_order`` (chw | hwc), computed in ``dtype``
+    """The kernels' layer table of resolved layers (:class:`fedsparse.objective.model.Layer`, the
+    dense output layer last) on input rows in ``input_order`` (chw | hwc), computed in ``dtype``
     (float64 | float32)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be float64 or float32, got {dtype!r}")

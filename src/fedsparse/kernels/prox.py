@@ -13,7 +13,7 @@ thread count. ``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``.
 
 One kernel for every model: a linear model's parameters are (n_outputs, n_features), a
 network's (1, n_params), and ``network`` picks the gradient (:func:`model_grad`). The model
-is one argument, a :class:`StepModel` (:attr:`fedsparse.problem.Problem.step_model`); the
+is one argument, a :class:`StepModel` (:attr:`fedsparse.objective.problem.Problem.step_model`); the
 constants of the steps another, a :class:`ProxConstants`; the work space is
 :func:`step_work`'s. numba takes a named tuple as one argument whose fields it reads as
 the loose arguments they replace: a kernel compiles once per combination of field types.
@@ -35,7 +35,7 @@ from .rng import sample_without_replacement
 class StepModel(NamedTuple):
     """The model and loss as the kernels that take either kind of model take it (this module's
     and those built on :func:`model_grad`): one argument, built once by the Problem
-    (:attr:`fedsparse.problem.Problem.step_model`)."""
+    (:attr:`fedsparse.objective.problem.Problem.step_model`)."""
 
     network: bool  # a network's gradient (mlp_batch_grad), else a linear model's (batch_grad)
     sizes: np.ndarray  # layer widths, or a cnn's 2-D layer table (kernels.cnn)

@@ -18,8 +18,8 @@ so a query can neither write files nor read anything else.
 
 The modules: :mod:`.read` (the views and their rule, the SQL quoting, one SELECT's rows; the
 report and the families' pages read through it too), :mod:`.views` (the locked connection,
-:func:`run_query`), :mod:`.best`, :mod:`.pareto`, :mod:`.printing` (table, CSV, Parquet out)
-and :mod:`.merge`.
+:func:`run_query`), :mod:`.best` (with :mod:`.grid_edges`: a best value at the edge of what was
+searched), :mod:`.pareto`, :mod:`.printing` (table, CSV, Parquet out) and :mod:`.merge`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..errors import FedsparseError
-from ..grid_edges import EDGE_COLUMNS, edge_phrase
-from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA
+from ..results.schema import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA
+from .grid_edges import EDGE_COLUMNS, edge_phrase
 from .printing import cell
 from .read import sql_ident, sql_quote
 from .views import Results, execute, scalar, scalar_row
@@ -74,7 +74,7 @@ def best_configurations(
         One row per (``by``..., dataset, algorithm) where some run has a value of ``metric``,
         in that order: the configuration columns, ``mean_<metric>``, ``seeds``, ``diverged``
         (runs) and ``grid_edges`` (the hyperparameters at an edge of the values searched,
-        :mod:`fedsparse.grid_edges`; ``''`` when none). Ties go to the first configuration by
+        :mod:`fedsparse.query.grid_edges`; ``''`` when none). Ties go to the first configuration by
         its columns, nulls first.
 
     Raises

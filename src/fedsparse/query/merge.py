@@ -16,10 +16,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..aggregate import ROW_GROUP_ROWS, install, stage_traces
 from ..errors import FedsparseError, one_line
 from ..layout import Layout
-from ..results import RUNS_SCHEMA, TRACE_SCHEMA
+from ..results.aggregate import ROW_GROUP_ROWS, install, stage_traces
+from ..results.schema import RUNS_SCHEMA, TRACE_SCHEMA
 from .read import conflicting_runs, keep_runs_once, results_views, runs_per_folder, sql_quote
 from .views import BATCH_ROWS, scalar, warn_conflicts
 

@@ -9,7 +9,7 @@ run found more than once:
 
 Within one folder a run is there once (aggregate refuses a run found in two shards, merge
 writes the union once), so a single folder is read as it is. Files of older schema versions
-read as the current schema, as :func:`fedsparse.results.upgrade` makes them (renamed columns
+read as the current schema, as :func:`fedsparse.results.schema.upgrade` makes them (renamed columns
 under their new names, added columns filled as it fills them).
 """
 
@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ..errors import FedsparseError, MissingResultsError, one_line
 from ..layout import Layout
-from ..results import RENAMED_RUNS_COLUMNS, RUNS_SCHEMA, TOTALS, TRACE_SCHEMA, upgrade
+from ..results.schema import RENAMED_RUNS_COLUMNS, RUNS_SCHEMA, TOTALS, TRACE_SCHEMA, upgrade
 
 _SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
 
@@ -161,7 +161,7 @@ def _traces_source(con, folder: Path) -> str:
 def _conformed(con, source: str, schema: pa.Schema) -> str:
     """SELECT of ``schema``'s columns, typed and in order, from files of any schema version:
     a renamed column under its new name, a column the files lack as
-    :func:`~fedsparse.results.upgrade` fills it."""
+    :func:`~fedsparse.results.schema.upgrade` fills it."""
     present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
     renamed = {new: old for old, new in RENAMED_RUNS_COLUMNS.items() if old in present}
     filled = upgrade(pa.table({"_probe": pa.nulls(1)}), schema)  # one row of fill values

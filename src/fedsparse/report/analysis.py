@@ -18,7 +18,7 @@ Definitions used throughout:
   valid configuration with the lowest mean final objective (non-finite values
   are dropped from means); its ``grid_edges`` name the hyperparameters whose value is
   the smallest or largest of the algorithm's configurations on the section
-  (fedsparse.grid_edges).
+  (fedsparse.query.grid_edges).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..algorithms import ALGORITHMS
-from ..grid_edges import EDGE_COLUMNS, edge_warning, edges_text, grid_edges
-from ..results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, to_frame
+from ..query.grid_edges import EDGE_COLUMNS, edge_warning, edges_text, grid_edges
+from ..results.schema import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA, to_frame
 from .data import ReportData, as_data
 
 HP = list(HYPERPARAMETER_COLUMNS)

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from ..errors import FedsparseError, one_line
 from ..query.read import results_views, sql_ident, sql_quote
-from ..results import RUNS_SCHEMA, to_frame
+from ..results.schema import RUNS_SCHEMA, to_frame
 
 __all__ = ["FACTS", "LONG_COLUMNS", "ReportData", "as_data"]
 

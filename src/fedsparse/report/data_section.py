@@ -80,7 +80,7 @@ def partition_summary(name: str, meta: dict, stats: pd.DataFrame) -> dict:
     """
     part = (meta.get("config") or {}).get("partition", "natural")
     if isinstance(part, dict):
-        from ..config import partition_label
+        from ..training.config import partition_label
 
         part = partition_label(part)
     rows = stats["rows"]

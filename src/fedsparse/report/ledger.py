@@ -39,9 +39,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..atomic import atomic_directory, atomic_write
-from ..config import read_config_file
 from ..errors import FedsparseError
 from ..layout import RUNS_FILE
+from ..training.config import read_config_file
 from .claims import AGREES, PAPER_CLAIM, STAND_IN, VARIATION, Family
 from .verdicts import paper_verdicts
 
@@ -471,9 +471,9 @@ def _provenance(ledger: Path, sources: Sequence[Path], configs: Sequence[str]) -
 def _estimate(configs: Sequence[str], run_ids: Sequence[str] | None = None) -> float:
     """The cost model's core-seconds for ``configs`` at this host's rates: of the runs
     ``run_ids`` among them (those recorded), or of every run (None)."""
-    from ..machine import host_rates
-    from ..sweep import plan_checked
-    from ..sweep_cost import sweep_cost
+    from ..sweep.machine import host_rates
+    from ..sweep.plan import plan_checked
+    from ..sweep.sweep_cost import sweep_cost
 
     rates = host_rates()
     total = 0.0

@@ -28,7 +28,7 @@ import pandas as pd
 from ..errors import FedsparseError
 from ..query import METRICS, Results, pareto_candidates, pareto_front
 from ..query.read import sql_ident, sql_quote
-from ..results import HYPERPARAMETER_COLUMNS
+from ..results.schema import HYPERPARAMETER_COLUMNS
 from .analysis import Analysis, algorithm_order, label
 from .data import ReportData, as_data, partitions_of
 from .figures import MAX_WIDTH_IN, colour, plt

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..grid_edges import EDGE_COLUMNS, edges_text, grid_edges
+from ..query.grid_edges import EDGE_COLUMNS, edges_text, grid_edges
 from .analysis import label, slugify
 from .data import ReportData, as_data
 from .figures import colour, plt
@@ -185,8 +185,8 @@ def searched(space_json: str) -> dict:
 
 def best_table(runs: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     """Per study: the best complete trial, its parameters, its grid edges (a parameter at the
-    smallest or largest value the finished trials tried; fedsparse.grid_edges) and its held-out
-    result."""
+    smallest or largest value the finished trials tried; fedsparse.query.grid_edges) and its
+    held-out result."""
     rows = []
     for study, t in trials.groupby("study", sort=True):
         space = searched(t["search_space"].iloc[0])

@@ -12,10 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..config import run_id
-from ..grid_edges import EDGE_COLUMNS, edge_warning, grid_edges
 from ..layout import Layout
-from ..results import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
+from ..query.grid_edges import EDGE_COLUMNS, edge_warning, grid_edges
+from ..results.schema import RUNS_SCHEMA, TRACE_SCHEMA, rows_table, write_parquet_atomic
+from ..training.config import run_id
 from .spec import TuneError, study_spec
 from .storage import load_study, open_storage
 from .worker import with_study_columns
@@ -135,9 +135,9 @@ def run_holdout(
         ``study`` is not one of the sweep's studies.
     """
     from ..data import load_built
-    from ..experiment import run_result
-    from ..shard_runner import run_summary
-    from ..sweep import Run
+    from ..pipeline.shard_runner import run_summary
+    from ..sweep.plan import Run
+    from ..training.experiment import run_result
 
     spec = study_spec(sweep, study)
     s = load_study(spec, open_storage(spec, results_dir))
@@ -231,7 +231,7 @@ def study_status(sweep: dict[str, Any], results_dir: str | Path) -> list[dict[st
     """Per study: trials by state (for ``fedsparse tune status``)."""
     import optuna
 
-    from ..sweep import plan_sweep
+    from ..sweep.plan import plan_sweep
 
     out = []
     for name, spec in plan_sweep(sweep).studies.items():

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..atomic import atomic_write
 from ..errors import ConfigError, FedsparseError
-from ..sweep import plan_sweep
+from ..sweep.plan import plan_sweep
 from .studies import StudySpec
 
 HOST = socket.gethostname()

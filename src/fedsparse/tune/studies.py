@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..algorithms import ALGORITHMS
-from ..config import (
+from ..defaults import sweep_default
+from ..errors import ConfigError, did_you_mean
+from ..layout import SHARD_DIGEST_CHARS as DIGEST_CHARS
+from ..training.config import (
     DEFAULT_DIVERGENCE_FACTOR,
     as_integer,
     as_number,
@@ -24,9 +27,6 @@ from ..config import (
     normalize_run_config,
     partition_label,
 )
-from ..defaults import sweep_default
-from ..errors import ConfigError, did_you_mean
-from ..layout import SHARD_DIGEST_CHARS as DIGEST_CHARS
 
 OPTUNA_KEYS = (
     "n_trials",

@@ -20,17 +20,17 @@ import numpy as np
 import pyarrow as pa
 
 from ..algorithms import ALGORITHMS
-from ..config import run_id
 from ..defaults import sweep_default
 from ..errors import ConfigError
 from ..layout import Layout
-from ..results import TOTALS, TRACE_SCHEMA, write_parquet_atomic
+from ..results.schema import TOTALS, TRACE_SCHEMA, write_parquet_atomic
+from ..training.config import run_id
 from .spec import HOST, MAX_ERRORS, TuneError, study_spec, write_json
 from .storage import check_identity, load_study, make_sampler, open_storage, study_lock
 from .studies import METRICS, StudySpec
 
 if TYPE_CHECKING:
-    from ..checkpoint import Checkpoint
+    from ..results.checkpoint import Checkpoint
 
 log = logging.getLogger("fedsparse.tune")
 
@@ -181,7 +181,7 @@ class Checkpoints:
 
     def of(self, cfg: dict[str, Any], label: str) -> Checkpoint:
         """The checkpoint of a trial's run of ``cfg`` (``label``: the trial, for its log)."""
-        from ..checkpoint import Checkpoint
+        from ..results.checkpoint import Checkpoint
 
         config_id = run_id(cfg)
         path = self.layout.study_checkpoint(self.study, config_id)
@@ -309,9 +309,9 @@ def _run_trial(
     is retried with the same configuration, under another number)."""
     from optuna.trial import TrialState
 
-    from ..experiment import run_result
-    from ..shard_runner import run_summary
-    from ..sweep import Run
+    from ..pipeline.shard_runner import run_summary
+    from ..sweep.plan import Run
+    from ..training.experiment import run_result
 
     params = trial.params
     prune = spec.settings.pruner["name"] != "none"  # (never with objectives: tune/studies.py)
@@ -415,7 +415,7 @@ def with_study_columns(
 
 def check_space_on_data(spec: StudySpec, data) -> None:
     """Fail before any trial if a corner of the space cannot run on this data set."""
-    from ..problem import Problem
+    from ..objective.problem import Problem
 
     problem = Problem.from_config(data, spec.model)
     for corner in spec.corners():

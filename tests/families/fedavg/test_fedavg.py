@@ -16,7 +16,7 @@ from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, FedAvg
 from fedsparse.algorithms.common import server_stream
 from fedsparse.errors import ConfigError
-from fedsparse.problem import Problem
+from fedsparse.objective.problem import Problem
 
 SWISH = {"kind": "mlp", "hidden": [5], "activation": "swish", "bias": False}
 TANH2 = {"kind": "mlp", "hidden": [4, 3], "activation": "tanh"}
@@ -210,8 +210,8 @@ def test_bits_and_density_count_remark_1_per_client(model):
 
 
 def test_bits_and_density_reach_the_trace():
-    from fedsparse.config import normalize_run_config
-    from fedsparse.experiment import run_trace
+    from fedsparse.training.config import normalize_run_config
+    from fedsparse.training.experiment import run_trace
 
     data = make_data("softmax", sizes=(7, 9, 6, 8), d=8, seed=3)
     cfg = normalize_run_config(

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from fedsparse.aggregate import write_traces_dataset
-from fedsparse.config import normalize_run_config
-from fedsparse.experiment import run_result
-from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
-from fedsparse.shard_runner import run_summary
+from fedsparse.pipeline.shard_runner import run_summary
+from fedsparse.results.aggregate import write_traces_dataset
+from fedsparse.results.schema import RUNS_SCHEMA, rows_table, write_parquet_atomic
 from fedsparse.sweep import Run
+from fedsparse.training.config import normalize_run_config
+from fedsparse.training.experiment import run_result
 
 
 def params_for(name, k, stepsize=0.3, fill="client"):

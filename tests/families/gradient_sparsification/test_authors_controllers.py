@@ -13,11 +13,11 @@ from conftest import make_data
 from gs_helpers import params_for, run_cfg
 
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.config import normalize_run_config, run_id
-from fedsparse.experiment import run_trace
 from fedsparse.families.gradient_sparsification import controllers as C
-from fedsparse.problem import Problem
-from fedsparse.results import to_frame
+from fedsparse.objective.problem import Problem
+from fedsparse.results.schema import to_frame
+from fedsparse.training.config import normalize_run_config, run_id
+from fedsparse.training.experiment import run_trace
 
 
 def code_sr(x, rand):

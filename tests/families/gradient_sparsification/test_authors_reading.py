@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from gs_helpers import run_cfg
 
-from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import run_trace
-from fedsparse.results import to_frame
+from fedsparse.results.schema import to_frame
+from fedsparse.training.config import normalize_run_config, run_id
+from fedsparse.training.experiment import run_trace
 
 D, K, BETA = 12, 5, 10.0  # run_cfg: a 12-parameter logistic model, k = 5
 TIMING = {"step_time": 1.0, "round_latency": 0.0, "exchange_time": BETA}

@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from network_oracle import np_loss_grad
 
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.config import normalize_run_config, run_id
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import run_result, run_trace
 from fedsparse.families.gradient_sparsification import controllers as GSCtrl
 from fedsparse.families.gradient_sparsification import kernels as GS
 from fedsparse.families.gradient_sparsification.algorithms import PeriodicIndices
-from fedsparse.problem import Problem
-from fedsparse.results import to_frame
+from fedsparse.objective.problem import Problem
+from fedsparse.results.schema import to_frame
+from fedsparse.training.config import normalize_run_config, run_id
+from fedsparse.training.experiment import run_result, run_trace
 
 RTOL = 1e-9
 GS_NAMES = ["fabtopk", "fubtopk", "utopk", "periodick", "sendall"]
@@ -1014,7 +1014,7 @@ def test_baseline_controllers_in_a_run(control):
 
 
 def write_trace(path, cfg):
-    from fedsparse.results import write_parquet_atomic
+    from fedsparse.results.schema import write_parquet_atomic
 
     table = run_trace(normalize_run_config(cfg))
     write_parquet_atomic(table, path)
@@ -1082,7 +1082,7 @@ def test_a_replay_runs_as_the_first_run_of_its_process(tmp_path, monkeypatch):
     """The kernels' warm-up builds a throwaway algorithm once per process and kind of run; for
     a replay it too gets the resolved sequence (it once got the config's canonical form, and a
     replay that was a process's first such run failed, e.g. a shard job starting with one)."""
-    from fedsparse import experiment
+    from fedsparse.training import experiment
 
     online_source(tmp_path)
     cfg = normalize_run_config(replay_cfg(tmp_path / "src.parquet"))
@@ -1117,9 +1117,9 @@ def test_the_algorithm_receives_the_sequence_resolved(tmp_path):
 
 
 def test_sequence_from_a_results_folder_and_a_sparser_trace(tmp_path):
-    from fedsparse.aggregate import write_traces_dataset
-    from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
-    from fedsparse.shard_runner import run_summary
+    from fedsparse.pipeline.shard_runner import run_summary
+    from fedsparse.results.aggregate import write_traces_dataset
+    from fedsparse.results.schema import RUNS_SCHEMA, rows_table, write_parquet_atomic
     from fedsparse.sweep import Run
 
     tables, summaries = [], []

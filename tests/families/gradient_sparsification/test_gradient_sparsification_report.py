@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from gs_helpers import DATA, FIXED, base, config, write_folder
 
-from fedsparse.aggregate import write_traces_dataset
-from fedsparse.experiment import run_result
 from fedsparse.families.gradient_sparsification import analysis as gs_analysis
 from fedsparse.families.gradient_sparsification import report as gs_section
 from fedsparse.report.claims import NOT_AT_SETTING, SCORED, VERDICTS, Claim, require_evidence
 from fedsparse.report.page import Page
-from fedsparse.results import RUNS_SCHEMA, rows_table, write_parquet_atomic
+from fedsparse.results.aggregate import write_traces_dataset
+from fedsparse.results.schema import RUNS_SCHEMA, rows_table, write_parquet_atomic
+from fedsparse.training.experiment import run_result
 
 OTHER = {**DATA, "name": "fedavg-only", "seed": 3}
 
@@ -152,7 +152,7 @@ def test_values_at_the_budget_are_np_interp_over_the_known_rows(tmp_path):
     """The SQL interpolation gives np.interp's numbers over the rows where the value is known
     (the loss: train_loss, else the objective), and NaN past the run's last such row."""
     from fedsparse.report.data import ReportData
-    from fedsparse.results import trace_table
+    from fedsparse.results.schema import trace_table
 
     time = [0.0, 0.7, 2.1, 4.0]
     loss = [1.0, None, 0.45, 0.3]  # round 1 has only its objective

@@ -20,11 +20,11 @@ from conftest import LOSSES, dense, make_data, np_grad, np_hard_threshold_rows, 
 import fedsparse
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, DistributedIHT, FedHT, FedIterHT
-from fedsparse.config import normalize_run_config
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import load_dataset, run_trace
-from fedsparse.problem import Problem
-from fedsparse.results import to_frame
+from fedsparse.objective.problem import Problem
+from fedsparse.results.schema import to_frame
+from fedsparse.training.config import normalize_run_config
+from fedsparse.training.experiment import load_dataset, run_trace
 
 RTOL = 1e-9
 STEPS = {"least_squares": 0.02, "logistic": 0.3, "softmax": 0.3}

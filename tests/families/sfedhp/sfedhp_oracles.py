@@ -10,7 +10,7 @@ from network_oracle import np_loss_grad
 
 from fedsparse import kernels as K
 from fedsparse.algorithms.common import server_stream
-from fedsparse.problem import Problem
+from fedsparse.objective.problem import Problem
 
 TANH = {"kind": "mlp", "hidden": [5], "activation": "tanh"}
 

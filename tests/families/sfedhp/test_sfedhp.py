@@ -35,7 +35,7 @@ from fedsparse.algorithms.base import vector_bits, vector_bytes
 from fedsparse.data import FederatedData
 from fedsparse.errors import ConfigError
 from fedsparse.families.sfedhp.kernels import smooth_l1
-from fedsparse.problem import Problem
+from fedsparse.objective.problem import Problem
 
 RELU2 = {"kind": "mlp", "hidden": [4, 3], "activation": "relu", "bias": False}
 
@@ -338,8 +338,8 @@ def test_results_do_not_depend_on_the_thread_count():
 
 
 def test_trace_columns():
-    from fedsparse.config import normalize_run_config
-    from fedsparse.experiment import run_trace
+    from fedsparse.training.config import normalize_run_config
+    from fedsparse.training.experiment import run_trace
 
     data = with_client_tests(make_data("softmax", sizes=(7, 9, 6, 8), d=8, seed=3))
     cfg = normalize_run_config(
@@ -631,9 +631,9 @@ TOY = {
 
 @pytest.mark.parametrize("name", list(TOY))
 def test_every_method_writes_a_full_trace(name):
-    from fedsparse.config import normalize_run_config
-    from fedsparse.cost import run_work
-    from fedsparse.experiment import run_trace
+    from fedsparse.sweep.cost import run_work
+    from fedsparse.training.config import normalize_run_config
+    from fedsparse.training.experiment import run_trace
 
     data = with_client_tests(make_data("softmax", sizes=(7, 9, 6, 8), d=8, seed=3))
     cfg = normalize_run_config(

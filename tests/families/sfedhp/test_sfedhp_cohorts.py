@@ -19,11 +19,11 @@ from sfedhp_oracles import (
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, HierFAVG, PFedMe, SFedHP
-from fedsparse.cohorts import cohort_key
-from fedsparse.config import normalize_run_config
-from fedsparse.experiment import run_cohort, run_result
 from fedsparse.kernels.prox import ProxConstants, prox_steps_cohort
-from fedsparse.problem import Problem
+from fedsparse.objective.problem import Problem
+from fedsparse.training.cohorts import cohort_key
+from fedsparse.training.config import normalize_run_config
+from fedsparse.training.experiment import run_cohort, run_result
 
 
 @pytest.mark.parametrize("fresh", [True, False])

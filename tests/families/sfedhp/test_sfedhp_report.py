@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedsparse.aggregate import aggregate
 from fedsparse.families.sfedhp import settings
 from fedsparse.families.sfedhp.analysis import (
     config_summary,
@@ -30,7 +29,8 @@ from fedsparse.families.sfedhp.analysis import (
     table_claims,
 )
 from fedsparse.families.sfedhp.report import FAMILY, build
-from fedsparse.pipeline import make_data
+from fedsparse.pipeline.shard_runner import run_shard
+from fedsparse.pipeline.steps import make_data
 from fedsparse.report.claims import (
     DERIVED,
     NOT_AT_SETTING,
@@ -43,7 +43,7 @@ from fedsparse.report.claims import (
     require_evidence,
 )
 from fedsparse.report.page import Page
-from fedsparse.shard_runner import run_shard
+from fedsparse.results.aggregate import aggregate
 from fedsparse.sweep import plan_sweep
 
 SETTING_1 = {
@@ -488,9 +488,9 @@ def _with_more_seeds(results: Path, dest: Path, copies: int = 2) -> Path:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from fedsparse.aggregate import write_traces_dataset
     from fedsparse.query.read import read_results
-    from fedsparse.results import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
+    from fedsparse.results.aggregate import write_traces_dataset
+    from fedsparse.results.schema import RUNS_SCHEMA, TRACE_SCHEMA, write_parquet_atomic
 
     def copied(table: pa.Table) -> pa.Table:
         parts = [table]
@@ -550,9 +550,9 @@ def _values(runs, algo: str, *keys) -> set:
 
 
 def test_paper_config_is_tables_one_to_five():
-    from fedsparse.config import partition_label
     from fedsparse.families.sfedhp.report import READINGS
     from fedsparse.report.claims import reading_of
+    from fedsparse.training.config import partition_label
 
     every = _plan("paper")
     kinds = {r.run_id: reading_of(READINGS, r.config).kind for r in every}

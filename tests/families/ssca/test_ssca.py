@@ -16,12 +16,12 @@ from scipy.optimize import minimize, minimize_scalar
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS, SSCA, SSCAConstrained
 from fedsparse.cli import main as cli_main
-from fedsparse.config import normalize_run_config
 from fedsparse.errors import ConfigError
-from fedsparse.experiment import run_trace
 from fedsparse.families.ssca.algorithms import lemma1
 from fedsparse.families.ssca.kernels import client_batch_grads
-from fedsparse.problem import Problem
+from fedsparse.objective.problem import Problem
+from fedsparse.training.config import normalize_run_config
+from fedsparse.training.experiment import run_trace
 
 SWISH = {"kind": "mlp", "hidden": [5], "activation": "swish", "bias": False}
 MODELS = [SWISH, {}]

@@ -10,11 +10,11 @@ from network_oracle import np_loss_grad
 
 from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS
-from fedsparse.cohorts import cohort_key
-from fedsparse.config import normalize_run_config
-from fedsparse.experiment import run_cohort, run_result
 from fedsparse.families.ssca.kernels import client_batch_grads_cohort
-from fedsparse.problem import Problem
+from fedsparse.objective.problem import Problem
+from fedsparse.training.cohorts import cohort_key
+from fedsparse.training.config import normalize_run_config
+from fedsparse.training.experiment import run_cohort, run_result
 
 SWISH = {"kind": "mlp", "hidden": [5], "activation": "swish", "bias": False}
 

@@ -183,9 +183,9 @@ def report_folder(root, rows: list[dict]):
     """Hand-made trace rows as a results folder: the traces, and a runs table in which every
     run ended ok, with its config (``config_json``) where the rows carry one (an open
     ReportData over it)."""
-    from fedsparse.aggregate import write_traces_dataset
     from fedsparse.report.data import ReportData
-    from fedsparse.results import RUNS_SCHEMA, rows_table, trace_table, write_parquet_atomic
+    from fedsparse.results.aggregate import write_traces_dataset
+    from fedsparse.results.schema import RUNS_SCHEMA, rows_table, trace_table, write_parquet_atomic
 
     configs = {r["run_id"]: r.get("config") for r in rows}
     rows = [{k: v for k, v in r.items() if k != "config"} for r in rows]

@@ -16,7 +16,8 @@ import numpy as np
 from ...errors import ConfigError
 
 # EXP3 and the continuous bandit need a horizon T; the authors' code uses 5780 (spec 4.2). A
-# hyperparameter of its own would need a trace column (fedsparse.results), so it is fixed here.
+# hyperparameter of its own would need a trace column (fedsparse.results.schema), so it is fixed
+# here.
 HORIZON = 5780
 
 

@@ -303,7 +303,7 @@ def n_params(config: dict) -> int | None:
     out = classes if model.get("loss") == "softmax" else 1
     bias = bool(model.get("bias", model.get("kind") in ("mlp", "cnn")))
     if model.get("kind") == "cnn":
-        from ...model import resolve
+        from ...objective.model import resolve
 
         shapes = [layer.params for layer in resolve(model, int(d), out) if layer.params]
         return int(sum(o * i + (o if bias else 0) for o, i in shapes))

@@ -46,7 +46,7 @@ from ...report.evidence import (
     score,
     t_interval,
 )
-from ...results import HYPERPARAMETER_COLUMNS
+from ...results.schema import HYPERPARAMETER_COLUMNS
 from .algorithms import FedProx, HeurFedAMP, HierFAVG, PerFedAvg, PFedMe, SFedHP
 from .settings import (
     SPARSE_LABEL,

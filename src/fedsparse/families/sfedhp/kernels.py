@@ -1,7 +1,7 @@
 """Whole rounds of the personalised family (sFedHP, pFedMe, HierFAVG) in one parallel kernel.
 
 Their inner solves are the proximal local steps of :mod:`fedsparse.kernels.prox` (FedProx and
-HeurFedAMP call that kernel itself, through :meth:`fedsparse.problem.Problem.prox_steps`):
+HeurFedAMP call that kernel itself, through :meth:`fedsparse.objective.problem.Problem.prox_steps`):
 every client ``i`` takes gradient steps on
 
     f_i(theta; D) + weight/2 ||theta - a_i||^2 + gamma * phi_rho(theta),
@@ -9,7 +9,7 @@ every client ``i`` takes gradient steps on
 each client drawing from its own stream, so results do not depend on the thread count.
 ``phi_rho`` is the smooth l1 norm ``rho sum log cosh(x/rho)``; its gradient ``tanh(x/rho)``
 never overflows, its value is :func:`smooth_l1` (stable form). The model is one argument, a
-:class:`fedsparse.kernels.prox.StepModel` (:attr:`fedsparse.problem.Problem.step_model`);
+:class:`fedsparse.kernels.prox.StepModel` (:attr:`fedsparse.objective.problem.Problem.step_model`);
 each algorithm's constants are another (:class:`SFedHPConstants`, ...), and the models a
 round writes a third (:class:`SFedHPModels`, ...).
 """

@@ -33,7 +33,7 @@ def client_batch_grads(X, y, ptr, theta, perm, rng, batch, model, G, losses, wor
         Output: client ``i``'s mean gradient, ``l2 * theta`` included.
     losses : array, shape (n_clients,)
         Output: client ``i``'s mean loss, ``l2/2 ||theta||^2`` included.
-    model : the network and loss, a :class:`fedsparse.problem.KernelModel` (``sizes, bias,
+    model : the network and loss, a :class:`fedsparse.objective.problem.KernelModel` (``sizes, bias,
         activation_code, loss_code, l2``; ``Problem.kernel_model``)
     work : tuple from :func:`fedsparse.kernels.mlp_thread_work`
     Other parameters as in :func:`fedsparse.kernels.mlp_local_sgd_round`.

@@ -18,7 +18,8 @@ a kill. Locks are removed only when every recorded owner is such a dead process 
 - a lock with no record at all (an older fedsparse, another workflow) is left alone.
 
 The jobs of a killed Snakemake may still run as orphans; they hold no Snakemake lock, and
-the rerun's job waits for the shard lock beside their outputs (:mod:`fedsparse.shard_runner`).
+the rerun's job waits for the shard lock beside their outputs
+(:mod:`fedsparse.pipeline.shard_runner`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .atomic import atomic_write
+from ..atomic import atomic_write
 
 LOCKS = "locks"  # Snakemake's, inside .snakemake/
 OWNERS = "fedsparse-owners"  # ours, beside it

@@ -15,20 +15,20 @@ from typing import Any
 
 import numba
 
-from .atomic import atomic_write
-from .data import save_dataset
-from .data.identity import entry_digest
-from .defaults import sweep_default
-from .errors import DataError, FedsparseError
-from .experiment import prepare_dataset
-from .sweep import plan_sweep
+from ..atomic import atomic_write
+from ..data import save_dataset
+from ..data.identity import entry_digest
+from ..defaults import sweep_default
+from ..errors import DataError, FedsparseError
+from ..sweep.plan import plan_sweep
+from ..training.experiment import prepare_dataset
 
 
 def setup_logging(log_file: str | Path | None) -> None:
     """Log INFO lines with timestamps to ``log_file``, else to stderr.
 
     A workflow job's lines (a shard's one per run) go to its log only: the console is the
-    sweep's progress line (:mod:`fedsparse.progress`); a failed job shows its log's tail
+    sweep's progress line (:mod:`fedsparse.pipeline.progress`); a failed job shows its log's tail
     there (:func:`job`).
 
     Snakemake deletes a job's log before each attempt; every attempt's lines are also
@@ -232,7 +232,8 @@ def aggregate_shards(
     patience_s: float = INPUT_PATIENCE_S,
     poll_s: float = 0.2,
 ) -> None:
-    """:func:`fedsparse.aggregate.aggregate`, started over where an input vanished while it read.
+    """:func:`fedsparse.results.aggregate.aggregate`, started over where an input vanished while it
+    read.
 
     Snakemake deletes a job's outputs before it runs the job, so a second Snakemake process on
     the results folder that reruns a shard may delete an input while this aggregate reads it,
@@ -261,10 +262,10 @@ def aggregate_shards(
     FileNotFoundError
         A missing file that is none of the inputs.
     """
-    from .aggregate import aggregate  # pyarrow.dataset: not in every job's start (0.6 s)
+    from ..results.aggregate import aggregate  # pyarrow.dataset: not in every job's start (0.6 s)
 
     inputs = [Path(p) for p in (*run_files, *trace_files)]
-    log = logging.getLogger("fedsparse.aggregate")
+    log = logging.getLogger("fedsparse.results.aggregate")
     deadline = time.monotonic() + patience_s
     while True:
         try:

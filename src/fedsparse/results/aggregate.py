@@ -33,9 +33,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from .atomic import swap_in_directory
-from .errors import DataError, one_line
-from .results import RUNS_SCHEMA, TRACE_SCHEMA
+from ..atomic import swap_in_directory
+from ..errors import DataError, one_line
+from .schema import RUNS_SCHEMA, TRACE_SCHEMA
 
 PARTITION_COLUMNS = ("dataset", "algorithm")
 PARTITIONING = pads.partitioning(

@@ -1,7 +1,7 @@
 """What a run costs, from the work it does: core-seconds, memory and disk.
 
 A run's seconds are its rounds' work plus its evaluations', charged against a machine's
-rates (:class:`fedsparse.machine.Rates`):
+rates (:class:`fedsparse.sweep.machine.Rates`):
 
 - **local steps** of the clients that compute in a round (the algorithm's
   :class:`RunWork`: steps a client takes, clients that take them). A linear model's step
@@ -21,16 +21,16 @@ rates (:class:`fedsparse.machine.Rates`):
   hard thresholding), a sparse one reads every stored value;
 - a run's fixed cost (trace assembly, Parquet write, summary), and a job's start-up.
 
-A run of a cohort (:mod:`fedsparse.cohorts`) adds :data:`COHORT_MEMBER_SHARE` of its cost
+A run of a cohort (:mod:`fedsparse.training.cohorts`) adds :data:`COHORT_MEMBER_SHARE` of its cost
 alone, a network's evaluations in full; a time sibling only its trace. Memory is a job's base,
 its data in memory (image rows as float64), and the largest computation's state (parameter
 vectors per client, times its cohort's members); disk is the data folders and the traces.
 
 Estimates are core-seconds: the network kernels step clients in parallel on a job's cores, so
 a job's wall time is shorter where it has cores of its own. The plan packs shards and orders
-jobs at :data:`fedsparse.machine.NOMINAL` rates (a plan is the same on every host); what a
+jobs at :data:`fedsparse.sweep.machine.NOMINAL` rates (a plan is the same on every host); what a
 sweep costs here, its time limits and its progress use the host's measured rates, and the
-time limits also the sweep's own finished runs (:mod:`fedsparse.cost_learning`).
+time limits also the sweep's own finished runs (:mod:`fedsparse.sweep.cost_learning`).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .data.kinds import facts, kind_of
-from .defaults import sweep_default
+from ..data.kinds import facts, kind_of
+from ..defaults import sweep_default
+from ..work import RunWork
 from .machine import NOMINAL, Rates
-from .work import RunWork
 
 RUN_OVERHEAD_S = 0.05  # trace assembly, Parquet write, summary
 # What a member of a cohort's rounds (and a linear model's evaluations) add to the cohort's
@@ -198,7 +198,7 @@ def known_shape(
 def run_work(config: dict[str, Any]) -> RunWork:
     """A run's :class:`RunWork`, from its algorithm's ``work`` hook (an algorithm not
     registered here: its ``local_steps``, dense, every client)."""
-    from .algorithms import ALGORITHMS  # not at import: the plan's readers need no kernels
+    from ..algorithms import ALGORITHMS  # not at import: the plan's readers need no kernels
 
     params = config["params"]
     cls = ALGORITHMS.get(config.get("algorithm", ""))
@@ -234,7 +234,7 @@ def layers(model: dict[str, Any], n_features: int, n_outputs: int) -> Layers:
     key = (json.dumps(model, sort_keys=True, default=str), n_features, n_outputs)
     found = _LAYERS.get(key)
     if found is None:
-        from .model import Network
+        from ..objective.model import Network
 
         net = Network.from_config(model, n_features, n_outputs)
         if net.kind == "cnn":

@@ -16,17 +16,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-# Light at import, as fedsparse.sweep: a cluster job's own Snakemake reads the plan file.
-from .config import SEED_MARK
+# Light at import, as the planner (fedsparse.sweep.plan): a cluster job's own Snakemake reads
+# the plan file.
+from ..errors import FedsparseError
+from ..training.config import SEED_MARK
 from .cost import RunWork, run_work
-from .errors import FedsparseError
-from .sweep import Plan, Run
+from .plan import Plan, Run
 
 # 2: the data sets in the metadata, for jobs that read the plan; 3: each run's steps per round
-# (fedsparse.cost.run_work), so a job's Snakemake sizes its job without the algorithms; 4: each
-# run's sibling flag; 5: each run's model support (cost.RunWork), beside its steps
+# (fedsparse.sweep.cost.run_work), so a job's Snakemake sizes its job without the algorithms; 4:
+# each run's sibling flag; 5: each run's model support (cost.RunWork), beside its steps
 # 6: each shard's digest (Plan.shard_digest), for a job's Snakemake
-# 7: each run's cohort flag (fedsparse.cohorts); 8: the rest of its cost.RunWork
+# 7: each run's cohort flag (fedsparse.training.cohorts); 8: the rest of its cost.RunWork
 PLAN_FILE_VERSION = "8"
 WORK_COLUMNS = [  # cost.RunWork's fields, as the plan file keeps them
     ("steps", "int32"),
@@ -73,7 +74,7 @@ def write_plan_file(plan: Plan, sweep: dict[str, Any], path: str | Path) -> bool
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .atomic import atomic_write
+    from ..atomic import atomic_write
 
     path = Path(path)
     digest = _plan_digest(plan, sweep)

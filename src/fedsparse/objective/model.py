@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from .data.kinds import kind_of
-from .errors import ConfigError, did_you_mean
+from ..data.kinds import kind_of
+from ..errors import ConfigError, did_you_mean
 
 KINDS = ("linear", "mlp", "cnn")
 # Every key a model config may hold (config.normalize_model checks against it).
@@ -593,7 +593,7 @@ class Network:
         kernels tell the two forms apart by dimension)."""
         if self.kind != "cnn" and self.dtype == "float64":
             return np.asarray(self.sizes, dtype=np.int64)
-        from .kernels.cnn import cnn_spec  # kernels layer; only networks need it
+        from ..kernels.cnn import cnn_spec  # kernels layer; only networks need it
 
         if self.kind == "cnn":
             return cnn_spec(self.cnn, self.input_order, self.bias, self.dtype)

@@ -16,21 +16,22 @@ from typing import Any
 
 import yaml
 
-# The algorithms and the problem (their kernels: numba, scipy) are imported where a run config
-# is normalised, not here: a cluster job's own Snakemake imports this module to read the plan.
-from . import model as model_layer
-from .data.defaults import (
+from ..data.defaults import (
     OWN_TEST_SPLIT,
     PARTITION_COMMON,
     PARTITION_DEFAULTS,
     SCOPES,
     TEST_POOLS,
 )
-from .data.identity import without_locations
-from .data.kinds import data_kind, kind_of, kinds_listed
-from .defaults import DEFAULT_TIME_MODEL, SWEEP_DEFAULTS
-from .errors import ConfigError, did_you_mean
-from .values import as_integer, as_number, check_keys, nonempty_string
+from ..data.identity import without_locations
+from ..data.kinds import data_kind, kind_of, kinds_listed
+from ..defaults import DEFAULT_TIME_MODEL, SWEEP_DEFAULTS
+from ..errors import ConfigError, did_you_mean
+
+# The algorithms and the problem (their kernels: numba, scipy) are imported where a run config
+# is normalised, not here: a cluster job's own Snakemake imports this module to read the plan.
+from ..objective import model as model_layer
+from ..values import as_integer, as_number, check_keys, nonempty_string
 
 RUN_KEYS = (
     "sweep",
@@ -117,8 +118,8 @@ def normalize_run_config(raw: dict[str, Any], like: dict[str, Any] | None = None
     alone (a sweep's configurations of one data set, algorithm and time model): only the
     params are normalised and checked, and the rest is ``like``'s (the same objects).
     """
-    from .algorithms import ALGORITHMS
-    from .problem import LOSS_TASKS
+    from ..algorithms import ALGORITHMS
+    from ..objective.problem import LOSS_TASKS
 
     if like is not None:
         cls = ALGORITHMS[like["algorithm"]]
@@ -383,7 +384,7 @@ def _test_pool(out: dict[str, Any], dataset: dict[str, Any]) -> None:
 
 
 def normalize_model(model: Any) -> dict[str, Any]:
-    from .problem import DEFAULT_L2, LOSS_TASKS
+    from ..objective.problem import DEFAULT_L2, LOSS_TASKS
 
     if not isinstance(model, dict):
         raise ConfigError("model: must be a mapping such as {loss: least_squares}")

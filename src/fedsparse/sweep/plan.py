@@ -10,7 +10,7 @@ values), a hyperparameter grid, seeds, rounds and ``eval_every``::
     seeds: [0, 1]
     shard_size: 25        # runs per shard (one process, one cluster job)
     max_shards: 500       # larger sweeps get larger shards
-    shard_minutes: 20     # or: shards of ~20 estimated minutes of runs (fedsparse.sharding)
+    shard_minutes: 20     # or: shards of ~20 estimated minutes of runs (fedsparse.sweep.sharding)
     datasets:
       sim1-a0.1-b0.1:
         data: {kind: synthetic, task: linear, alpha: 0.1, beta: 0.1}
@@ -40,11 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cohorts import MAX_MEMBERS, cohort_key
+from ..defaults import sweep_default
+from ..errors import ConfigError, FedsparseError, did_you_mean
+from ..training.cohorts import MAX_MEMBERS, cohort_key
 
 # Light at import (no algorithms, no kernels): a cluster job's own Snakemake imports this module
 # to read the plan file; the algorithms and the studies are imported where a sweep is planned.
-from .config import (
+from ..training.config import (
     as_integer,
     as_number,
     check_keys,
@@ -66,8 +68,6 @@ from .cost import (
     run_seconds,
     shard_seconds,
 )
-from .defaults import sweep_default
-from .errors import ConfigError, FedsparseError, did_you_mean
 from .sharding import pack, shard_digest
 
 SWEEP_KEYS = (
@@ -77,7 +77,8 @@ SWEEP_KEYS = (
     "seeds",
     "shard_size",
     "max_shards",
-    "shard_minutes",  # estimated minutes of runs a shard (fedsparse.sharding); absent: shard_size
+    # estimated minutes of runs a shard (fedsparse.sweep.sharding); absent: shard_size
+    "shard_minutes",
     "datasets",
     "algorithms",
     "grid",
@@ -85,12 +86,14 @@ SWEEP_KEYS = (
     "data_cache",  # where downloaded real data is cached (default $FEDSPARSE_DATA_CACHE)
     "embedding_sample",  # rows in each data set's t-SNE figure (0: none)
     "method",  # grid (default) | optuna (fedsparse.tune: the optuna and space sections)
-    "divergence_factor",  # every run's (fedsparse.config.DEFAULT_DIVERGENCE_FACTOR if absent)
-    "time_model",  # every run's simulated time; a key given a list is swept (fedsparse.config)
+    # every run's (fedsparse.training.config.DEFAULT_DIVERGENCE_FACTOR if absent)
+    "divergence_factor",
+    # every run's simulated time; a key given a list is swept (fedsparse.training.config)
+    "time_model",
     "optuna",
     "space",
-    "progress_every",  # seconds between the sweep's progress lines (fedsparse.progress)
-    "fuse",  # false: every run computes alone, no cohorts (fedsparse.cohorts)
+    "progress_every",  # seconds between the sweep's progress lines (fedsparse.pipeline.progress)
+    "fuse",  # false: every run computes alone, no cohorts (fedsparse.training.cohorts)
     "checkpoint_minutes",  # minutes of a run's computation between checkpoints (0: none)
 )  # results: the workflow's output folder, not part of any run
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -103,10 +106,10 @@ class Run:
     run_id: str
     config: dict[str, Any]
     # its trace comes from the computation of the run before it: a time sibling, the same run
-    # under a time model its algorithm does not read (fedsparse.experiment.run_results)
+    # under a time model its algorithm does not read (fedsparse.training.experiment.run_results)
     sibling: bool = False
     # it joins the cohort of the runs before it: their computations share passes over the
-    # data (fedsparse.cohorts); its own computation starts here
+    # data (fedsparse.training.cohorts); its own computation starts here
     cohort: bool = False
 
     @property
@@ -141,7 +144,7 @@ class Plan:
         return [r for shard in self.shards.values() for r in shard]
 
     def shard_digest(self, shard: str) -> str:
-        """The digest of the runs ``shard`` holds (fedsparse.sharding.shard_digest), which its
+        """The digest of the runs ``shard`` holds (fedsparse.sweep.sharding.shard_digest), which its
         output files carry in their names."""
         if shard not in self.digests:
             run_ids = [r.run_id for r in self.shards[shard]]
@@ -155,7 +158,7 @@ class Plan:
         """The digest of the data set's spec (fedsparse.data.identity), which names its
         built folder: an edited spec asks for a folder the results lack."""
         if dataset not in self.data_digests:
-            from .data.identity import entry_digest
+            from ..data.identity import entry_digest
 
             self.data_digests[dataset] = entry_digest(self.datasets[dataset])
         return self.data_digests[dataset]
@@ -265,7 +268,7 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
         for algo, entry in algorithms.items():
             if isinstance(entry, list):
                 raise ConfigError(f"algorithms.{algo}: a list of override sets is for method grid")
-        from .tune.studies import plan_studies
+        from ..tune.studies import plan_studies
 
         plan = Plan(name=name, datasets=datasets)
         plan.studies = plan_studies(sweep, name, datasets, algorithms, seeds)
@@ -285,7 +288,7 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
     plan = Plan(name=name, datasets=datasets)
     runs_of: dict[str, list[Run]] = {}
     # each run's estimated seconds where the data's shape is known already: shards of about
-    # equal cost (fedsparse.sharding.pack)
+    # equal cost (fedsparse.sweep.sharding.pack)
     costs_of: dict[str, list[float] | None] = {}
     joins_of: dict[str, list[bool]] = {}  # each run's Run.joins
     run_count, distinct_ids = 0, set()
@@ -355,7 +358,7 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
 
 def plan_checked(sweep: dict[str, Any]) -> Plan:
     """:func:`plan_sweep`, then every check of the runs against their data that the config
-    allows before the data is built (:mod:`fedsparse.checks`): the workflow's planning."""
+    allows before the data is built (:mod:`fedsparse.sweep.checks`): the workflow's planning."""
     from .checks import check_plan
 
     with _no_cyclic_gc():
@@ -456,7 +459,7 @@ def _algorithms(value: Any) -> dict[str, dict[str, Any] | list[dict[str, Any]]]:
     """Each algorithm's grid overrides: a mapping, or a list of mappings (override sets), each
     expanded on its own; values that belong together (a batch size and the step-size schedule
     tuned for it) are one set: ``ssca: [{batch_size: 1, decay: 0.4}, {batch_size: 10, ...}]``."""
-    from .algorithms import ALGORITHMS
+    from ..algorithms import ALGORITHMS
 
     if isinstance(value, list):
         value = {name: {} for name in value}
@@ -510,8 +513,8 @@ def _in_cohorts(
     and each cohort's computations side by side: a cohort is one seed's computations of one
     key (at most cohorts.MAX_MEMBERS a cohort, in the order of the configurations), a key's
     cohorts go in seed order where its first configuration is, its members after the first
-    flagged ``cohort`` and charged as members (:func:`fedsparse.cost.run_seconds`). With the runs,
-    their estimated seconds (None: not ``costed``) and their :attr:`Run.joins` flags."""
+    flagged ``cohort`` and charged as members (:func:`fedsparse.sweep.cost.run_seconds`). With the
+    runs, their estimated seconds (None: not ``costed``) and their :attr:`Run.joins` flags."""
     keyed: dict[str, list[_Configuration]] = {}
     order: list[list[_Configuration]] = []  # a configuration alone, or a key's configurations
     for configuration in configurations:
@@ -560,14 +563,14 @@ def _in_cohorts(
 
 
 def _reads_time_model(algo: str, params: dict[str, Any]) -> bool:
-    from .algorithms import ALGORITHMS
+    from ..algorithms import ALGORITHMS
 
     return ALGORITHMS[algo].reads_time_model(params)
 
 
 def _axes(algo: str, grid: dict[str, Any], overrides: dict[str, Any]) -> dict[str, list[Any]]:
     """The value lists of each hyperparameter ``algo`` declares, validated."""
-    from .algorithms import ALGORITHMS
+    from ..algorithms import ALGORITHMS
 
     declared = {h.name: h for h in ALGORITHMS[algo].hyperparameters}
     for key in overrides:

@@ -1,6 +1,6 @@
 """What a planned sweep will cost: core-hours, wall time, memory and disk, before it runs.
 
-:func:`sweep_cost` sums the cost model (:mod:`fedsparse.cost`) over a plan's shard jobs at a
+:func:`sweep_cost` sums the cost model (:mod:`fedsparse.sweep.cost`) over a plan's shard jobs at a
 machine's rates; ``fedsparse check`` prints it (:func:`describe`) or its JSON form. The
 numbers are the run jobs' (data builds, aggregation and the report are minutes at most).
 """
@@ -13,6 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..wording import counted
 from .cost import (
     DataShape,
     job_memory_bytes,
@@ -22,7 +23,6 @@ from .cost import (
     run_seconds,
 )
 from .machine import Rates
-from .wording import counted
 
 DAY_S = 86_400.0
 DEFAULT_NODE_CORES = 32
@@ -116,7 +116,7 @@ def sweep_cost(
         them), e.g. the runs of a sweep that were actually recorded; None: every run.
         An Optuna study's trials have no run ids before they run: they are priced whole.
     """
-    from .layout import Layout
+    from ..layout import Layout
 
     layout = Layout(results_dir) if results_dir else None
     shapes: dict[str, DataShape | None] = {}
@@ -250,7 +250,7 @@ def cost_rows(config_files: list[str], rates: Rates) -> list[str]:
     and its longest job (docs/reproducing.md keeps the table of the papers' configs)."""
     import yaml
 
-    from .sweep import plan_sweep
+    from .plan import plan_sweep
 
     rows = []
     for path in config_files:

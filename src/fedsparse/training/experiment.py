@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from .algorithms import ALGORITHMS
+from ..algorithms import ALGORITHMS
+from ..data import FederatedData
+from ..data.kinds import kind_of
+from ..objective.model import Network
+from ..objective.problem import LOSS_TASKS, Problem
+from ..results.schema import to_frame, trace_table
 from .cohorts import cohort_key
 from .config import (
     divergence_factor,
@@ -29,17 +34,12 @@ from .config import (
     run_id,
     time_model,
 )
-from .data import FederatedData
-from .data.kinds import kind_of
-from .model import Network
-from .problem import LOSS_TASKS, Problem
-from .results import to_frame, trace_table
 
 if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job needs neither
     import pandas as pd
 
-    from .checkpoint import Checkpoint
-    from .data.prepare import Prepared
+    from ..data.prepare import Prepared
+    from ..results.checkpoint import Checkpoint
 
 _WARM: set[tuple[str, bool, str, bool, int]] = set()
 _OBJECTIVES = ("objective", "train_loss", "pm_objective")  # NaN kept: it marks a blow-up
@@ -109,7 +109,7 @@ def prepare_dataset(
     Prepared
         The data, and for a partitioned set its :class:`PartitionResult` and embedding.
     """
-    from .data.prepare import Prepared, apply_partition, prepare
+    from ..data.prepare import Prepared, apply_partition, prepare
 
     if kind_of(dataset).prepared:
         return prepare(dataset, partition, cache, embedding_sample)
@@ -217,7 +217,7 @@ def run_result(
         (e.g. an Optuna pruner's report); a true return value ends the run at that round.
     checkpoint
         Where the run keeps its state every few minutes and resumes from
-        (:mod:`fedsparse.checkpoint`); None: none.
+        (:mod:`fedsparse.results.checkpoint`); None: none.
 
     Returns
     -------

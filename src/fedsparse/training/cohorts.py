@@ -6,8 +6,8 @@ run's minibatches depend on its seed and client, never on its step size. The pla
 runs of equal :func:`cohort_key` side by side (at most :data:`MAX_MEMBERS` computations a
 cohort, never split between shards) and flags each member after the first
 (``Run.cohort``); a shard computes a cohort with one ``cohort_round`` of the algorithm per
-round for all of its members (:func:`fedsparse.experiment.run_cohort`). A run's trace is the
-same bits in any cohort, or alone: the sweep key ``fuse: false`` plans every run alone.
+round for all of its members (:func:`fedsparse.training.experiment.run_cohort`). A run's trace is
+the same bits in any cohort, or alone: the sweep key ``fuse: false`` plans every run alone.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def cohort_key(cfg: dict[str, Any]) -> str | None:
     """Runs with equal keys can compute as one cohort: they differ only in hyperparameters
     their algorithm declares fusable (``Algorithm.fusable``), and in a time model it does not
     read. None: the run computes alone (its algorithm fuses nothing)."""
-    from .algorithms import ALGORITHMS
+    from ..algorithms import ALGORITHMS
 
     cls = ALGORITHMS[cfg["algorithm"]]
     params = cfg["params"]

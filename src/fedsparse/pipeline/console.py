@@ -5,10 +5,10 @@ execute...", "Execute 1 jobs..." and a step count: thousands of lines on a large
 the sweep's one informative line buried. Once jobs are about to run (the workflow's
 ``onstart``), :class:`SweepConsole` keeps on Snakemake's console only
 
-- its own lines: the start, the progress line (:mod:`fedsparse.progress`) once per
+- its own lines: the start, the progress line (:mod:`fedsparse.pipeline.progress`) once per
   interval at most, and the end (where the report is, how many runs diverged);
 - warnings and errors, among them Snakemake's note of each failed job, beside which the
-  job itself prints its log's last lines (:func:`fedsparse.pipeline.job`).
+  job itself prints its log's last lines (:func:`fedsparse.pipeline.steps.job`).
 
 Snakemake's log file (``.snakemake/log/``) keeps every message: only the console's handler
 is filtered. A dry run (no ``onstart``) and a cluster job's own Snakemake are untouched.
@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .layout import Layout
+from ..layout import Layout
+from ..wording import counted
 from .progress import duration
-from .wording import counted
 
 __all__ = ["ConsoleFilter", "SweepConsole", "status_counts"]
 

@@ -7,13 +7,13 @@ that failed since the sweep started::
 
     sweep quick: 96/120 runs done (80 %), 41.3 runs/min, about 35s left, 2 diverged
 
-Long runs are counted as they go: a run whose checkpoint (:mod:`fedsparse.checkpoint`, every
+Long runs are counted as they go: a run whose checkpoint (:mod:`fedsparse.results.checkpoint`, every
 ``checkpoint_minutes`` of its computation) is in the store counts as part-done by the rounds
 it holds, so a sweep of a few hour-long runs says where it stands before any run ends::
 
     sweep gs-authors-fig4: 0/4 runs done (0 %), 2 part-done (84 % of their rounds), 0 diverged
 
-The time left is the plan's cost model (:mod:`fedsparse.cost`) over the work not done (the
+The time left is the plan's cost model (:mod:`fedsparse.sweep.cost`) over the work not done (the
 runs not done, less the part-done runs' rounds), divided by the pace of work (estimated
 seconds done per wall second), smoothed exponentially over about ten progress intervals
 (:class:`SmoothedRate`): runs finish in bursts and the cost model misjudges some runs, so the
@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from .cost import RUN_OVERHEAD_S, known_shape, run_seconds
-from .defaults import SWEEP_DEFAULTS, sweep_default
-from .layout import Layout, dataset_in
-from .run_store import checkpointed_rounds, stored_ids, unchecked_summary
-from .wording import counted
+from ..defaults import SWEEP_DEFAULTS, sweep_default
+from ..layout import Layout, dataset_in
+from ..results.run_store import checkpointed_rounds, stored_ids, unchecked_summary
+from ..sweep.cost import RUN_OVERHEAD_S, known_shape, run_seconds
+from ..wording import counted
 
 __all__ = [
     "DEFAULT_EVERY",
@@ -110,7 +110,7 @@ class SweepProgress:
         self.store, self.data_root = Path(store), Path(data_root)
         self.emit = emit or logging.getLogger("fedsparse.progress").info
         self.last: tuple[int, int] | None = None
-        self.failed_jobs = 0  # counted by fedsparse.console from Snakemake's job errors
+        self.failed_jobs = 0  # counted by fedsparse.pipeline.console from Snakemake's job errors
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -213,7 +213,7 @@ class SweepProgress:
             left = self.pace.time_left(float(self.cost[~done].sum()) - float(self.cost @ part))
             text += f", about {duration(left)} left" if left is not None else ""
         # no time left before a pace is measured: the cost model alone is sized for cluster
-        # time limits (generous by design, fedsparse.cost), not for a forecast
+        # time limits (generous by design, fedsparse.sweep.cost), not for a forecast
         text += f", {self.diverged} diverged"
         if self.failed_jobs:
             text += f", {counted(self.failed_jobs, 'job')} failed"

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .algorithms import ALGORITHMS
-from .data.kinds import facts, kind_of
-from .errors import ConfigError
+from ..algorithms import ALGORITHMS
+from ..data.kinds import facts, kind_of
+from ..errors import ConfigError
 
 
 def check_plan(plan: Any, sweep: dict[str, Any]) -> None:
@@ -66,8 +66,8 @@ def check_paths(data: dict[str, Any], where: str) -> None:
 
 def _problem(spec: dict[str, Any], cfg: dict[str, Any]):
     """A Problem over an empty stand-in of the data set with its known shape (or None)."""
-    from .data import FederatedData
-    from .problem import Problem
+    from ..data import FederatedData
+    from ..objective.problem import Problem
 
     known = facts(spec["data"], spec.get("partition", "natural"))
     if known is None:

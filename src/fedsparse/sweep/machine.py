@@ -1,4 +1,4 @@
-"""A machine's rates, as the cost model (:mod:`fedsparse.cost`) charges work against them.
+"""A machine's rates, as the cost model (:mod:`fedsparse.sweep.cost`) charges work against them.
 
 :data:`NOMINAL` are fixed rates of a modest cluster core: the plan packs shards and orders
 jobs by them, so a plan is the same on every host. :func:`host_rates` are this machine's,
@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 MACHINE_ENV = "FEDSPARSE_MACHINE"
 CACHE_VERSION = 1
@@ -92,7 +92,7 @@ def _read(path: Path, where: str) -> Rates:
 
 
 def _write(path: Path, rates: Rates) -> None:
-    from .atomic import atomic_write
+    from ..atomic import atomic_write
 
     try:
         with atomic_write(path) as fh:
@@ -144,7 +144,7 @@ def _startup_seconds() -> float:
     core."""
     import resource
 
-    code = "import fedsparse.experiment, fedsparse.problem, pyarrow.parquet"
+    code = "import fedsparse.training.experiment, fedsparse.objective.problem, pyarrow.parquet"
     best = float("inf")
     for _ in range(2):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .atomic import atomic_write
-from .lazy import lazy_names
+from ..atomic import atomic_write
+from ..lazy import lazy_names
 
 if TYPE_CHECKING:  # pandas costs 0.6 s to import; a shard job never needs it
     import pandas as pd
@@ -154,7 +154,7 @@ _RUNS_COLUMNS = [
     # multi-objective studies: the trial's values, one per objective, as a JSON list
     # (trial_value is then the first objective's)
     ("trial_values", pa.string()),
-    ("numerics", pa.string()),  # the numerics version that computed the trace (fedsparse.numerics)
+    ("numerics", pa.string()),  # the numerics version that computed the trace (fedsparse.results.numerics)
 ]
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string()}
 
@@ -173,7 +173,7 @@ def schemas_of(algorithms: Iterable[type]) -> Schemas:
     columns declared since. A column declared twice with two types, a hyperparameter named
     like another column, or a column placed above that no algorithm declares is a one-line
     FedsparseError naming the algorithm or the column."""
-    from .errors import FedsparseError
+    from ..errors import FedsparseError
 
     hyper: dict[str, tuple[pa.DataType, str]] = {}  # name -> (type, first declaring algorithm)
     reported: dict[str, tuple[pa.DataType, str]] = {}
@@ -219,7 +219,7 @@ def schemas_of(algorithms: Iterable[type]) -> Schemas:
 
 @lru_cache(maxsize=1)
 def _schemas() -> Schemas:
-    from .algorithms.registry import ALGORITHMS
+    from ..algorithms.registry import ALGORITHMS
 
     return schemas_of(ALGORITHMS.values())
 

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
-from .data import FederatedData
+from .. import kernels
+from ..data import FederatedData
 from .model import Network
 
 EVAL_BLOCK = 256  # rows per forward block: a 256 x width activation stays in cache
 
 
 class Evaluation:
-    """The scores of models of ``network`` on ``data``: what a :class:`~fedsparse.problem.Problem`
-    reports of a model (it holds one as ``Problem.evaluation``). Models are arguments, never
-    state: the only state is a margins buffer reused from call to call.
+    """The scores of models of ``network`` on ``data``: what a
+    :class:`~fedsparse.objective.problem.Problem` reports of a model (it holds one as
+    ``Problem.evaluation``). Models are arguments, never state: the only state is a margins buffer
+    reused from call to call.
 
     Parameters
     ----------
@@ -33,8 +34,9 @@ class Evaluation:
     network : Network
         The model's structure; W has its ``shape``.
     kernel_model : KernelModel
-        The model and loss as the kernels take them (:class:`fedsparse.problem.KernelModel`):
-        the layer sizes, activation and loss codes, and the ridge weight ``l2``.
+        The model and loss as the kernels take them
+        (:class:`fedsparse.objective.problem.KernelModel`): the layer sizes, activation and loss
+        codes, and the ridge weight ``l2``.
     p : array, shape (n_clients,)
         The client weights p_i.
     """

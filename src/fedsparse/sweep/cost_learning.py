@@ -1,8 +1,8 @@
 """Shard time limits that learn from the runs a sweep has finished, and grow on retries.
 
-The cost model (:mod:`fedsparse.cost`) estimates a shard job's time from the work its runs
+The cost model (:mod:`fedsparse.sweep.cost`) estimates a shard job's time from the work its runs
 do, at the rates measured on the host that submits the jobs
-(:func:`fedsparse.machine.host_rates`); it errs, by a factor that depends on the algorithm and
+(:func:`fedsparse.sweep.machine.host_rates`); it errs, by a factor that depends on the algorithm and
 the nodes. Every finished run records its measured seconds (``wall_time_s`` of its run
 summary), so the time limit of a shard job about to be submitted is the estimate with each
 algorithm's runs scaled by that algorithm's median of measured / estimated seconds over the
@@ -32,6 +32,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..errors import ConfigError
+from ..layout import Layout
+from ..results.run_store import stored_summary
 from .cost import (
     MIN_RUNTIME_MIN,
     RUN_OVERHEAD_S,
@@ -43,15 +46,12 @@ from .cost import (
     run_seconds,
     shard_seconds,
 )
-from .errors import ConfigError
-from .layout import Layout
 from .machine import NOMINAL, Rates, host_rates
-from .run_store import stored_summary
-from .sweep import Plan, Run
+from .plan import Plan, Run
 
 RUNTIME_SCALE_ENV = "FEDSPARSE_RUNTIME_SCALE"
 SLURM_MIN_RUNTIME_MIN = 1  # SLURM counts time limits in whole minutes
-# the runs table's columns the evidence needs (fedsparse.results.RUNS_SCHEMA)
+# the runs table's columns the evidence needs (fedsparse.results.schema.RUNS_SCHEMA)
 EVIDENCE_COLUMNS = ["run_id", "wall_time_s", "final_round", "rounds"]
 
 
@@ -98,7 +98,7 @@ def scaled_seconds(
     shape
         Their data set's shape.
     work
-        Each run's :class:`fedsparse.cost.RunWork` where known already (a plan file keeps it),
+        Each run's :class:`fedsparse.sweep.cost.RunWork` where known already (a plan file keeps it),
         None to compute it from the runs' configs.
     ratios
         Algorithm to its measured / estimated ratio (:func:`median_ratios`); an algorithm
@@ -110,7 +110,7 @@ def scaled_seconds(
     -------
     float
         The job's start-up plus, for each algorithm, its runs' estimated seconds
-        (:func:`fedsparse.cost.shard_seconds` less the start-up) times its ratio.
+        (:func:`fedsparse.sweep.cost.shard_seconds` less the start-up) times its ratio.
     """
     work = [None] * len(runs) if work is None else work
     by_algorithm: dict[str, list[int]] = defaultdict(list)

@@ -1,8 +1,8 @@
-"""Execute one shard of a sweep (cut by :mod:`fedsparse.sharding`): its runs in one process,
+"""Execute one shard of a sweep (cut by :mod:`fedsparse.sweep.sharding`): its runs in one process,
 resumable run by run.
 
 Each finished run is written at once to the results folder's run store
-(:mod:`fedsparse.run_store`: one atomic file per run, by run id, checked before it is taken
+(:mod:`fedsparse.results.run_store`: one atomic file per run, by run id, checked before it is taken
 as done, moved aside if it is no finished run) and stays there: a shard job computes only the
 runs of its list that the store does not hold, whichever attempt, shard or sweep config
 computed them. So nothing that happens to a job's outputs loses a finished run: Snakemake
@@ -14,7 +14,7 @@ page) is moved aside and computed again.
 
 A run in progress is not lost either: every ``checkpoint_minutes`` of its computation (a sweep
 key, default 5) its whole state is written to ``store/checkpoints/<run_id>.ckpt`` (a cohort's,
-as one, under its first run's id; :mod:`fedsparse.checkpoint`). A killed run's next attempt
+as one, under its first run's id; :mod:`fedsparse.results.checkpoint`). A killed run's next attempt
 resumes from there, one log line saying from which round, with the trace it would have had
 uninterrupted; the checkpoint is deleted once the run is in the store.
 
@@ -25,11 +25,12 @@ dies, its jobs run on, and the rerun may start the same shard, or another shard 
 same runs, while the orphan is still writing.
 
 A shard finds its runs in the sweep's plan file (``shards/plan.parquet`` next to its
-outputs, written once by the Snakemake process; see :func:`fedsparse.plan_file.write_plan_file`),
-reading only its own part. Where that file is missing, unreadable or was planned from another
-sweep config (e.g. a job queued by an earlier Snakemake run of an edited sweep), the shard
-plans the sweep itself, as every shard did before plan files, and logs one line saying why:
-the runs, their ids and the results are the same either way, only slower to find.
+outputs, written once by the Snakemake process; see
+:func:`fedsparse.sweep.plan_file.write_plan_file`), reading only its own part. Where that file is
+missing, unreadable or was planned from another sweep config (e.g. a job queued by an earlier
+Snakemake run of an edited sweep), the shard plans the sweep itself, as every shard did before plan
+files, and logs one line saying why: the runs, their ids and the results are the same either way,
+only slower to find.
 """
 
 from __future__ import annotations
@@ -46,26 +47,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from .checkpoint import Checkpoint
-from .data import load_built
-from .data.identity import run_data_digest
-from .data.kinds import kind_of
-from .defaults import SWEEP_DEFAULTS, sweep_default
-from .experiment import run_cohort, run_identity, time_siblings_key
-from .layout import Layout, checkpoint_in
-from .numerics import numerics_version
-from .plan_file import PlanFileError, read_plan_shard
-from .progress import duration
-from .provenance import provenance
-from .results import (
-    RENAMED_RUNS_COLUMNS,
-    RUNS_SCHEMA,
-    TRACE_SCHEMA,
-    rows_table,
-    upgrade,
-    write_parquet_atomic,
-)
-from .run_store import (
+from ..data import load_built
+from ..data.identity import run_data_digest
+from ..data.kinds import kind_of
+from ..defaults import SWEEP_DEFAULTS, sweep_default
+from ..layout import Layout, checkpoint_in
+from ..results.checkpoint import Checkpoint
+from ..results.numerics import numerics_version
+from ..results.provenance import provenance
+from ..results.run_store import (
     BadStoreFile,
     adopt_parts,
     holds_finished,
@@ -76,8 +66,19 @@ from .run_store import (
     store_path,
     write_stored,
 )
-from .sweep import Run, plan_sweep
-from .wording import counted
+from ..results.schema import (
+    RENAMED_RUNS_COLUMNS,
+    RUNS_SCHEMA,
+    TRACE_SCHEMA,
+    rows_table,
+    upgrade,
+    write_parquet_atomic,
+)
+from ..sweep.plan import Run, plan_sweep
+from ..sweep.plan_file import PlanFileError, read_plan_shard
+from ..training.experiment import run_cohort, run_identity, time_siblings_key
+from ..wording import counted
+from .progress import duration
 
 # the shard job's lines: the logger is named for the job, not for the module
 log = logging.getLogger("fedsparse.shard")
@@ -250,8 +251,9 @@ def _run_shard(
 ) -> None:
     """Compute the runs the store does not hold; those another process is computing last,
     once it has finished or died. Runs that differ only in a time model their algorithm does
-    not read are computed together, once (fedsparse.experiment.run_results). Each computation
-    checkpoints every ``checkpoint_minutes`` (0: never) and resumes from its checkpoint."""
+    not read are computed together, once (fedsparse.training.experiment.run_results). Each
+    computation checkpoints every ``checkpoint_minutes`` (0: never) and resumes from its
+    checkpoint."""
     todo = [r for r in runs if not is_stored(store, r.run_id)]
     reused = len(runs) - len(todo)
     log.info("shard %s: %s (%d already done)", shard, counted(len(runs), "run"), reused)

@@ -3,7 +3,7 @@ algorithms train it: the model as the training kernels take it, their work space
 and minibatch gradients.
 
 Scoring a model (the objective and the metrics of a trace row) is
-:class:`fedsparse.evaluation.Evaluation`'s; a Problem holds one and passes on its methods.
+:class:`fedsparse.objective.evaluation.Evaluation`'s; a Problem holds one and passes on its methods.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import kernels
-from .data import FederatedData
-from .errors import ConfigError
+from .. import kernels
+from ..data import FederatedData
+from ..errors import ConfigError
+from ..kernels import prox
 from .evaluation import Evaluation
-from .kernels import prox
 from .model import ACTIVATIONS, Network
 
 LOSS_TASKS = {"least_squares": "regression", "logistic": "binary", "softmax": "multiclass"}
@@ -36,7 +36,7 @@ def one_blas_thread() -> None:
     import scipy.linalg  # noqa: F401  (loads SciPy's BLAS, which numba's np.dot calls)
     from threadpoolctl import threadpool_limits
 
-    from .kernels import blas  # noqa: F401  (loads the network kernels' BLAS)
+    from ..kernels import blas  # noqa: F401  (loads the network kernels' BLAS)
 
     threadpool_limits(1, user_api="blas")
 
@@ -432,7 +432,7 @@ class Problem:
         """Shape of the parameter W the algorithms hold."""
         return self.network.shape
 
-    # ---- scoring models: fedsparse.evaluation ----------------------------------------------
+    # ---- scoring models: fedsparse.objective.evaluation ------------------------------------
 
     def objective(self, W: np.ndarray, margins: np.ndarray | None = None) -> float:
         """The federated training objective sum_i p_i f_i(W) (:meth:`Evaluation.objective`)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .results import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA
+from ..results.schema import HYPERPARAMETER_COLUMNS, RUNS_SCHEMA
 
 EXTEND = "extend it"
 # The hyperparameters that can sit at an edge: the numeric ones.

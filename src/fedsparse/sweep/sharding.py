@@ -1,8 +1,8 @@
 """Packing a sweep's runs into shards: one process, one cluster job each
-(:mod:`fedsparse.shard_runner` runs one).
+(:mod:`fedsparse.pipeline.shard_runner` runs one).
 
 By default as many shards as ``shard_size`` runs a shard make, cut so that each costs about
-the same by the cost model's estimate (:mod:`fedsparse.cost`): a data set of costly runs gets
+the same by the cost model's estimate (:mod:`fedsparse.sweep.cost`): a data set of costly runs gets
 more of them, and a shard of slow runs is no longer left running alone while the other cores
 idle (where a data set's shape is unknown until it is built: by count). With the sweep key
 ``shard_minutes``, each shard of a data set holds about that many estimated minutes of runs,
@@ -11,7 +11,7 @@ their time starting up (two Snakemake processes and a Python process with its ke
 job, seconds each). Either way ``max_shards`` caps the count: past it,
 shards grow. A shard holds runs of one data set, in plan order, so the seeds of a
 configuration stay together, and a run's time siblings (the same run under time models its
-algorithm does not read, computed once: :func:`fedsparse.experiment.run_results`) are never
+algorithm does not read, computed once: :func:`fedsparse.training.experiment.run_results`) are never
 split between shards.
 
 A shard's digest (:func:`shard_digest`) names what its outputs hold; its files carry it in
@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .layout import SHARD_DIGEST_CHARS
+from ..layout import SHARD_DIGEST_CHARS
 
 
 def count_bounds(n: int, size: int, siblings: list[bool] | None = None) -> list[tuple[int, int]]:
@@ -255,7 +255,7 @@ def record_inputs(path: str | Path, inputs: list[str]) -> bool:
     (a shard or a study added, dropped or changed) makes it newer than the runs table, and
     Snakemake aggregates again whatever it is asked for (the runs table alone too), with or
     without its records."""
-    from .atomic import atomic_write
+    from ..atomic import atomic_write
 
     path = Path(path)
     text = json.dumps({"inputs": sorted(inputs)}, indent=1) + "\n"

@@ -12,7 +12,7 @@ reads, locks, moves or lists the run files:
   run, moved aside (:func:`bad_store_path`); no reader takes it for a run, they read
   ``*.parquet``;
 - ``checkpoints/<run_id>.ckpt``: the checkpoint of a run in progress (its path is
-  :func:`fedsparse.layout.checkpoint_in`, its format :mod:`fedsparse.checkpoint`), deleted by
+  :func:`fedsparse.layout.checkpoint_in`, its format :mod:`fedsparse.results.checkpoint`), deleted by
   the shard once the run is stored; :func:`checkpointed_rounds` says how far each one is.
 
 What the store guarantees, to the processes that go through this module:
@@ -67,12 +67,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .checkpoint import read_header
-from .errors import one_line
-from .layout import CHECKPOINTS
+from ..errors import one_line
+from ..layout import CHECKPOINTS
 from .numerics import UNRECORDED, numerics_version
-from .results import write_parquet_atomic
+from .schema import write_parquet_atomic
 
-log = logging.getLogger("fedsparse.run_store")
+log = logging.getLogger("fedsparse.results.run_store")
 
 RUN_SUFFIX = ".parquet"  # a finished run's file: <run_id[:2]>/<run_id>.parquet
 LOCK_SUFFIX = ".lock"  # the lock of the process computing it, beside it
@@ -121,7 +121,7 @@ def write_stored(store: str | Path, run_id: str, trace: pa.Table, summary: dict[
     """
     # (built from the algorithm registry: imported where a run is written, so that the
     # store's readers, the Snakemake process's progress line among them, load no algorithm)
-    from .results import TRACE_SCHEMA
+    from .schema import TRACE_SCHEMA
 
     raw = json.dumps(summary).encode()
     meta = {SUMMARY_KEY: raw, SUMMARY_SHA256_KEY: hashlib.sha256(raw).hexdigest().encode()}
@@ -153,7 +153,7 @@ def check_footer(path: Path, run_id: str) -> dict[str, Any]:
     Catches: a torn (truncated) file or one that is not Parquet (no footer), a file of
     another run (copied or renamed: the summary's run id), a summary whose bytes changed
     (its SHA-256, in files written since the check exists), a run computed with other
-    numerics than its algorithm's today (:mod:`fedsparse.numerics`). Not caught here: damage
+    numerics than its algorithm's today (:mod:`fedsparse.results.numerics`). Not caught here: damage
     to the data pages (caught by their checksums when the file is read whole, see
     :func:`read_stored`), or to the footer's other fields that leaves it readable.
     """

@@ -11,13 +11,13 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from . import __version__
+from .. import __version__
 
 
 @lru_cache(maxsize=1)
 def git_commit() -> str | None:
     """The commit of the source tree fedsparse runs from, if it is a git checkout."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],

@@ -37,7 +37,7 @@ def model_path(model: dict[str, Any] | None) -> str:
 def numerics_version(cfg: dict[str, Any] | None) -> str | None:
     """``<shared kernels>.<algorithm's>``: the numerics a normalised run config computes with
     today (None for an algorithm this installation does not have)."""
-    from .algorithms import ALGORITHMS
+    from ..algorithms import ALGORITHMS
 
     algorithm = cfg.get("algorithm") if isinstance(cfg, dict) else None
     cls = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else None

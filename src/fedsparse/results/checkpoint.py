@@ -33,10 +33,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .atomic import atomic_write
+from .. import __version__
+from ..atomic import atomic_write
 
-log = logging.getLogger("fedsparse.checkpoint")
+log = logging.getLogger("fedsparse.results.checkpoint")
 
 MAGIC = b"fedsparse checkpoint 1\n"
 # test hook: "N" kills the process (SIGKILL) inside its Nth checkpoint write, half the payload
@@ -51,7 +51,7 @@ def code_key() -> str:
     digest of its source (every module, the families' kernels included, as the numba cache's
     key digests the kernels: a checkpoint never outlives an edit) and numpy's and numba's
     versions (the numerics, and the random streams' pickled form)."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # fedsparse, not this sub-package
     digest = hashlib.sha256()
     for source in sorted(package.rglob("*.py")):
         digest.update(str(source.relative_to(package)).encode() + b"\0" + source.read_bytes())
