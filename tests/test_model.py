@@ -364,7 +364,6 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     assert KernelModel._fields == ("sizes", "bias", "activation_code", "loss_code", "l2")
     network_kernels = [
         K.mlp_batch_grad,
-        K.mlp_local_sgd_round,
     ]
     for kernel in network_kernels:
         names = kernel_parameters(kernel)
@@ -372,6 +371,10 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
         assert tuple(names[at : at + 5]) == KERNEL_MODEL_ARGS, kernel.__name__
     # kernels of either kind of model take Problem.step_model, one StepModel argument
     either_kernels = [
+        K.mlp_local_sgd_round,
+        K.local_sgd_round,
+        K.local_sgd_cohort_round,
+        K.local_sgd_round_csr,
         GS.accumulate_offers,
         prox.prox_steps,
         prox.prox_steps_cohort,
@@ -392,8 +395,6 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
         assert "model" in names and "sizes" not in names, kernel.__name__
     linear_kernels = [
         K.batch_grad,
-        K.local_sgd_round,
-        K.local_sgd_round_csr,
     ]
     for kernel in linear_kernels:
         names = kernel_parameters(kernel)

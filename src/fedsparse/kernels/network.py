@@ -338,24 +338,7 @@ def mlp_eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, 
 
 @njit(parallel=True, cache=True)
 def mlp_local_sgd_round(
-    X,
-    y,
-    ptr,
-    theta,
-    theta_local,
-    perm,
-    rng,
-    steps,
-    batch,
-    stepsize,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    tau_local,
-    work,
-    layer_bounds=None,
+    X, y, ptr, theta, theta_local, perm, rng, constants, model, work, layer_bounds=None
 ):
     """Run ``steps`` local SGD steps on every client's MLP, starting from ``theta``.
 
@@ -378,12 +361,18 @@ def mlp_local_sgd_round(
         Per-client row permutations, persistent across rounds.
     rng : uint64 array, shape (n_clients,)
         Per-client random states, advanced in place.
+    constants : :class:`fedsparse.kernels.SGDConstants` with a float ``stepsize``
+    model : :class:`fedsparse.kernels.prox.StepModel` (``Problem.step_model``)
+        Its ``sizes``, ``bias``, ``act``, ``loss`` and ``l2`` (as in :func:`mlp_batch_grad`)
+        are read; its ``network`` flag is not.
     work : tuple from :func:`mlp_thread_work` with ``max_batch >= min(batch, max n_i)``
     layer_bounds : int64 array, optional
         Segment bounds ``[0, e_1, ..., n_params]``: the local H_tau keeps ``tau_local``
         entries in each segment (``threshold: per_layer``); omitted: one segment.
     Other parameters as in :func:`mlp_batch_grad`.
     """
+    steps, batch, tau_local, stepsize = constants
+    _, sizes, bias, act, loss, l2 = model
     n_clients = ptr.shape[0] - 1
     P = theta.shape[0]
     off = _offsets(sizes, bias)

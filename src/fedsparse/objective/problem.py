@@ -260,12 +260,12 @@ class Problem:
         ptr = data.client_ptr if client_ptr is None else client_ptr
         buffers = work.for_batch(batch)
         common = (data.kernel_X, data.y, ptr)
-        steps_of = (perm, rng, steps, batch, stepsize)
+        constants = kernels.SGDConstants(steps, batch, tau_local, stepsize)
         if self.is_linear:
             if layer_bounds is not None:
                 raise ValueError("layer bounds are for networks; a linear model has rows")
             kernels.local_sgd_round(
-                *common, W, W_local, *steps_of, *self.kernel_model.linear, tau_local, buffers
+                *common, W, W_local, perm, rng, constants, self.step_model, buffers
             )
             return
         bounds = () if layer_bounds is None else (layer_bounds,)
@@ -273,9 +273,10 @@ class Problem:
             *common,
             W[0],
             W_local[:, 0],
-            *steps_of,
-            *self.kernel_model,
-            tau_local,
+            perm,
+            rng,
+            constants,
+            self.step_model,
             buffers,
             *bounds,
         )
@@ -314,11 +315,10 @@ class Problem:
             np.ascontiguousarray(clients, dtype=np.int64),
             perm,
             rng,
-            steps,
-            batch,
-            np.ascontiguousarray(stepsizes, dtype=np.float64),
-            *self.kernel_model.linear,
-            tau_local,
+            kernels.SGDConstants(
+                steps, batch, tau_local, np.ascontiguousarray(stepsizes, dtype=np.float64)
+            ),
+            self.step_model,
             work.for_batch(batch),
         )
 
@@ -350,16 +350,12 @@ class Problem:
             data.kernel_X,
             data.y,
             data.client_ptr,
-            W,
-            support,
+            (W, support),
             *compact,
             perm,
             rng,
-            steps,
-            batch,
-            stepsize,
-            *self.kernel_model.linear,
-            tau_local,
+            kernels.SGDConstants(steps, batch, tau_local, stepsize),
+            self.step_model,
             work,
         )
 
