@@ -163,7 +163,7 @@ def _grad_into_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
     if theta.dtype == E.dtype and G.dtype == E.dtype:
 
         def same(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
-            return _step(X, y, rows, theta, sizes, bias, act, loss, off, work, 1.0, 1.0, G)
+            return _step(X, y, rows, theta, sizes, bias, act, loss, off, work, (1.0, 1.0, G))
 
         return same
 
@@ -173,7 +173,7 @@ def _grad_into_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
         t = as_work(theta, E[n - 2 * P : n - P])
         g = E[n - P :]
         g[:] = 0.0
-        value = _step(X, y, rows, t, sizes, bias, act, loss, off, work, 1.0, 1.0, g)
+        value = _step(X, y, rows, t, sizes, bias, act, loss, off, work, (1.0, 1.0, g))
         for j in range(P):
             G[j] += g[j]
         return value
@@ -239,22 +239,24 @@ def _is_dense_impl(X):
     return lambda X: value
 
 
-def _step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
-    """Forward, output deltas and ``T = shrink * T + alpha * data_grad``; return the mean data
-    loss over ``rows`` (compiled only: an MLP, or a cnn for a 2-D ``sizes``)."""
+def _step(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
+    """Forward, output deltas and ``T = shrink * T + alpha * data_grad`` for ``update = (alpha,
+    shrink, T)``; return the mean data loss over ``rows`` (compiled only: an MLP, or a cnn for
+    a 2-D ``sizes``)."""
 
 
 @overload(_step)
-def _step_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+def _step_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
     if sizes.ndim == 2:
 
-        def table(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+        def table(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
+            alpha, shrink, T = update
             return cnn_step(X, y, rows, theta, sizes, act, loss, work, alpha, shrink, T)
 
         return table
 
-    def widths(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
-        return mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T)
+    def widths(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
+        return mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, update)
 
     return widths
 
@@ -332,7 +334,7 @@ def mlp_eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, 
         return
     lanes = numba.get_num_threads()  # read here: inside, it would stop numba's caching
     mlp_eval_blocks(
-        X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, correct, lanes
+        X, y, ptr, thetas, which, sizes, bias, act, loss, (block, lanes), loss_sum, correct
     )
 
 
@@ -422,9 +424,7 @@ def mlp_local_sgd_round(
                     loss,
                     off,
                     wt,
-                    -stepsize,
-                    keep,
-                    loc,
+                    (-stepsize, keep, loc),
                 )
             if tau_local > 0:
                 # selection on float64 values (float32 ones are exact in float64)
