@@ -417,6 +417,31 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     assert linear.parameter_noun == "dimension"
 
 
+def test_no_compiled_kernel_takes_more_than_twelve_arguments():
+    """Kernels take the model, their constants and their outputs as named tuples (or pairs),
+    not as long loose argument lists: every numba-compiled function of the package (``njit``,
+    and the implementations of ``overload``) takes at most 12 parameters."""
+    import ast
+    from pathlib import Path
+
+    import fedsparse
+
+    root = Path(fedsparse.__file__).parent
+    long = []
+    for source in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+            if not decorators & {"njit", "numba.njit", "overload"}:
+                continue
+            args = node.args
+            count = len(args.posonlyargs) + len(args.args) + len(args.kwonlyargs)
+            if count > 12:
+                long.append(f"{source.relative_to(root)}:{node.name} ({count})")
+    assert not long, long
+
+
 def test_no_family_branches_on_the_kind_of_model():
     """The linear-vs-network switch lives behind the Problem: no family's algorithms read
     ``fast_linear`` (they ask ``is_linear``/``parameter_noun`` where they must know) or call

@@ -366,17 +366,13 @@ class Problem:
         which: np.ndarray,
         perm: np.ndarray,
         rng: np.ndarray,
-        steps: int,
-        batch: int,
-        fresh: bool,
-        stepsize: float,
-        weight: float,
-        gamma: float,
-        rho: float,
+        constants: prox.ProxConstants,
         work: ThreadWork,
     ) -> None:
         """Proximal local steps of every client on ``thetas`` (n_clients, *shape), in place,
-        anchored at ``anchors[which[i]]`` (see :mod:`fedsparse.kernels.prox`); ``work`` from
+        anchored at ``anchors[which[i]]`` (see :mod:`fedsparse.kernels.prox`); ``constants``: a
+        :class:`~fedsparse.kernels.prox.ProxConstants` of floats (``steps``, ``batch``,
+        ``fresh``, ``stepsize``, ``weight``, ``gamma``, ``rho``); ``work`` from
         :meth:`step_work`."""
         data = self.data
         prox.prox_steps(
@@ -388,9 +384,9 @@ class Problem:
             np.ascontiguousarray(which, dtype=np.int64),
             perm,
             rng,
-            prox.ProxConstants(steps, batch, fresh, stepsize, weight, gamma, rho),
+            constants,
             self.step_model,
-            work.for_batch(batch),
+            work.for_batch(constants.batch),
         )
 
     def minibatch_grad(
