@@ -33,6 +33,7 @@ import numpy as np  # noqa: E402
 from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
 
 from fedsparse import kernels as K  # noqa: E402
+from fedsparse.kernels.prox import StepModel  # noqa: E402
 from fedsparse.objective.model import Network, normalize  # noqa: E402
 from fedsparse.objective.problem import one_blas_thread  # noqa: E402
 
@@ -187,15 +188,8 @@ def measure(dtype, X, y, rows, ptr, b, clients, steps, seconds):
             local[:m],
             perm,
             states,
-            steps,
-            b,
-            0.01,
-            spec,
-            True,
-            relu,
-            softmax,
-            1e-4,
-            0,
+            K.SGDConstants(steps, b, 0, 0.01),
+            StepModel(True, spec, True, relu, softmax, 1e-4),
             twork,
         )
 

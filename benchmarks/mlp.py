@@ -162,6 +162,7 @@ def work_steps(seconds: float, blas_threads: int) -> dict:
     import numpy as np
 
     from fedsparse import kernels as K
+    from fedsparse.kernels.prox import StepModel
 
     out = {}
     for arch in ARCHS:
@@ -181,13 +182,15 @@ def work_steps(seconds: float, blas_threads: int) -> dict:
             rng = K.client_states(0, 1)
             local = np.empty((1, theta.size))
             twork = K.mlp_thread_work(sizes, b)
-            step = (X, y, one, theta, local, perm, rng, STEPS, b, STEPSIZE, sizes, True)
-            step += (K.RELU, K.SOFTMAX, L2, 0, twork)
+            constants = K.SGDConstants(STEPS, b, 0, STEPSIZE)
+            model = StepModel(True, sizes, True, K.RELU, K.SOFTMAX, L2)
+            step = (X, y, one, theta, local, perm, rng, constants, model, twork)
             row["step"] = best_time(partial(K.mlp_local_sgd_round, *step), seconds) / STEPS
             s32 = float32_sizes(arch)
             grad = (X, y, rows, theta, s32, True, K.RELU, K.SOFTMAX, L2, G, K.mlp_work(s32, b))
             row["grad32"] = best_time(partial(K.mlp_batch_grad, *grad), seconds)
-            step = (*step[:10], s32, True, K.RELU, K.SOFTMAX, L2, 0, K.mlp_thread_work(s32, b))
+            model = StepModel(True, s32, True, K.RELU, K.SOFTMAX, L2)
+            step = (*step[:8], model, K.mlp_thread_work(s32, b))
             row["step32"] = best_time(partial(K.mlp_local_sgd_round, *step), seconds) / STEPS
             ref = NumpyMLP(arch, theta)
             row["numpy"] = best_time(partial(ref.step, X, y, rows, STEPSIZE, L2), seconds)
@@ -211,6 +214,7 @@ def work_round(
     import numpy as np
 
     from fedsparse import kernels as K
+    from fedsparse.kernels.prox import StepModel
 
     numba.set_num_threads(numba_threads)
     out = {}
@@ -224,8 +228,9 @@ def work_round(
         local = np.empty((CLIENTS, theta.size))
         work = K.mlp_thread_work(sizes, ROUND_BATCH)
         tau = int(tau_fraction * theta.size)
-        args = (X, y, ptr, theta, local, perm, rng, STEPS, ROUND_BATCH, STEPSIZE, sizes, True)
-        args += (K.RELU, K.SOFTMAX, L2, tau, work)
+        constants = K.SGDConstants(STEPS, ROUND_BATCH, tau, STEPSIZE)
+        model = StepModel(True, sizes, True, K.RELU, K.SOFTMAX, L2)
+        args = (X, y, ptr, theta, local, perm, rng, constants, model, work)
         t = best_time(partial(K.mlp_local_sgd_round, *args), seconds, min_reps=1)
         out["-".join(map(str, arch))] = t
     return out

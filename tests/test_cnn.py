@@ -23,6 +23,7 @@ from fedsparse.algorithms import ALGORITHMS
 from fedsparse.data import FederatedData
 from fedsparse.errors import ConfigError
 from fedsparse.kernels import cnn as C
+from fedsparse.kernels.prox import StepModel
 from fedsparse.objective.model import Network, normalize
 from fedsparse.objective.problem import Problem
 from fedsparse.training.config import normalize_run_config, run_id
@@ -351,15 +352,10 @@ def local_round(net, theta, X, y, ptr, steps=3, batch=4):
         local,
         perm,
         rng,
-        steps,
-        batch,
-        0.1,
-        spec,
-        net.bias,
-        K.ACTIVATIONS[net.activation],
-        K.LOSS_CODES["softmax"],
-        0.01,
-        0,
+        K.SGDConstants(steps, batch, 0, 0.1),
+        StepModel(
+            True, spec, net.bias, K.ACTIVATIONS[net.activation], K.LOSS_CODES["softmax"], 0.01
+        ),
         work,
     )
     return [local]

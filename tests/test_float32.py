@@ -11,6 +11,7 @@ from fedsparse import kernels as K
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.data import FederatedData
 from fedsparse.errors import ConfigError
+from fedsparse.kernels.prox import StepModel
 from fedsparse.objective.model import Network, normalize
 from fedsparse.objective.problem import Problem
 from fedsparse.training.config import normalize_run_config, run_id
@@ -88,15 +89,10 @@ def local_round(net, theta, X, y, ptr, tau=0, steps=3, batch=5):
         local,
         np.arange(y.shape[0], dtype=np.int64),
         K.client_states(5, ptr.shape[0] - 1),
-        steps,
-        batch,
-        0.1,
-        spec,
-        net.bias,
-        K.ACTIVATIONS[net.activation],
-        K.LOSS_CODES["softmax"],
-        1e-3,
-        tau,
+        K.SGDConstants(steps, batch, tau, 0.1),
+        StepModel(
+            True, spec, net.bias, K.ACTIVATIONS[net.activation], K.LOSS_CODES["softmax"], 1e-3
+        ),
         K.mlp_thread_work(spec, batch),
     )
     return local

@@ -10,6 +10,7 @@ from conftest import np_act, np_hard_threshold, np_per_sample
 
 from fedsparse import kernels as K
 from fedsparse.kernels.elementary import exp_le0_array
+from fedsparse.kernels.prox import StepModel
 
 ACTS = ("relu", "swish", "tanh", "sigmoid")
 LOSSES = ("least_squares", "logistic", "softmax")
@@ -496,15 +497,8 @@ def test_local_sgd_round_matches_transcription(loss, tau):
                     out,
                     perm,
                     rng,
-                    steps,
-                    batch,
-                    stepsize,
-                    sizes,
-                    True,
-                    K.SWISH,
-                    K.LOSS_CODES[loss],
-                    l2,
-                    tau,
+                    K.SGDConstants(steps, batch, tau, stepsize),
+                    StepModel(True, sizes, True, K.SWISH, K.LOSS_CODES[loss], l2),
                     work,
                 )
                 np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-12)
@@ -536,15 +530,8 @@ def test_local_sgd_round_full_batch_no_bias():
         out,
         perm,
         rng,
-        3,
-        0,
-        0.05,
-        sizes,
-        False,
-        K.TANH,
-        K.LEAST_SQUARES,
-        0.0,
-        0,
+        K.SGDConstants(3, 0, 0, 0.05),
+        StepModel(True, sizes, False, K.TANH, K.LEAST_SQUARES, 0.0),
         K.mlp_thread_work(sizes, 30),
     )
     want = py_round(

@@ -364,7 +364,6 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     assert KernelModel._fields == ("sizes", "bias", "activation_code", "loss_code", "l2")
     network_kernels = [
         K.mlp_batch_grad,
-        K.mlp_local_sgd_round,
     ]
     for kernel in network_kernels:
         names = kernel_parameters(kernel)
@@ -372,6 +371,10 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
         assert tuple(names[at : at + 5]) == KERNEL_MODEL_ARGS, kernel.__name__
     # kernels of either kind of model take Problem.step_model, one StepModel argument
     either_kernels = [
+        K.mlp_local_sgd_round,
+        K.local_sgd_round,
+        K.local_sgd_cohort_round,
+        K.local_sgd_round_csr,
         GS.accumulate_offers,
         prox.prox_steps,
         prox.prox_steps_cohort,
@@ -392,8 +395,6 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
         assert "model" in names and "sizes" not in names, kernel.__name__
     linear_kernels = [
         K.batch_grad,
-        K.local_sgd_round,
-        K.local_sgd_round_csr,
     ]
     for kernel in linear_kernels:
         names = kernel_parameters(kernel)
@@ -414,6 +415,31 @@ def test_the_kernel_model_bundle_is_in_the_kernels_argument_order():
     linear = Problem(make_data("softmax"), "softmax", 1e-3)
     assert linear.is_linear and linear.step_model.network is False
     assert linear.parameter_noun == "dimension"
+
+
+def test_no_compiled_kernel_takes_more_than_twelve_arguments():
+    """Kernels take the model, their constants and their outputs as named tuples (or pairs),
+    not as long loose argument lists: every numba-compiled function of the package (``njit``,
+    and the implementations of ``overload``) takes at most 12 parameters."""
+    import ast
+    from pathlib import Path
+
+    import fedsparse
+
+    root = Path(fedsparse.__file__).parent
+    long = []
+    for source in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+            if not decorators & {"njit", "numba.njit", "overload"}:
+                continue
+            args = node.args
+            count = len(args.posonlyargs) + len(args.args) + len(args.kwonlyargs)
+            if count > 12:
+                long.append(f"{source.relative_to(root)}:{node.name} ({count})")
+    assert not long, long
 
 
 def test_no_family_branches_on_the_kind_of_model():

@@ -74,6 +74,7 @@ from .network import (  # noqa: E402
 )
 from .rng import client_states, randbelow, sample_without_replacement  # noqa: E402
 from .rounds import (  # noqa: E402
+    SGDConstants,
     aggregate,
     local_sgd_cohort_round,
     local_sgd_round,
@@ -102,6 +103,7 @@ __all__ = [
     "LOGISTIC",
     "LOSS_CODES",
     "RELU",
+    "SGDConstants",
     "SIGMOID",
     "SOFTMAX",
     "SWISH",

@@ -471,11 +471,14 @@ def cnn_eval(X, y, ptr, thetas, which, spec, act, loss, block, loss_sum, correct
     # a model of another dtype is converted once per thread and model (P values each)
     n_convert = int(spec[0, H_PARAMS]) if thetas.dtype != dtype else 0
     proto = np.empty(n_convert, dtype)
-    _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lanes, proto)
+    _eval(X, y, ptr, thetas, which, spec, act, loss, (bb, lanes), loss_sum, correct, proto)
 
 
 @njit(parallel=True, cache=True)
-def _eval(X, y, ptr, thetas, which, spec, act, loss, bb, loss_sum, correct, lanes, proto):
+def _eval(X, y, ptr, thetas, which, spec, act, loss, blocking, loss_sum, correct, proto):
+    """:func:`cnn_eval`'s loop: blocks of ``bb`` rows dealt out to ``lanes`` loop iterations,
+    ``blocking = (bb, lanes)``; ``proto``'s dtype is the one the layers compute in."""
+    bb, lanes = blocking
     n_clients = ptr.shape[0] - 1
     L = spec[0, H_LAYERS]
     c = spec[0, H_OUT]

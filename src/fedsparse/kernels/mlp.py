@@ -189,9 +189,10 @@ def _forward(X, rows, X0, theta, sizes, bias, act, off, A, D, Z):
 
 
 @njit(cache=True)
-def _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T):
+def _backward(X, rows, theta, sizes, bias, off, work, alpha, shrink, T):
     """``T = shrink * T + alpha * grad``, layer by layer, where ``grad`` is the data gradient
-    whose output deltas (d loss / d z_L, already divided by b) are in ``E[:b * n_out]``.
+    whose output deltas (d loss / d z_L, already divided by b) are in ``E[:b * n_out]`` of the
+    work tuple ``work = (X0, A, D, E)``.
 
     ``T`` may be ``theta`` itself (an in-place SGD step): each layer's delta to the
     layer below is taken with the old ``W_l`` before ``W_l`` changes. BLAS always
@@ -199,6 +200,7 @@ def _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T):
     took longer than our loop, and beta = 0 costs a zeroing pass too (the callers
     initialise T instead).
     """
+    X0, A, D, E = work
     b = rows.shape[0]
     n_layers = sizes.shape[0] - 1
     half = E.shape[0] // 2
@@ -256,10 +258,12 @@ def mlp_check(X0, X_dense, rows, theta, sizes, bias, work):
 
 
 @njit(cache=True)
-def mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+def mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
     """Forward, output deltas and ``T = shrink * T + alpha * data_grad``; return the mean data
     loss over ``rows``. ``off`` is :func:`mlp_offsets`'s, ``work`` a float64 work tuple
-    (:func:`mlp_work_lengths`); ``T`` may be ``theta`` (an SGD step in place)."""
+    (:func:`mlp_work_lengths`), ``update`` the triple ``(alpha, shrink, T)``; ``T`` may be
+    ``theta`` (an SGD step in place)."""
+    alpha, shrink, T = update
     X0, A, D, E = work
     b = rows.shape[0]
     c = sizes[-1]
@@ -271,17 +275,16 @@ def mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink
     for r in range(b):
         z = Z[r * c : (r + 1) * c]
         total += _row_loss(z, c, y[rows[r]], loss, scale, z)[0]
-    _backward(X, rows, X0, theta, sizes, bias, off, A, D, E, alpha, shrink, T)
+    _backward(X, rows, theta, sizes, bias, off, work, alpha, shrink, T)
     return total / b
 
 
 @njit(parallel=True, cache=True)
-def mlp_eval_blocks(
-    X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, correct, lanes
-):
+def mlp_eval_blocks(X, y, ptr, thetas, which, sizes, bias, act, loss, blocking, loss_sum, correct):
     """Data loss and correct predictions of every client, ``block`` rows at a time, the
-    blocks dealt out to ``lanes`` (>= 1) loop iterations (the contract of
-    :func:`fedsparse.kernels.network.mlp_eval`)."""
+    blocks dealt out to ``lanes`` (>= 1) loop iterations, ``blocking = (block, lanes)`` (the
+    contract of :func:`fedsparse.kernels.network.mlp_eval`)."""
+    block, lanes = blocking
     n_clients = ptr.shape[0] - 1
     off = mlp_offsets(sizes, bias)
     c = sizes[-1]

@@ -163,7 +163,7 @@ def _grad_into_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
     if theta.dtype == E.dtype and G.dtype == E.dtype:
 
         def same(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
-            return _step(X, y, rows, theta, sizes, bias, act, loss, off, work, 1.0, 1.0, G)
+            return _step(X, y, rows, theta, sizes, bias, act, loss, off, work, (1.0, 1.0, G))
 
         return same
 
@@ -173,7 +173,7 @@ def _grad_into_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, E, G):
         t = as_work(theta, E[n - 2 * P : n - P])
         g = E[n - P :]
         g[:] = 0.0
-        value = _step(X, y, rows, t, sizes, bias, act, loss, off, work, 1.0, 1.0, g)
+        value = _step(X, y, rows, t, sizes, bias, act, loss, off, work, (1.0, 1.0, g))
         for j in range(P):
             G[j] += g[j]
         return value
@@ -239,22 +239,24 @@ def _is_dense_impl(X):
     return lambda X: value
 
 
-def _step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
-    """Forward, output deltas and ``T = shrink * T + alpha * data_grad``; return the mean data
-    loss over ``rows`` (compiled only: an MLP, or a cnn for a 2-D ``sizes``)."""
+def _step(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
+    """Forward, output deltas and ``T = shrink * T + alpha * data_grad`` for ``update = (alpha,
+    shrink, T)``; return the mean data loss over ``rows`` (compiled only: an MLP, or a cnn for
+    a 2-D ``sizes``)."""
 
 
 @overload(_step)
-def _step_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+def _step_impl(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
     if sizes.ndim == 2:
 
-        def table(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
+        def table(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
+            alpha, shrink, T = update
             return cnn_step(X, y, rows, theta, sizes, act, loss, work, alpha, shrink, T)
 
         return table
 
-    def widths(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T):
-        return mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, alpha, shrink, T)
+    def widths(X, y, rows, theta, sizes, bias, act, loss, off, work, update):
+        return mlp_step(X, y, rows, theta, sizes, bias, act, loss, off, work, update)
 
     return widths
 
@@ -332,30 +334,13 @@ def mlp_eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, 
         return
     lanes = numba.get_num_threads()  # read here: inside, it would stop numba's caching
     mlp_eval_blocks(
-        X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, correct, lanes
+        X, y, ptr, thetas, which, sizes, bias, act, loss, (block, lanes), loss_sum, correct
     )
 
 
 @njit(parallel=True, cache=True)
 def mlp_local_sgd_round(
-    X,
-    y,
-    ptr,
-    theta,
-    theta_local,
-    perm,
-    rng,
-    steps,
-    batch,
-    stepsize,
-    sizes,
-    bias,
-    act,
-    loss,
-    l2,
-    tau_local,
-    work,
-    layer_bounds=None,
+    X, y, ptr, theta, theta_local, perm, rng, constants, model, work, layer_bounds=None
 ):
     """Run ``steps`` local SGD steps on every client's MLP, starting from ``theta``.
 
@@ -378,12 +363,18 @@ def mlp_local_sgd_round(
         Per-client row permutations, persistent across rounds.
     rng : uint64 array, shape (n_clients,)
         Per-client random states, advanced in place.
+    constants : :class:`fedsparse.kernels.SGDConstants` with a float ``stepsize``
+    model : :class:`fedsparse.kernels.prox.StepModel` (``Problem.step_model``)
+        Its ``sizes``, ``bias``, ``act``, ``loss`` and ``l2`` (as in :func:`mlp_batch_grad`)
+        are read; its ``network`` flag is not.
     work : tuple from :func:`mlp_thread_work` with ``max_batch >= min(batch, max n_i)``
     layer_bounds : int64 array, optional
         Segment bounds ``[0, e_1, ..., n_params]``: the local H_tau keeps ``tau_local``
         entries in each segment (``threshold: per_layer``); omitted: one segment.
     Other parameters as in :func:`mlp_batch_grad`.
     """
+    steps, batch, tau_local, stepsize = constants
+    _, sizes, bias, act, loss, l2 = model
     n_clients = ptr.shape[0] - 1
     P = theta.shape[0]
     off = _offsets(sizes, bias)
@@ -433,9 +424,7 @@ def mlp_local_sgd_round(
                     loss,
                     off,
                     wt,
-                    -stepsize,
-                    keep,
-                    loc,
+                    (-stepsize, keep, loc),
                 )
             if tau_local > 0:
                 # selection on float64 values (float32 ones are exact in float64)

@@ -6,6 +6,8 @@ step (weighted average + H_tau) lives in :func:`aggregate`.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import njit, prange, types
@@ -17,9 +19,20 @@ from .rng import sample_without_replacement
 from .threshold import SCRATCH_EXTRA, hard_threshold_rows
 
 
-def local_sgd_round(
-    X, y, ptr, W, W_local, perm, rng, steps, batch, stepsize, loss, l2, tau_local, work
-):
+class SGDConstants(NamedTuple):
+    """The constants of a round of local SGD steps (:func:`local_sgd_round`,
+    :func:`fedsparse.kernels.mlp_local_sgd_round`,
+    :func:`fedsparse.kernels.local_sgd_round_csr`): ``steps``, ``batch`` and ``tau_local``
+    are the run's (a cohort's members share them); ``stepsize`` is a run's float, or one
+    entry per member (an array (C,)) for :func:`local_sgd_cohort_round`."""
+
+    steps: int  # local steps per round
+    batch: int  # rows per minibatch (<= 0: all rows, no randomness)
+    tau_local: int  # > 0: H_tau after every step (FedIter-HT), else none
+    stepsize: float
+
+
+def local_sgd_round(X, y, ptr, W, W_local, perm, rng, constants, model, work):
     """Run ``steps`` local SGD steps on every client, starting from ``W``.
 
     Client ``i`` owns rows ``ptr[i]..ptr[i+1]-1``. Each step draws a minibatch of
@@ -41,9 +54,13 @@ def local_sgd_round(
         Per-client row permutations, persistent across rounds.
     rng : uint64 array, shape (n_clients,)
         Per-client random states, advanced in place.
+    constants : :class:`SGDConstants` with a float ``stepsize``
+    model : :class:`fedsparse.kernels.prox.StepModel` (``Problem.step_model``) of a linear
+        model: its ``loss`` and ``l2`` are read
     work : tuple (G, S, scratch) from :func:`thread_buffers`
         Per-thread gradient, score and selection buffers.
     """
+    c = constants
     local_sgd_cohort_round(
         X,
         y,
@@ -54,34 +71,15 @@ def local_sgd_round(
         np.arange(ptr.shape[0] - 1, dtype=np.int64),
         perm,
         rng,
-        steps,
-        batch,
-        np.full(1, float(stepsize)),
-        loss,
-        l2,
-        tau_local,
+        SGDConstants(c.steps, c.batch, c.tau_local, np.full(1, float(c.stepsize))),
+        model,
         work,
     )
 
 
 @njit(parallel=True, cache=True)
 def local_sgd_cohort_round(
-    X,
-    y,
-    ptr,
-    Ws,
-    W_locals,
-    members,
-    clients,
-    perm,
-    rng,
-    steps,
-    batch,
-    stepsizes,
-    loss,
-    l2,
-    tau_local,
-    work,
+    X, y, ptr, Ws, W_locals, members, clients, perm, rng, constants, model, work
 ):
     """:func:`local_sgd_round` of the members ``members`` of a cohort at once: runs with the
     same data, seed and structure, each with its own model ``Ws[m]``, clients' models
@@ -96,8 +94,11 @@ def local_sgd_cohort_round(
     Ws : array, shape (C, n_outputs, n_features); W_locals : (C, n_clients, n_outputs,
     n_features); members : int64 array, the members computing (the others are left as they
     are); clients : int64 array, the clients stepped (the others' models and random states are
-    left as they are: a round of sampled clients); stepsizes : float array, shape (C,).
+    left as they are: a round of sampled clients); constants : :class:`SGDConstants` whose
+    ``stepsize`` is an array (C,); model and work as in :func:`local_sgd_round`.
     """
+    steps, batch, tau_local, stepsizes = constants
+    loss, l2 = model.loss, model.l2
     G, S, scratch = work
     slots = G.shape[0]
     bmax = 0  # the fused kernel's work space: rows of the largest minibatch
@@ -118,21 +119,9 @@ def local_sgd_cohort_round(
             if b < n:
                 sample_without_replacement(perm, lo, n, b, rng, i)
             rows = perm[lo : lo + b]
+            fused = (coef[t], lanes[t], grad[t])
             _descend_members(
-                X,
-                y,
-                rows,
-                W_locals,
-                i,
-                members,
-                loss,
-                l2,
-                stepsizes,
-                G[t],
-                S[t],
-                coef[t],
-                lanes[t],
-                grad[t],
+                X, y, rows, W_locals, i, members, loss, l2, stepsizes, G[t], S[t], fused
             )
             if tau_local > 0:
                 for m in members:
@@ -152,10 +141,10 @@ def _fuses_impl(X, loss):
     return lambda X, loss: False
 
 
-def _descend_members(
-    X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, coef, lanes, grad
-):
-    """One local step of every member's client ``i`` (jitted code only: see the overload)."""
+def _descend_members(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, fused):
+    """One local step of every member's client ``i`` (jitted code only: see the overload);
+    ``fused``: the thread's ``(coef, lanes, grad)`` rows of
+    :func:`fedsparse.kernels.dense_steps.work_space`."""
     raise NotImplementedError("a numba overload")
 
 
@@ -166,20 +155,19 @@ def _descend_one_by_one(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G
 
 
 @overload(_descend_members)
-def _descend_members_impl(
-    X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, coef, lanes, grad
-):
+def _descend_members_impl(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, fused):
     if not isinstance(X, types.Array):  # CSR rows: kernels.losses, row by row
 
-        def csr(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, coef, lanes, grad):
+        def csr(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, fused):
             _descend_one_by_one(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s)
 
         return csr
 
-    def dense(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, coef, lanes, grad):
+    def dense(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s, fused):
         if loss == SOFTMAX:
             _descend_one_by_one(X, y, rows, W_locals, i, members, loss, l2, stepsizes, G, s)
         else:  # one output row
+            coef, lanes, grad = fused
             descend_members(
                 X, y, rows, W_locals[:, i, 0], members, loss, l2, stepsizes, coef, lanes, grad
             )

@@ -63,34 +63,33 @@ def sparse_buffers(
 
 @njit(parallel=True, cache=True)
 def local_sgd_round_csr(
-    X,
-    y,
-    ptr,
-    W,
-    support,
-    index,
-    value,
-    count,
-    perm,
-    rng,
-    steps,
-    batch,
-    stepsize,
-    loss,
-    l2,
-    tau_local,
-    work,
+    X, y, ptr, broadcast, index, value, count, perm, rng, constants, model, work
 ):
     """:func:`~fedsparse.kernels.rounds.local_sgd_round` for CSR ``X``, over active coordinates.
 
-    ``support`` lists the coordinates where some row of ``W`` is non-zero
-    (ascending). Client i's model at the end of the round is written compactly:
-    ``value[i, :, k]`` at coordinate ``index[i, k]`` for ``k < count[i]``, every
-    other coordinate zero. The capacity ``index.shape[1]`` must hold
-    ``support`` and what the steps leave (c * tau_local with local thresholding;
-    without, the support plus every feature of the client's sampled rows); ``index``,
-    ``value``, ``count`` and ``work`` come from :func:`sparse_buffers`.
+    Client i's model at the end of the round is written compactly: ``value[i, :, k]`` at
+    coordinate ``index[i, k]`` for ``k < count[i]``, every other coordinate zero. The capacity
+    ``index.shape[1]`` must hold the broadcast support and what the steps leave (c * tau_local
+    with local thresholding; without, the support plus every feature of the client's sampled
+    rows).
+
+    Parameters
+    ----------
+    X : CSR triple (data, indices, indptr); y : (n_samples,); ptr : int64 (n_clients + 1,)
+    broadcast : (W, support)
+        The global model (n_outputs, n_features) and the coordinates where some row of it is
+        non-zero (int64, ascending).
+    index, value, count : the compact models from :func:`sparse_buffers`, written (loose, not
+        a tuple: see there)
+    perm, rng : per-client row permutations and random states, advanced in place
+    constants : :class:`fedsparse.kernels.SGDConstants` with a float ``stepsize``
+    model : :class:`fedsparse.kernels.prox.StepModel` of a linear model (its ``loss`` and
+        ``l2`` are read)
+    work : per-thread work space from :func:`sparse_buffers`
     """
+    W, support = broadcast
+    steps, batch, tau_local, stepsize = constants
+    loss, l2 = model.loss, model.l2
     data, indices, indptr = X
     WG, S, marks, acts, values, scratch = work
     n_clients = ptr.shape[0] - 1

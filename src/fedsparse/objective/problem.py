@@ -260,12 +260,12 @@ class Problem:
         ptr = data.client_ptr if client_ptr is None else client_ptr
         buffers = work.for_batch(batch)
         common = (data.kernel_X, data.y, ptr)
-        steps_of = (perm, rng, steps, batch, stepsize)
+        constants = kernels.SGDConstants(steps, batch, tau_local, stepsize)
         if self.is_linear:
             if layer_bounds is not None:
                 raise ValueError("layer bounds are for networks; a linear model has rows")
             kernels.local_sgd_round(
-                *common, W, W_local, *steps_of, *self.kernel_model.linear, tau_local, buffers
+                *common, W, W_local, perm, rng, constants, self.step_model, buffers
             )
             return
         bounds = () if layer_bounds is None else (layer_bounds,)
@@ -273,9 +273,10 @@ class Problem:
             *common,
             W[0],
             W_local[:, 0],
-            *steps_of,
-            *self.kernel_model,
-            tau_local,
+            perm,
+            rng,
+            constants,
+            self.step_model,
             buffers,
             *bounds,
         )
@@ -314,11 +315,10 @@ class Problem:
             np.ascontiguousarray(clients, dtype=np.int64),
             perm,
             rng,
-            steps,
-            batch,
-            np.ascontiguousarray(stepsizes, dtype=np.float64),
-            *self.kernel_model.linear,
-            tau_local,
+            kernels.SGDConstants(
+                steps, batch, tau_local, np.ascontiguousarray(stepsizes, dtype=np.float64)
+            ),
+            self.step_model,
             work.for_batch(batch),
         )
 
@@ -350,16 +350,12 @@ class Problem:
             data.kernel_X,
             data.y,
             data.client_ptr,
-            W,
-            support,
+            (W, support),
             *compact,
             perm,
             rng,
-            steps,
-            batch,
-            stepsize,
-            *self.kernel_model.linear,
-            tau_local,
+            kernels.SGDConstants(steps, batch, tau_local, stepsize),
+            self.step_model,
             work,
         )
 
@@ -370,17 +366,13 @@ class Problem:
         which: np.ndarray,
         perm: np.ndarray,
         rng: np.ndarray,
-        steps: int,
-        batch: int,
-        fresh: bool,
-        stepsize: float,
-        weight: float,
-        gamma: float,
-        rho: float,
+        constants: prox.ProxConstants,
         work: ThreadWork,
     ) -> None:
         """Proximal local steps of every client on ``thetas`` (n_clients, *shape), in place,
-        anchored at ``anchors[which[i]]`` (see :mod:`fedsparse.kernels.prox`); ``work`` from
+        anchored at ``anchors[which[i]]`` (see :mod:`fedsparse.kernels.prox`); ``constants``: a
+        :class:`~fedsparse.kernels.prox.ProxConstants` of floats (``steps``, ``batch``,
+        ``fresh``, ``stepsize``, ``weight``, ``gamma``, ``rho``); ``work`` from
         :meth:`step_work`."""
         data = self.data
         prox.prox_steps(
@@ -392,9 +384,9 @@ class Problem:
             np.ascontiguousarray(which, dtype=np.int64),
             perm,
             rng,
-            prox.ProxConstants(steps, batch, fresh, stepsize, weight, gamma, rho),
+            constants,
             self.step_model,
-            work.for_batch(batch),
+            work.for_batch(constants.batch),
         )
 
     def minibatch_grad(

@@ -10,6 +10,8 @@ selection is a linear-time radix select plus a sort of the k chosen, never a sor
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -19,6 +21,13 @@ from ...kernels.rng import draw_minibatch
 from ...kernels.threshold import RADIX_BINS, radix_select
 
 _MAGNITUDE = np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
+class OfferConstants(NamedTuple):
+    """The constants of :func:`accumulate_offers`."""
+
+    batch: int  # rows per minibatch (<= 0: all the client's rows, no randomness)
+    k: int  # offer size (0: accumulate only)
 
 
 def topk_scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +130,7 @@ def _accumulate_offer(a, g, k, sel, counts, idx, val):
 
 
 @njit(parallel=True, cache=True)
-def accumulate_offers(X, y, ptr, W, A, perm, rng, batch, model, k, offers, work, scratch):
+def accumulate_offers(X, y, ptr, W, A, perm, rng, constants, model, offers, work, scratch):
     """Every client adds its minibatch gradient at ``W`` to its residual and offers its top-k.
 
     Parameters
@@ -130,17 +139,17 @@ def accumulate_offers(X, y, ptr, W, A, perm, rng, batch, model, k, offers, work,
     A : array, shape (n_clients, W.size)
         Residuals a_i (row-major flat), updated in place.
     perm, rng : per-client row permutations and random states (as in ``local_sgd_round``).
-    batch : int
-        Minibatch size; <= 0: all the client's rows (deterministic).
+    constants : :class:`OfferConstants`
+        ``batch``, the minibatch size (<= 0: all the client's rows, deterministic), and
+        ``k``, the offer size (0: accumulate only).
     model : :class:`fedsparse.kernels.prox.StepModel` (``Problem.step_model``).
-    k : int
-        Offer size; 0: accumulate only.
     offers : (idx, val), arrays of shape (n_clients, k)
         Output: each client's ranked offer (indices, residual values).
     work : per-thread work space from :func:`fedsparse.kernels.prox.step_work` (its G rows
         hold the gradients)
     scratch : (sel, counts), per-thread :func:`topk_scratch` buffers
     """
+    batch, k = constants
     n_clients = ptr.shape[0] - 1
     G, S, X0, Aw, Dw, E = work
     idx, val = offers

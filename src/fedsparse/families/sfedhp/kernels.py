@@ -122,8 +122,10 @@ def _message_bytes(V, tol):
 
 
 @njit(cache=True)
-def _prox_on_rows(X, y, rows, T, anchor, steps, stepsize, weight, gamma, rho, model, G, s, wt):
-    """``steps`` proximal steps of ``T`` on the minibatch ``rows`` (a client's inner solve)."""
+def _prox_on_rows(X, y, rows, T, anchor, steps, stepsize, weight, gamma, rho, model, thread):
+    """``steps`` proximal steps of ``T`` on the minibatch ``rows`` (a client's inner solve);
+    ``thread``: the thread's ``(G, s, wt)``, its rows of the work space."""
+    G, s, wt = thread
     for _ in range(steps):
         model_grad(X, y, rows, T, G, model, s, wt)
         for r in range(T.shape[0]):
@@ -237,9 +239,7 @@ def sfedhp_cohort_round(X, y, ptr, ws, models, members, perm, rng, constants, mo
                         gamma1[m],
                         rho[m],
                         model,
-                        G[t],
-                        S[t],
-                        wt,
+                        (G[t], S[t], wt),
                     )
                     up[m] += _message_bytes(thetas[m, u], tol[m])
             for m in members:
@@ -347,9 +347,7 @@ def pfedme_cohort_round(X, y, ptr, ws, models, members, perm, rng, constants, mo
                     0.0,
                     1.0,
                     model,
-                    G[t],
-                    S[t],
-                    wt,
+                    (G[t], S[t], wt),
                 )
                 eta_m, lam_m = eta[m], lam[m]
                 for r in range(c):
