@@ -4,6 +4,7 @@
     python benchmarks/cost_model.py --only mlp      # cases whose name holds "mlp"
     python benchmarks/cost_model.py --results results/gs-quick \
         --configfile config/gs-quick.yaml scripts/toy/gs-toy.yaml   # a finished sweep's jobs
+    python benchmarks/cost_model.py --split --repeat 2   # paper-shape network runs by term
 
 Each case is a run config; the benchmark loads its data once, runs it once for a couple of
 rounds (kernels compiled or loaded from numba's cache, buffers warmed), then at ``rounds``
@@ -12,6 +13,14 @@ and measures the process's CPU time (every thread's) of that run. The estimate i
 machine's rates (:func:`fedsparse.sweep.machine.host_rates`). Printed: each case's measured and
 estimated core-seconds and their ratio; the model is meant to be within a factor 1.5 for
 linear models and 2 for networks. ``--json FILE`` keeps the rows.
+
+``--split`` measures runs of the papers' network shapes (:data:`SPLIT_CASES`: Fig. 4 of
+gradient sparsification, 156 clients of a 784-100-10 MLP at batch 32; sFedHP's Fig. 3, 20
+clients, 100 proximal steps a round) as a shard job runs them, on one numba thread: a few
+rounds of the algorithm, then each term of the model by itself where the algorithm's kernels
+allow it (the clients' gradients and residuals, their top-k selections, one evaluation), each
+scaled to the paper-length run and printed beside the model's term at rates measured in the
+same repeat (:func:`fedsparse.sweep.machine.measure`).
 
 The machine is shared and noisy: run it idle, and read the ratio, not the seconds.
 """
@@ -159,6 +168,229 @@ CASES = [
 ]
 
 
+# Paper-shape network runs, measured term by term (--split): the Fig. 4 runs of gradient
+# sparsification (config/gs-fig4-writer-mix.yaml and its FedAvg) and an sFedHP Fig. 3 run
+# (config/sfedhp-fig3-fmnist.yaml). ``rounds`` is the paper's run the terms are scaled to;
+# ``measured`` how many of its rounds are timed.
+FIG4 = {
+    "data": FMNIST,
+    "partition": {"kind": "writer_mix", "clients": 156, "writers": 156, "alpha": 0.3},
+    "model": {
+        "kind": "mlp",
+        "loss": "softmax",
+        "l2": 0,
+        "hidden": [100],
+        "activation": "relu",
+        "weights": "samples",
+        "init": {"kind": "glorot", "seed": 0},
+    },
+    "rounds": 6000,
+    "eval_every": 20,
+}
+FIG4_GS = {"stepsize": 0.01, "batch_size": 32, "k": 179}
+FIG3 = {
+    "data": FMNIST,
+    "partition": {
+        "kind": "label_cycle",
+        "clients": 20,
+        "labels_per_client": 5,
+        "train_per_label": 900,
+        "test_per_label": 300,
+        "scope": "total",
+    },
+    "model": {
+        "kind": "mlp",
+        "loss": "softmax",
+        "l2": 1.0e-4,
+        "hidden": [100],
+        "activation": "relu",
+        "init": {"kind": "glorot", "seed": 0},
+    },
+    "rounds": 800,
+    "eval_every": 5,
+}
+FIG3_GRID = {
+    "stepsize": 0.05,
+    "inner_stepsize": 0.05,
+    "inner_steps": 5,
+    "edge_rounds": 20,
+    "edges": 4,
+    "lambda1": 25,
+    "lambda2": 25,
+    "rho": 6.0e-5,
+    "zero_tol": 1.0e-4,
+    "batch_size": 20,
+}
+SPLIT_CASES = [
+    ("fig4-fabtopk", FIG4, "fabtopk", FIG4_GS, 40),
+    ("fig4-utopk", FIG4, "utopk", FIG4_GS, 40),
+    ("fig4-periodick", FIG4, "periodick", {**FIG4_GS, "charge": "authors_code"}, 40),
+    ("fig4-sendall", FIG4, "sendall", {"stepsize": 0.01, "batch_size": 32}, 40),
+    (
+        "fig4-fedavg-222",
+        {**FIG4, "rounds": 28, "eval_every": 1},
+        "fedavg",
+        {"stepsize": 0.01, "batch_size": 32, "local_steps": 222},
+        3,
+    ),
+    (
+        "fig3-sfedhp",
+        FIG3,
+        "sfedhp",
+        {
+            **FIG3_GRID,
+            "gamma1": 0.001,
+            "gamma2": 0.001,
+            "gamma_tiny": 1.0e-5,
+            "density_floor": 0.2,
+            "gamma2_rounds": 100,
+        },
+        3,
+    ),
+    (
+        "fig3-pfedme",
+        FIG3,
+        "pfedme",
+        {
+            "stepsize": 0.05,
+            "inner_stepsize": 0.05,
+            "inner_steps": 5,
+            "lambda": 25,
+            "local_steps": 20,
+            "batch_size": 20,
+        },
+        3,
+    ),
+]
+
+
+def _cpu(fn, repeats: int = 1) -> float:
+    """CPU seconds (every thread's) of one call of ``fn``, the mean of ``repeats``."""
+    start = time.process_time()
+    for _ in range(repeats):
+        fn()
+    return (time.process_time() - start) / repeats
+
+
+def measure_split(spec: tuple, rates) -> dict:
+    """One :data:`SPLIT_CASES` case: its measured terms and the model's, both in core-seconds
+    of the paper-length run, and the model's estimate of the whole run against the sum of the
+    measured terms (rounds and evaluations)."""
+    import numpy as np
+
+    from fedsparse.algorithms import ALGORITHMS
+    from fedsparse.objective.problem import Problem
+    from fedsparse.sweep.cost import run_terms
+    from fedsparse.training.config import normalize_run_config
+    from fedsparse.training.experiment import load_dataset
+
+    name, shape_spec, algorithm, params, timed = spec
+    cfg = normalize_run_config(
+        {
+            "dataset": {**shape_spec["data"], "name": name},
+            "model": shape_spec["model"],
+            "partition": shape_spec["partition"],
+            "algorithm": algorithm,
+            "params": params,
+            "rounds": shape_spec["rounds"],
+            "seed": 0,
+            "eval_every": shape_spec["eval_every"],
+        }
+    )
+    data = load_dataset(cfg["dataset"], cfg["model"]["loss"], cfg["partition"])
+    problem = Problem.from_config(data, cfg["model"])
+    cls = ALGORITHMS[algorithm]
+    alg = cls(problem, cls.resolved_params(cfg["params"]), 0)
+    alg.time_model = {"step_time": 1.0, "round_latency": 0.0, "exchange_time": 10.0}
+    alg.setup()
+    alg.round(0)  # kernels compiled or loaded, buffers warmed
+    per_round = _cpu(lambda: [alg.round(t) for t in range(1, timed + 1)]) / timed
+    rounds, clients = cfg["rounds"], problem.n_clients
+    measured = {"round": per_round * rounds}
+    if hasattr(alg, "offers"):  # gradient sparsification: its round's parts
+        from fedsparse.families.gradient_sparsification import kernels as gs
+
+        A = alg.A.copy()  # the residuals as the timed rounds left them
+        accumulate = _cpu(lambda: alg._accumulate(0), 3)
+        g = np.full(A.shape[1], 1e-12)
+        add = _cpu(lambda: [np.add(a, g, out=a) for a in alg.A], 3)
+        k = int(params.get("k", 0)) if alg.k else 0
+        topk = 0.0
+        if k:
+            sel, counts, out = alg.sel[0], alg.counts[0], np.empty(k, np.int64)
+            topk = _cpu(lambda: [gs.top_k(a, k, sel, counts, out) for a in A], 3)
+        alg.A[:] = A
+        measured["steps"] = (accumulate - add) * rounds
+        measured["passes"] = (per_round - accumulate - topk + add) * rounds
+        measured["selections"] = topk * rounds
+    W = alg.model
+    problem.metrics(W)  # the evaluation kernels compiled
+    evaluation = _cpu(lambda: problem.metrics(W), 2)
+    personal = alg.personal_models
+    if personal is not None:
+        problem.personal_metrics(personal)
+        evaluation += _cpu(lambda: problem.personal_metrics(personal), 2)
+    evaluations = -(-rounds // cfg["eval_every"]) + 1
+    measured["evaluations"] = evaluation * evaluations
+    model = run_terms(cfg, shape_of(data), rates=rates)
+    total = measured["round"] + measured["evaluations"]
+    return {
+        "case": name,
+        "clients": clients,
+        "rounds": rounds,
+        "timed_rounds": timed,
+        "per_client_round_ms": round(1e3 * per_round / clients, 4),
+        "measured": {key: round(v, 1) for key, v in measured.items()},
+        "model": {key: round(v, 1) for key, v in model.items()},
+        "measured_cpu_s": round(total, 1),
+        "estimated_s": round(sum(model.values()), 1),
+        "ratio": round(sum(model.values()) / total, 2),
+    }
+
+
+def print_split(row: dict) -> None:
+    """One --split row: the run's total and each term, measured / modelled."""
+    m, e = row["measured"], row["model"]
+    rounds_model = sum(v for key, v in e.items() if key not in ("evaluations", "overhead"))
+    parts = [f"rounds {m['round']:7.0f}/{rounds_model:<7.0f}"]
+    for key in ("steps", "passes", "selections"):
+        if key in m:
+            parts.append(f"{key} {m[key]:6.0f}/{e.get(key, 0):<6.0f}")
+    if e.get("tanh"):
+        parts.append(f"(tanh {e['tanh']:.0f})")
+    parts.append(f"evaluations {m['evaluations']:5.0f}/{e['evaluations']:<5.0f}")
+    print(
+        f"{row['case']:16} {row['measured_cpu_s']:8.0f}s {row['estimated_s']:8.0f}s "
+        f"{row['ratio']:5.2f}  " + "  ".join(parts),
+        flush=True,
+    )
+
+
+def split(repeat: int) -> list[dict]:
+    """--split: every case of :data:`SPLIT_CASES` ``repeat`` times, rates measured afresh
+    before each repeat."""
+    import numba
+
+    from fedsparse.sweep.machine import measure as measure_rates
+
+    numba.set_num_threads(1)  # as a shard job (threads: 1)
+    rows = []
+    for r in range(repeat):
+        rates = measure_rates()
+        print(
+            f"repeat {r + 1}: DGEMM {rates.dgemm / 1e9:.1f} GFLOP/s, "
+            f"{rates.bandwidth / 1e9:.1f} GB/s; measured / model, core-seconds of the "
+            "paper-length run"
+        )
+        print(f"{'case':16} {'measured':>9} {'estimated':>9} {'ratio':>5}  terms")
+        for spec in SPLIT_CASES:
+            row = measure_split(spec, rates)
+            row["repeat"] = r + 1
+            rows.append(row)
+            print_split(row)
+    return rows
+
+
 def write_sparse_file(path: Path, rows: int = 20_000, cols: int = 50_000, per_row: int = 60):
     """A random sparse binary data set in svmlight format (the sparse case's data)."""
     if path.is_file():
@@ -289,9 +521,22 @@ def main() -> None:
         "measured CPU time (give the sweep's config files with --configfile)",
     )
     parser.add_argument("--configfile", type=Path, nargs="+", default=[])
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="instead: the paper-shape network runs (SPLIT_CASES), measured term by term",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="--split: times to measure")
     args = parser.parse_args()
     from fedsparse.objective.problem import one_blas_thread
     from fedsparse.sweep.machine import host_rates
+
+    if args.split:
+        one_blas_thread()
+        rows = split(args.repeat)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+        return
 
     if args.results:
         rows = finished_sweep(args.results, args.configfile, host_rates())

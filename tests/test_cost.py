@@ -96,8 +96,12 @@ def test_a_network_step_is_each_layers_products_at_the_slower_of_flops_and_bytes
     def product(m, n, k):  # its FLOPs, or its operands and result in float64, whichever is slower
         return max(2 * m * n * k / gemm, (n * k + m * (n + k)) * 8 / 1e9)
 
+    def passes(n_params, itemsize=8):  # the gradient written and applied, at the bandwidth
+        return cost.NETWORK_STEP_PASSES * n_params * itemsize / 1e9
+
     # the first layer's input needs no gradient: two products; the others three
     expected = 2 * product(20, 100, 784) + 3 * product(20, 10, 100) + 2 * cost.NETWORK_STEP_S
+    expected += passes(785 * 100 + 101 * 10)
     assert cost.step_seconds(config, shape, 20, rates) == pytest.approx(expected)
     f32 = {"model": {**config["model"], "dtype": "float32"}}  # SGEMM's rate, 4-byte values
     assert cost.step_seconds(f32, shape, 20, rates) < cost.step_seconds(config, shape, 20, rates)
@@ -110,19 +114,27 @@ def test_a_network_step_is_each_layers_products_at_the_slower_of_flops_and_bytes
         }
     }
     conv = 2 * product(20 * 784, 8, 25) + 3 * product(20, 10, 784 * 8)
+    conv += passes(cost.layers(cnn["model"], 784, 10).n_params)
     assert cost.step_seconds(cnn, shape, 20, rates) == pytest.approx(conv + 2 * cost.NETWORK_STEP_S)
 
 
 def test_an_algorithm_declares_the_work_it_adds():
-    # top-k selections are passes over the model; personal models are scored too; an online
-    # controller probes a second model's loss
+    # a top-k client selects over the model once a round, a periodic-k one does not, and
+    # send-all's server reads and zeroes every residual; personal models are scored too; an
+    # online controller probes a second model's loss; a smooth-l1 prox step takes tanh
     fab = cost.run_work({"algorithm": "fabtopk", "params": {"k": 10}})
     periodic = cost.run_work({"algorithm": "periodick", "params": {"k": 10}})
+    sendall = cost.run_work({"algorithm": "sendall", "params": {}})
     online = cost.run_work({"algorithm": "fabtopk", "params": {"k": 10, "k_control": "online"}})
-    assert fab.passes > periodic.passes > 0 and online.probes == 3 and fab.probes == 0
+    assert (fab.selections, periodic.selections, sendall.selections) == (1, 0, 0)
+    assert fab.passes == periodic.passes == 1 and sendall.passes == 3
+    assert online.probes == 3 and fab.probes == 0 and online.selections == 1
     sfedhp = cost.run_work({"algorithm": "sfedhp", "params": {}})
     fedprox = cost.run_work({"algorithm": "fedprox", "params": {}})
     assert sfedhp.evaluations == 2 and fedprox.evaluations == 1
+    assert sfedhp.tanh_passes == 0 and fedprox.tanh_passes == 0  # gamma1 = 0: no tanh
+    sparse = cost.run_work({"algorithm": "sfedhp", "params": {"gamma1": 1e-3, "inner_steps": 5}})
+    assert sparse.tanh_passes == sparse.steps == 20 * 5
     assert cost.run_work({"algorithm": "fedht", "params": {"sparsity": 7}}).support == 7
 
 

@@ -12,7 +12,7 @@ import yaml
 
 from fedsparse import cli
 from fedsparse.sweep import cost, plan_sweep
-from fedsparse.sweep.machine import NOMINAL, measure
+from fedsparse.sweep.machine import NOMINAL, Rates, measure
 from fedsparse.sweep.sweep_cost import sweep_cost
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,6 +104,86 @@ def test_sweep_cost_prices_only_the_runs_asked_for():
     assert whole.runs == len(ids) == 25 and (one.runs, two.runs) == (1, 2)
     assert 0 < one.core_seconds < two.core_seconds < whole.core_seconds
     assert sweep_cost(plan, NOMINAL, only=set()).core_seconds == 0
+
+
+def _fig4_runs():
+    """One run config of each algorithm of Fig. 4's sweep, and the data set's shape."""
+    plan = plan_sweep(yaml.safe_load((ROOT / "config/gs-fig4-writer-mix.yaml").read_text()))
+    entry = next(iter(plan.datasets.values()))
+    shape = cost.known_shape(entry["data"], None, entry["partition"])
+    runs = {}
+    for run in plan.runs:
+        runs.setdefault(run.config["algorithm"], run.config)
+    return runs, shape
+
+
+def test_a_top_k_run_is_charged_a_selection_over_the_model_per_client_and_round():
+    runs, shape = _fig4_runs()
+    fab, periodic = runs["fabtopk"], runs["periodick"]
+    D = cost.n_params(fab, shape)
+    assert (D, shape.clients, fab["rounds"]) == (79_510, 156, 6000)
+    terms = cost.run_terms(fab, shape)
+    assert set(terms) == set(cost.TERMS)
+    assert terms["selections"] == pytest.approx(6000 * 156 * D * cost.SELECT_S)
+    assert sum(terms.values()) == pytest.approx(cost.run_seconds(fab, shape))
+    half = cost.run_terms({**fab, "rounds": 3000}, shape)
+    assert half["selections"] == pytest.approx(terms["selections"] / 2)
+    # periodic-k's clients select nothing; both add their gradient to a residual (a pass)
+    assert cost.run_terms(periodic, shape)["selections"] == 0
+    assert cost.run_terms(periodic, shape)["passes"] == pytest.approx(terms["passes"])
+    # a selection is integer work on every parameter: dearer than streaming it from memory
+    assert terms["selections"] > terms["passes"] / 2
+
+
+def test_a_smooth_l1_sfedhp_run_is_charged_a_tanh_per_parameter_and_proximal_step():
+    plan = plan_sweep(yaml.safe_load((ROOT / "config/sfedhp-fig3-fmnist.yaml").read_text()))
+    entry = next(iter(plan.datasets.values()))
+    shape = cost.known_shape(entry["data"], None, entry["partition"])
+    runs = [r.config for r in plan.runs if r.config["algorithm"] == "sfedhp"]
+    sparse = next(c for c in runs if c["params"].get("gamma1", 0) > 0)
+    dense = next(c for c in runs if not c["params"].get("gamma1", 0))
+    D = cost.n_params(sparse, shape)
+    steps = 20 * 5  # edge rounds x inner steps
+    got = cost.run_terms(sparse, shape)
+    assert got["tanh"] == pytest.approx(800 * 20 * steps * D * cost.TANH_S)
+    assert cost.run_terms(dense, shape)["tanh"] == 0
+    assert got["tanh"] > got["steps"]  # at 79,510 parameters, dearer than the products
+
+
+def test_check_prices_fig4s_selections(capsys, monkeypatch):
+    """``fedsparse check`` prices config/gs-fig4-writer-mix.yaml with the selections: FAB-top-k
+    costs periodic-k's and its clients' top-k (5 seeds each)."""
+    monkeypatch.setenv("FEDSPARSE_MACHINE", "nominal")
+    code, out = check([str(ROOT / "config/gs-fig4-writer-mix.yaml"), "--json"], capsys)
+    assert code == 0
+    got = {c["algorithm"]: c["core_seconds"] for c in json.loads(out)["contributors"]}
+    runs, shape = _fig4_runs()
+    selections = cost.run_terms(runs["fabtopk"], shape)["selections"]
+    assert got["fabtopk"] - got["periodick"] == pytest.approx(5 * selections, abs=1.0)
+
+
+# The rates of the machine the ledgers' runs were recorded on, as it measured them then (its
+# host cache): the ledger's estimate is at those rates, its shard CPU time Snakemake's record.
+RECORDING_HOST = Rates(dgemm=4.42e10, sgemm=9.29e10, bandwidth=1.625e10, startup_s=1.41, cores=2)
+
+
+@pytest.mark.parametrize(
+    "family, factor",
+    # Fig. 4's runs were recorded before the top-k binned the magnitudes (top-k then up to
+    # several times today's, and a machine loaded by other jobs): the model prices today's
+    [("gradient_sparsification", 2.0), ("sfedhp", 1.5)],
+)
+def test_a_ledgers_recorded_runs_are_priced_within_a_factor_of_their_cpu_time(family, factor):
+    import pyarrow.parquet as pq
+
+    folder = ROOT / "reproductions" / family
+    prov = json.loads((folder / "provenance.json").read_text())
+    ids = set(pq.read_table(folder / "runs.parquet", columns=["run_id"]).column(0).to_pylist())
+    estimate = 0.0
+    for config in prov["configs"]:
+        plan = plan_sweep(yaml.safe_load((ROOT / config).read_text()))
+        estimate += sweep_cost(plan, RECORDING_HOST, only=ids).core_seconds
+    assert 1 / factor <= estimate / prov["shard_cpu_seconds"] <= factor, estimate
 
 
 # The model against measured CPU time, on this machine's rates (benchmarks/cost_model.py

@@ -21,3 +21,5 @@ class RunWork(NamedTuple):
     evaluations: float = 1.0  # forward passes over the data an evaluation makes
     probes: float = 0.0  # one-row gradients a client computes per round (an online k's losses)
     offered_share: float = 0.0  # elements a client offers a round, as a share of the parameters
+    selections: float = 0.0  # top-k selections over the model's parameters a client makes a round
+    tanh_passes: float = 0.0  # passes a client makes a round taking tanh of every parameter

@@ -11,10 +11,14 @@ rates (:class:`fedsparse.sweep.machine.Rates`):
   weights' gradient, the input's gradient; two for the first layer) of the minibatch (times
   a convolution's output positions) against the layer's weights, each the slower of its
   FLOPs at the matrix-product rate and its bytes (weights, activations) at the memory
-  bandwidth, so that small batches are charged what streaming the weights costs;
-- **passes over the model** a client makes in a round beyond its gradients (top-k
-  selection, H_τ, residuals, prox terms: the algorithm's ``passes``), and the server's
-  average of the clients' models, at the memory bandwidth;
+  bandwidth, so that small batches are charged what streaming the weights costs; and two
+  passes over the parameters at the memory bandwidth (the gradient written, then applied);
+- **passes over the model** a client makes in a round beyond its gradients (H_τ, residuals,
+  prox terms: the algorithm's ``passes``), and the server's average of the clients' models,
+  at the memory bandwidth;
+- **per-parameter work** that is neither: a client's top-k selections over the model
+  (``selections``, integer work on every parameter) and passes that take a tanh of every
+  parameter (``tanh_passes``, a smooth-l1 prox term);
 - **evaluations** (``rounds / eval_every + 1`` of them): a forward pass over the training
   and test rows, ``evaluations`` times for algorithms that also score personal models. A
   linear model's exact evaluation reads the columns of the model's support only (τ for
@@ -68,6 +72,16 @@ SAMPLE_LOSS_S = 5e-9  # a loss (exp, log1p) per sample and output of an evaluati
 NETWORK_STEP_S = 2e-6  # a network step's fixed cost per layer (kernel calls, buffers)
 PROBE_CALL_S = 2e-5  # a one-row gradient called from Python (an online controller's probe)
 OFFER_S = 5e-8  # an offered element: selected, sent, scattered into the aggregate, chosen
+# Per-parameter work that is neither a product nor a stream from memory, and a network step's
+# own passes; fitted on benchmarks/cost_model.py --split (docs/performance.md, the cost model):
+# a top-k selection over the model is integer work on every parameter (its magnitude binned,
+# then compared with the k-th's bin), about 2.2 ns a parameter where the bandwidth would
+# charge 0.5; a smooth-l1 prox step takes a tanh of every parameter, about 10 ns each.
+SELECT_S = 2.5e-9  # a parameter's share of a client's top-k selection
+TANH_S = 1.0e-8  # a parameter's tanh (sFedHP's smooth-l1 term, every proximal step)
+# a network step writes its gradient, a model-sized vector, and applies it (to the model, the
+# residual or the proximal step): two passes over the parameters at the memory bandwidth
+NETWORK_STEP_PASSES = 2.0
 RUNTIME_SAFETY = 3.0  # time limits: estimate x this, so a model within 2x fits on a first try
 MIN_RUNTIME_MIN = 10
 BASE_MEM_MB = 1024  # Python, numba, pyarrow and per-run buffers
@@ -277,7 +291,7 @@ def step_seconds(config: dict[str, Any], shape: DataShape, rows: float, rates: R
         flops = 4.0 * rows * shape.row_values * outputs
         return max(read, flops / (LINEAR_FLOP_EFFICIENCY * rates.dgemm))
     net = layers(config["model"], shape.cols, outputs)
-    seconds = 0.0
+    seconds = NETWORK_STEP_PASSES * net.n_params * net.itemsize / rates.bandwidth
     for n, (positions, out, fan_in) in enumerate(net.products):
         one = _product_seconds(rows * positions, out, fan_in, net.itemsize, rates, positions > 1)
         seconds += (3 if n else 2) * one + NETWORK_STEP_S
@@ -320,6 +334,76 @@ def n_params(config: dict[str, Any], shape: DataShape) -> int:
     return layers(model, shape.cols, n_outputs(config, shape)).n_params
 
 
+TERMS = ("steps", "passes", "selections", "tanh", "offers", "probes", "evaluations", "overhead")
+
+
+def run_terms(
+    config: dict[str, Any],
+    shape: DataShape,
+    work: RunWork | None = None,
+    rates: Rates = NOMINAL,
+    *,
+    member: bool = False,
+) -> dict[str, float]:
+    """A run's estimated core-seconds by term (:data:`TERMS`), its job's start-up aside:
+    ``steps`` (the computing clients' local steps), ``passes`` (their passes over the model
+    at the memory bandwidth, and their share of the server's mean), ``selections`` (their
+    top-k selections over the model), ``tanh`` (their passes taking a tanh of every
+    parameter), ``offers``, ``probes``, ``evaluations`` and ``overhead``
+    (:data:`RUN_OVERHEAD_S`). :func:`run_seconds` is their sum.
+
+    Parameters
+    ----------
+    config
+        The run's normalised config.
+    shape
+        Its data set's shape (:func:`known_shape`).
+    work
+        Its :func:`run_work`, where known already.
+    rates
+        The machine's rates.
+    member
+        Whether it joins a cohort after the cohort's first run (:func:`run_seconds`).
+
+    Returns
+    -------
+    dict
+        Core-seconds per term, every term of :data:`TERMS` present (0 where none).
+    """
+    params = config["params"]
+    work = run_work(config) if work is None else work
+    batch = params.get("batch_size")
+    client_rows = shape.rows / max(shape.clients, 1)
+    if batch is None or params.get("batch_growth", 1.0) != 1.0:
+        rows_per_step = client_rows  # full batch, or growing towards it: bound by the client
+    else:
+        rows_per_step = min(batch, client_rows)
+    clients = shape.clients if work.clients is None else min(work.clients, shape.clients)
+    parameters = n_params(config, shape)
+    model_bytes = 8.0 * parameters
+    per_client = {
+        "steps": work.steps * step_seconds(config, shape, rows_per_step, rates),
+        # its passes and its share of the mean
+        "passes": (work.passes + 1) * model_bytes / rates.bandwidth,
+        "selections": work.selections * parameters * SELECT_S,
+        "tanh": work.tanh_passes * parameters * TANH_S,
+        "offers": work.offered_share * parameters * OFFER_S,
+        "probes": 0.0,
+    }
+    if work.probes:  # each a one-row step whose gradient fills a model-sized buffer
+        probe = step_seconds(config, shape, 1, rates) + model_bytes / rates.bandwidth
+        per_client["probes"] = work.probes * (probe + PROBE_CALL_S)
+    evaluations = math.ceil(config["rounds"] / sweep_default(config, "eval_every")) + 1
+    share = COHORT_MEMBER_SHARE if member else 1.0
+    terms = {name: config["rounds"] * clients * s * share for name, s in per_client.items()}
+    scoring = evaluations * evaluation_seconds(config, shape, work, rates)
+    if member and config["model"].get("kind", "linear") == "linear":
+        scoring *= COHORT_MEMBER_SHARE  # a network's scoring is products of its own model
+    terms["evaluations"] = scoring
+    terms["overhead"] = RUN_OVERHEAD_S
+    return terms
+
+
 def run_seconds(
     config: dict[str, Any],
     shape: DataShape,
@@ -328,7 +412,8 @@ def run_seconds(
     *,
     member: bool = False,
 ) -> float:
-    """Estimated core-seconds of one run, its job's start-up aside.
+    """Estimated core-seconds of one run, its job's start-up aside (the sum of
+    :func:`run_terms`).
 
     Parameters
     ----------
@@ -352,29 +437,7 @@ def run_seconds(
     float
         Core-seconds, at least :data:`RUN_OVERHEAD_S`.
     """
-    params = config["params"]
-    work = run_work(config) if work is None else work
-    batch = params.get("batch_size")
-    client_rows = shape.rows / max(shape.clients, 1)
-    if batch is None or params.get("batch_growth", 1.0) != 1.0:
-        rows_per_step = client_rows  # full batch, or growing towards it: bound by the client
-    else:
-        rows_per_step = min(batch, client_rows)
-    clients = shape.clients if work.clients is None else min(work.clients, shape.clients)
-    model_bytes = 8.0 * n_params(config, shape)
-    per_client = work.steps * step_seconds(config, shape, rows_per_step, rates)
-    per_client += (work.passes + 1) * model_bytes / rates.bandwidth  # + its share of the mean
-    per_client += work.offered_share * n_params(config, shape) * OFFER_S
-    if work.probes:  # each a one-row step whose gradient fills a model-sized buffer
-        probe = step_seconds(config, shape, 1, rates) + model_bytes / rates.bandwidth
-        per_client += work.probes * (probe + PROBE_CALL_S)
-    evaluations = math.ceil(config["rounds"] / sweep_default(config, "eval_every")) + 1
-    rounds = config["rounds"] * clients * per_client
-    scoring = evaluations * evaluation_seconds(config, shape, work, rates)
-    if member:  # a network's scoring is products of its own model: no share of a pass
-        rounds *= COHORT_MEMBER_SHARE
-        scoring *= COHORT_MEMBER_SHARE if config["model"].get("kind", "linear") == "linear" else 1
-    return rounds + scoring + RUN_OVERHEAD_S
+    return sum(run_terms(config, shape, work, rates, member=member).values())
 
 
 def run_costs(

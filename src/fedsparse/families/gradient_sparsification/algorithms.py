@@ -283,18 +283,22 @@ class _GradientSparsification(Algorithm):
 
     @classmethod
     def work(cls, params: dict[str, Any]) -> RunWork:
-        """A client adds its gradient to its residual (one vector a client) and offers k
-        elements (a radix selection over the residual); the server aggregates the offers. An
-        online controller also takes each client's loss on one of its rows at the last, the
-        new and the auxiliary model (three one-row gradients a client a round), and offers k
-        and k' elements where k moves with the time model: charged a third of D each, the mean
-        k of the toy sweep's trajectories over its four exchange times (a run at a cheap
-        exchange costs more, one at a dear exchange less)."""
+        """A client adds its gradient to its residual (a pass over one vector a client) and,
+        but for periodic-k and send-all, selects its top k of the residual (a selection over
+        D); the server aggregates the offers. Send-all's server also reads every residual for
+        the mean and zeroes it: two passes more a client. An online controller also takes
+        each client's loss on one of its rows at the last, the new and the auxiliary model
+        (three one-row gradients a client a round), and offers k and k' elements where k moves
+        with the time model: charged a third of D each, the mean k of the toy sweep's
+        trajectories over its four exchange times (a run at a cheap exchange costs more, one
+        at a dear exchange less)."""
         work = super().work(params)
-        passes = 1.0 if cls.selection in ("periodic", "all") else 2.0
+        passes = 3.0 if cls.selection == "all" else 1.0
+        selections = 0.0 if cls.selection in ("periodic", "all") else 1.0
+        work = work._replace(passes=passes, states=1.0, selections=selections)
         if "k" in params and params.get("k_control", "fixed") in SEARCH:
-            return work._replace(passes=passes, states=1.0, probes=3.0, offered_share=2 / 3)
-        return work._replace(passes=passes, states=1.0)
+            return work._replace(probes=3.0, offered_share=2 / 3)
+        return work
 
     @classmethod
     def reads_time_model(cls, params: dict[str, Any]) -> bool:

@@ -285,6 +285,18 @@ class SFedHP(ProxClients):
         return params.get("edge_rounds", 20) * params.get("inner_steps", 5)
 
     @classmethod
+    def work(cls, params: dict[str, Any]) -> RunWork:
+        """With a smooth-l1 weight on theta (gamma1 > 0), every proximal step takes the tanh of
+        each of the client's parameters (its gradient, ``tanh(theta / rho)``): a tanh pass a
+        step, dearer than the step's products at a network's size. The edges' tanh passes
+        (gamma2 > 0, one an edge round over an edge's model) are a share of the clients' edge
+        count over their number, and are left out."""
+        work = super().work(params)
+        if params.get("gamma1", 0.0) > 0:
+            return work._replace(tanh_passes=float(work.steps))
+        return work
+
+    @classmethod
     def check_clients(cls, params: dict[str, Any], n_clients: int, where: str = "params") -> None:
         edge_of(n_clients, params["edges"], f"{where}.edges")
 
