@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -170,7 +171,10 @@ RECORDING_HOST = Rates(dgemm=4.42e10, sgemm=9.29e10, bandwidth=1.625e10, startup
 @pytest.mark.parametrize("family, factor", [("gradient_sparsification", 1.5), ("sfedhp", 1.5)])
 def test_a_ledgers_newest_runs_are_priced_within_a_factor_of_their_time(family, factor):
     """The model prices today's code: the runs the ledger recorded at its newest commit (older
-    ones ran slower code, the top-k before it binned the magnitudes) against their wall time."""
+    ones ran slower code, the top-k before it binned the magnitudes), each against its wall
+    time. The median ratio is compared: a run's wall time also counts whatever else its shared
+    machine ran meanwhile (runs recorded beside a test suite took 2-3 times their price), and
+    the median is the model's typical error whatever a few runs shared their cores with."""
     import pyarrow.parquet as pq
 
     folder = ROOT / "reproductions" / family
@@ -180,13 +184,15 @@ def test_a_ledgers_newest_runs_are_priced_within_a_factor_of_their_time(family, 
     ).to_pandas()
     newest = runs.sort_values("finished_at")["git_commit"].iloc[-1]
     runs = runs[runs["git_commit"] == newest]
-    estimate = 0.0
-    for config in prov["configs"]:
-        plan = plan_sweep(yaml.safe_load((ROOT / config).read_text()))
-        estimate += sweep_cost(plan, RECORDING_HOST, only=set(runs["run_id"])).core_seconds
-    # A cohort's members share one wall time (and one finishing moment): count it once.
-    measured = runs.drop_duplicates(["finished_at", "wall_time_s"])["wall_time_s"].sum()
-    assert 1 / factor <= estimate / measured <= factor, (newest, len(runs), estimate, measured)
+    plans = [plan_sweep(yaml.safe_load((ROOT / c).read_text())) for c in prov["configs"]]
+    # A cohort's members share one wall time (and one finishing moment): one ratio a cohort.
+    ratios = []
+    for (_, wall), members in runs.groupby(["finished_at", "wall_time_s"])["run_id"]:
+        ids = set(members)
+        estimate = sum(sweep_cost(p, RECORDING_HOST, only=ids).core_seconds for p in plans)
+        ratios.append(estimate / wall)
+    median = float(np.median(ratios))
+    assert 1 / factor <= median <= factor, (newest, len(ratios), median, sorted(ratios))
 
 
 # The model against measured CPU time, on this machine's rates (benchmarks/cost_model.py
