@@ -191,6 +191,7 @@ def measure(dtype, X, y, rows, ptr, b, clients, steps, seconds):
             K.SGDConstants(steps, b, 0, 0.01),
             StepModel(True, spec, True, relu, softmax, 1e-4),
             twork,
+            np.array([0, theta0.size]),
         )
 
     r["round"] = best_time(ours_round, seconds, min_reps=1)

@@ -345,7 +345,7 @@ def local_round(net, theta, X, y, ptr, steps=3, batch=4):
     rng = K.client_states(5, n_clients)
     work = K.mlp_thread_work(spec, batch)
     K.mlp_local_sgd_round(
-        X,
+        K.as_kernel_matrix(X),
         y,
         ptr,
         theta,
@@ -357,6 +357,7 @@ def local_round(net, theta, X, y, ptr, steps=3, batch=4):
             True, spec, net.bias, K.ACTIVATIONS[net.activation], K.LOSS_CODES["softmax"], 0.01
         ),
         work,
+        np.array([0, theta.size]),
     )
     return [local]
 
@@ -365,7 +366,7 @@ def evaluate(net, theta, X, y, ptr, block=7):
     loss_sum = np.empty(ptr.shape[0] - 1)
     correct = np.empty(ptr.shape[0] - 1, np.int64)
     K.mlp_eval(
-        X,
+        K.as_kernel_matrix(X),
         y,
         ptr,
         theta[None],

@@ -93,7 +93,8 @@ def make_case(loss, n=40, d=8, seed=0):
         y = rng.choice([-1.0, 1.0], n)
     else:
         y = rng.integers(0, N_CLASSES, n).astype(np.float64)
-    return X, K.as_kernel_matrix(sp.csr_matrix(X)), y
+    # the kernels' read-only form, as a run passes its data (one compiled signature)
+    return K.as_kernel_matrix(X), K.as_kernel_matrix(sp.csr_matrix(X)), y
 
 
 def n_out(loss):
@@ -500,6 +501,7 @@ def test_local_sgd_round_matches_transcription(loss, tau):
                     K.SGDConstants(steps, batch, tau, stepsize),
                     StepModel(True, sizes, True, K.SWISH, K.LOSS_CODES[loss], l2),
                     work,
+                    np.array([0, theta.size]),
                 )
                 np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-12)
                 np.testing.assert_array_equal(rng, rng_py)  # the same draws
@@ -533,6 +535,7 @@ def test_local_sgd_round_full_batch_no_bias():
         K.SGDConstants(3, 0, 0, 0.05),
         StepModel(True, sizes, False, K.TANH, K.LEAST_SQUARES, 0.0),
         K.mlp_thread_work(sizes, 30),
+        np.array([0, theta.size]),
     )
     want = py_round(
         X,

@@ -340,7 +340,7 @@ def mlp_eval(X, y, ptr, thetas, which, sizes, bias, act, loss, block, loss_sum, 
 
 @njit(parallel=True, cache=True)
 def mlp_local_sgd_round(
-    X, y, ptr, theta, theta_local, perm, rng, constants, model, work, layer_bounds=None
+    X, y, ptr, theta, theta_local, perm, rng, constants, model, work, layer_bounds
 ):
     """Run ``steps`` local SGD steps on every client's MLP, starting from ``theta``.
 
@@ -368,9 +368,10 @@ def mlp_local_sgd_round(
         Its ``sizes``, ``bias``, ``act``, ``loss`` and ``l2`` (as in :func:`mlp_batch_grad`)
         are read; its ``network`` flag is not.
     work : tuple from :func:`mlp_thread_work` with ``max_batch >= min(batch, max n_i)``
-    layer_bounds : int64 array, optional
+    layer_bounds : int64 array
         Segment bounds ``[0, e_1, ..., n_params]``: the local H_tau keeps ``tau_local``
-        entries in each segment (``threshold: per_layer``); omitted: one segment.
+        entries in each segment (``threshold: per_layer``); ``[0, n_params]``: one segment
+        (an argument, never omitted, so that both cases share one compiled kernel).
     Other parameters as in :func:`mlp_batch_grad`.
     """
     steps, batch, tau_local, stepsize = constants
@@ -429,7 +430,7 @@ def mlp_local_sgd_round(
             if tau_local > 0:
                 # selection on float64 values (float32 ones are exact in float64)
                 _copy_if_cast(loc, ti)
-                if layer_bounds is None:
+                if layer_bounds.shape[0] == 2:
                     hard_threshold_rows(ti.reshape((1, P)), tau_local, scratch[t])
                 else:
                     for s in range(layer_bounds.shape[0] - 1):

@@ -179,16 +179,24 @@ def prefetch_csr_row(X, i):
 
 
 def as_kernel_matrix(X) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Canonical kernel form of a dense array or scipy CSR matrix.
+    """Canonical kernel form of a dense array or scipy CSR matrix, read-only.
 
-    Dense: C-contiguous float64. CSR: (float64 data, int32 indices, int64 indptr),
-    one fixed dtype set so that every data set reuses the same compiled kernels.
+    Dense: C-contiguous float64. CSR: (float64 data, int32 indices, int64 indptr). One fixed
+    set of dtypes and read-only views (whether ``X`` came from memory or a memory-mapped
+    file), so that every data set reuses the same compiled kernels.
     """
     if hasattr(X, "tocsr"):
         X = X.tocsr()
         return (
-            np.ascontiguousarray(X.data, dtype=np.float64),
-            np.ascontiguousarray(X.indices, dtype=np.int32),
-            np.ascontiguousarray(X.indptr, dtype=np.int64),
+            _read_only(np.ascontiguousarray(X.data, dtype=np.float64)),
+            _read_only(np.ascontiguousarray(X.indices, dtype=np.int32)),
+            _read_only(np.ascontiguousarray(X.indptr, dtype=np.int64)),
         )
-    return np.ascontiguousarray(X, dtype=np.float64)
+    return _read_only(np.ascontiguousarray(X, dtype=np.float64))
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (``a`` itself keeps its flags)."""
+    view = a.view()
+    view.flags.writeable = False
+    return view

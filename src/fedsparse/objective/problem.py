@@ -268,7 +268,8 @@ class Problem:
                 *common, W, W_local, perm, rng, constants, self.step_model, buffers
             )
             return
-        bounds = () if layer_bounds is None else (layer_bounds,)
+        if layer_bounds is None:
+            layer_bounds = np.array([0, W.shape[-1]], dtype=np.int64)
         kernels.mlp_local_sgd_round(
             *common,
             W[0],
@@ -278,7 +279,7 @@ class Problem:
             constants,
             self.step_model,
             buffers,
-            *bounds,
+            np.ascontiguousarray(layer_bounds, dtype=np.int64),
         )
 
     def local_sgd_cohort_round(
