@@ -6,6 +6,8 @@
 
 Sections
   machine   memory read bandwidth (sum of a 1 GiB array) and copy rate
+  limits    benchmarks/limits.py: the FMA rate, DGEMM, SGEMM and read bandwidth of one core,
+            and beside them the margins, losses, a local step and a network layer's products
   rounds    ms per round of fedht / fediterht / distiht on Simulation I, Simulation II and
             an RCV1-shaped CSR data set, fedsparse (1 thread and all threads) against the
             straightforward NumPy implementation in benchmarks/numpy_reference.py
@@ -502,7 +504,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--only",
-        default="machine,rounds,kernels,jit,sweep,cohorts,scale," + ",".join(FAMILY_BENCHMARKS),
+        default="machine,limits,rounds,kernels,jit,sweep,cohorts,scale,"
+        + ",".join(FAMILY_BENCHMARKS),
         help="comma-separated sections",
     )
     parser.add_argument(
@@ -545,6 +548,11 @@ def main() -> None:
             flush=True,
         )
         read_Bps = m["read_GBps"] * 1e9
+    if "limits" in only:
+        import limits
+
+        print("limits")
+        report["limits"] = limits.run()
     sets = datasets() if only & {"rounds", "kernels"} else {}
     if "rounds" in only:
         print(
@@ -579,7 +587,7 @@ def main() -> None:
         # A partial run updates its sections and keeps the others, each with its date.
         dates = previous.get("section_dates", {})
         timed = {s["config"] for s in report.get("sweeps", [])}  # sweeps timed in this run
-        sections = ("machine", "rounds", "kernels", "jit", "sweeps", "cohorts", "scale")
+        sections = ("machine", "limits", "rounds", "kernels", "jit", "sweeps", "cohorts", "scale")
         for key in (*sections, *FAMILY_BENCHMARKS):
             if key in report:
                 dates[key] = report["date"]
