@@ -297,6 +297,28 @@ def test_client_losses_from_margins_match_numpy(loss, sparse):
         np.testing.assert_allclose(out, expected, rtol=RTOL)
 
 
+def test_softmax_losses_are_logsumexp_to_an_ulp_at_every_scale_and_keep_nan():
+    # the exponentials are kernels.elementary's, not libm's: within a few ulps of SciPy's
+    # log-sum-exp at margins up to 1e300 apart, over more samples than a chunk (256)
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(7)
+    n, c = 700, 5
+    M = rng.standard_normal((c, n)) * np.repeat([1.0, 30.0, 700.0, 1e300], n // 4 + 1)[:n]
+    M[2, 10] = -np.inf  # one class impossible: its term is exactly 0 beside the others
+    y = rng.integers(0, c, n).astype(np.float64)
+    y[10] = 0
+    ptr = np.arange(n + 1, dtype=np.int64)  # a client a sample: each loss alone
+    got = K.client_losses_from_margins(M, y, ptr, K.SOFTMAX, np.zeros((c, 1)), 0.0)
+    want = logsumexp(M, axis=0) - M[y.astype(int), np.arange(n)]
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-14, atol=1e-12)
+    assert np.array_equal(np.isfinite(got), finite)
+    M[3, 20] = np.nan  # a NaN margin makes its sample's loss NaN, never a number
+    got = K.client_losses_from_margins(M, y, ptr, K.SOFTMAX, np.zeros((c, 1)), 0.0)
+    assert np.isnan(got[20]) and np.isfinite(got[21])
+
+
 def test_weighted_sum_matches_numpy():
     rng = np.random.default_rng(3)
     values = rng.standard_normal(11) * 10

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
@@ -45,6 +44,16 @@ def double_from_bits(typingctx, i):
     return types.float64(types.int64), codegen
 
 
+@intrinsic
+def bits_of_double(typingctx, x):
+    """The int64 bit pattern of the float64 ``x``."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
 _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13 = _INV_FACT[2:]
 
 
@@ -53,7 +62,8 @@ def exp_le0(x):
     """``exp(x)`` for ``x <= 0`` (NaN stays NaN; below -708 it returns exp(-708) ~ 3e-308,
     where libm's result would be subnormal or 0): branch-free, so loops over it vectorise."""
     xc = x if x >= _EXP_FLOOR else _EXP_FLOOR  # NaN too: k must stay a valid integer
-    k = (xc * _LOG2E + _ROUND) - _ROUND
+    shifted = xc * _LOG2E + _ROUND  # its low mantissa bits hold the integer k (2**51 + k)
+    k = shifted - _ROUND
     r = (xc - k * _LN2_HI) - k * _LN2_LO
     p = _C13
     p = p * r + _C12
@@ -69,7 +79,10 @@ def exp_le0(x):
     p = p * r + _C2
     p = p * r + 1.0
     p = p * r + 1.0
-    e = p * double_from_bits((np.int64(k) + 1023) << 52)
+    # 2**k from the bits of shifted + 1023 (2**51 + k + 1023, exact): shifted left by 52 only
+    # k + 1023 (1..2046) is left, the exponent field of 2**k; no float-to-integer conversion,
+    # which AVX2 has no vector instruction for
+    e = p * double_from_bits(bits_of_double(shifted + 1023.0) << 52)
     return e if x == x else x
 
 
