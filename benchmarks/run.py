@@ -53,6 +53,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import limits  # noqa: E402
+from limits import best_of, streaming_sum  # noqa: E402
 from numpy_reference import NumpyHardThreshold  # noqa: E402
 
 from fedsparse import kernels as K  # noqa: E402
@@ -69,29 +71,7 @@ GiB = 1 << 30
 QUIET_SECONDS = 4.0
 
 
-def best_of(fn, repeat: int = 5, min_seconds: float = 0.0) -> float:
-    """Minimum wall time of ``fn()`` over ``repeat`` calls (after one warm-up call),
-    continuing until ``min_seconds`` have passed."""
-    fn()
-    times = []
-    start = time.perf_counter()
-    while len(times) < repeat or time.perf_counter() - start < min_seconds:
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 # ---- machine ------------------------------------------------------------------------------
-
-
-@numba.njit(fastmath={"reassoc"})
-def streaming_sum(a):
-    """Sum with vector accumulators: bound by memory, not by the adder's latency."""
-    s = 0.0
-    for i in range(a.shape[0]):  # indexing, not iteration: only this form vectorises
-        s += a[i]
-    return s
 
 
 def bench_machine() -> dict:
@@ -549,8 +529,6 @@ def main() -> None:
         )
         read_Bps = m["read_GBps"] * 1e9
     if "limits" in only:
-        import limits
-
         print("limits")
         report["limits"] = limits.run()
     sets = datasets() if only & {"rounds", "kernels"} else {}

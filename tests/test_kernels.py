@@ -298,8 +298,8 @@ def test_client_losses_from_margins_match_numpy(loss, sparse):
 
 
 def test_softmax_losses_are_logsumexp_to_an_ulp_at_every_scale_and_keep_nan():
-    # the exponentials are kernels.elementary's, not libm's: within a few ulps of SciPy's
-    # log-sum-exp at margins up to 1e300 apart, over more samples than a chunk (256)
+    # within a few ulps of SciPy's log-sum-exp at margins up to 1e300 apart, over more samples
+    # than a chunk (256)
     from scipy.special import logsumexp
 
     rng = np.random.default_rng(7)
