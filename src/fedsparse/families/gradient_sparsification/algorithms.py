@@ -6,7 +6,9 @@ a_i; the server aggregates b_j = sum_i p_i a_ij 1[j in J_i] on a downlink set J;
 client applies ``w_J -= stepsize * b_J`` and zeroes what was applied from its residual.
 
 * ``fabtopk``: fairness-aware bidirectional top-k (FAB-Select: |J| = k, |J ∩ J_i| >= k // N);
-* ``fubtopk``: the k largest aggregated |b_j| inside the union of the offers;
+* ``fubtopk``: the k largest aggregated |b_j| inside the union of the offers (``merge:
+  tree``: the authors' code's FUB_top_K, the offers averaged pairwise up a binary tree with a
+  top-k at every merge);
 * ``utopk``: unidirectional top-k, the downlink is the whole union (residuals reset on J_i);
 * ``periodick``: k shared random indices cycling through all coordinates;
 * ``sendall``: full synchronous SGD (D values each way).
@@ -72,6 +74,19 @@ CHARGE = Hyperparameter(
     "authors_code (the authors' code's 2 beta k / D)",
     default="paper_text",
     choices=("paper_text", "authors_code"),
+    omit_default=True,
+)
+
+# How FUB-top-k's server chooses. union: the paper's text; tree: the authors' code's FUB_top_K
+# (gtop_k.py's global_top_k), which the code runs with a fixed k only.
+MERGE = Hyperparameter(
+    "merge",
+    str,
+    "FUB-top-k's server: union (the k largest aggregated values of the union of the offers, "
+    "the paper's text) or tree (the authors' code's FUB_top_K: the offers averaged pairwise up "
+    "a binary tree, the k largest kept at every merge; fixed k only)",
+    default="union",
+    choices=("union", "tree"),
     omit_default=True,
 )
 
@@ -423,6 +438,7 @@ class _GradientSparsification(Algorithm):
         if self.selection == "periodic":
             self.periodic = PeriodicIndices(self.seed, D)
             self.periodic_charge = 2 if self.param("charge") == "authors_code" else 1
+        self.tree = self.selection == "fub" and self.param("merge") == "tree"
         self.work = problem.step_work()
         # k_rules authors_code: |J| and |J'| of the round before (the code's times lag one)
         self.last_down: tuple[int, int] | None = None
@@ -486,6 +502,17 @@ class _GradientSparsification(Algorithm):
             sparsification.fub_select(idx, agg, k, in_J, J)
         return J[:k]
 
+    def _merge_tree(self, idx, val, k) -> np.ndarray:
+        """The authors' code's FUB_top_K: J and b_J from :func:`kernels.merge_tree`, marked in
+        ``in_J``; each client's residual is reset, and counted as applied, where its offered
+        element survived every merge above it."""
+        J, b, survived = sparsification.merge_tree(idx, val, self.problem.p, k, self.in_J)
+        self.agg[J] = b
+        self.in_J[J] = True
+        self.shared[:] = survived.sum(axis=1)
+        self.A[np.nonzero(survived)[0], idx[survived]] = 0.0
+        return J
+
     def round(self, t: int) -> RoundCost:
         problem, params = self.problem, self.params
         N, D = problem.n_clients, self.n_params
@@ -523,9 +550,12 @@ class _GradientSparsification(Algorithm):
                 ia, va = np.ascontiguousarray(idx[:, :k_aux]), np.ascontiguousarray(val[:, :k_aux])
                 J_aux = self._select(ia, va, k_aux, agg_aux, in_aux, np.zeros(k_aux, np.int64))
                 aux_down = J_aux.size
-            J = self._select(idx, val, k, self.agg, self.in_J, self.J)
-            sparsification.count_shared(idx, self.in_J, self.shared)
-            sparsification.reset_sent(self.A, idx, self.in_J, self.selection == "union")
+            if self.tree:
+                J = self._merge_tree(idx, val, k)
+            else:
+                J = self._select(idx, val, k, self.agg, self.in_J, self.J)
+                sparsification.count_shared(idx, self.in_J, self.shared)
+                sparsification.reset_sent(self.A, idx, self.in_J, self.selection == "union")
             sparsification.apply_sparse(w, J, self.agg, eta, self.in_J)
             up, down = self._values(k, J.size)
             cost = RoundCost(N * sparse_bytes(k), N * sparse_bytes(J.size), 1, up, down)
@@ -648,6 +678,17 @@ class FUBTopK(_GradientSparsification):
     name = "fubtopk"
     summary = "FUB-top-k: the k largest aggregated values of the clients' top-k offers"
     selection = "fub"
+    hyperparameters = (STEPSIZE, BATCH_SIZE, K_ELEMENTS, MERGE, *CONTROL)
+
+    @classmethod
+    def validate_params(cls, params: dict[str, Any], where: str = "params") -> dict[str, Any]:
+        out = super().validate_params(params, where)
+        if out.get("merge") == "tree" and out.get("k_control", "fixed") != "fixed":
+            raise ConfigError(
+                f"{where}.merge: tree only with k_control fixed (the authors' code adapts k "
+                "for its U_top_K and FAB_top_K only)"
+            )
+        return out
 
 
 class UTopK(_GradientSparsification):

@@ -64,6 +64,8 @@ FAB, UTOPK, FUB, PERIODIC, SENDALL = (
     cls.name for cls in (FABTopK, UTopK, FUBTopK, PeriodicK, SendAll)
 )
 GS = (FAB, UTOPK, FUB, PERIODIC, SENDALL)
+# the page method of FUB-top-k with merge: tree (the authors' code's FUB_top_K)
+FUB_TREE = f"{FUB} merge=tree"
 # The baselines the page takes from another family (families/fedavg), by algorithm name: their
 # runs are read on the data sets that also have runs of this family.
 BASELINES = ("fedavg",)
@@ -102,7 +104,11 @@ def _authors_code(config: dict) -> bool:
 
 def _papers_setting(config: dict, kinds: tuple[str, ...] = ("dirichlet", "one_class")) -> bool:
     model, params = config.get("model") or {}, config.get("params") or {}
-    code = params.get("charge") == "authors_code" or params.get("k_rules") == "authors_code"
+    code = (
+        params.get("charge") == "authors_code"
+        or params.get("k_rules") == "authors_code"
+        or params.get("merge") == "tree"
+    )
     if code and "writer_mix" not in kinds:
         return False  # periodic-k charged, or k chosen, as the code does: not the text's
     part = config.get("partition")
@@ -140,8 +146,9 @@ READINGS = (
         "a round-robin mix of half the writers, the rest one writer each; Dirichlet writers on "
         "Fashion-MNIST standing in for FEMNIST's) and periodic-k charged 2 beta k / D a round "
         "(charge: authors_code), k chosen online by its rules (k_rules: authors_code); the "
-        "code's U_top_K is our fubtopk (a top-k downlink of the "
-        "union); an MLP for its CNN.",
+        "code's U_top_K is our fubtopk (a top-k downlink of the union), its FUB_top_K our "
+        "fubtopk with merge: tree (the offers merged pairwise up a tree, a top-k at each "
+        "merge); an MLP for its CNN.",
         _authors_code,
     ),
     Reading(
@@ -179,6 +186,7 @@ RUN_COLUMNS = (
     "exchange_time",
     "k_control",
     "fill",
+    "merge",
 )
 PARTS = ("fixed", "online", "replay")  # the comparisons a run can be in
 
@@ -224,7 +232,9 @@ def gs_runs(source: ReportData | str | Path) -> pd.DataFrame:
         return runs
     runs["method"] = [
         _method(r)
-        for r in runs[["algorithm", "k_control", "fill", "local_steps"]].itertuples(index=False)
+        for r in runs[["algorithm", "k_control", "fill", "merge", "local_steps"]].itertuples(
+            index=False
+        )
     ]
     runs["t_end"] = runs["t_end"].astype(float)
     order = data.run_frame(["run_id"])["run_id"]
@@ -244,13 +254,18 @@ def gs_runs(source: ReportData | str | Path) -> pd.DataFrame:
 
 
 def _method(row) -> str:
-    """A run's page method from (algorithm, k_control, fill, local_steps): the algorithm, its
-    k controller unless fixed, and its fill rule when not the clients'; FedAvg with its tau."""
-    algorithm, control, fill, local_steps = row
+    """A run's page method from (algorithm, k_control, fill, merge, local_steps): the
+    algorithm, its k controller unless fixed, its fill rule when not the clients' and its merge
+    when a tree; FedAvg with its tau."""
+    algorithm, control, fill, merge, local_steps = row
     if algorithm == FEDAVG:
         return f"{FEDAVG} (tau={local_steps})"
     name = algorithm if pd.isna(control) or control == "fixed" else f"{algorithm} {control}"
-    return name + (" fill=aggregate" if fill == "aggregate" else "")
+    return (
+        name
+        + (" fill=aggregate" if fill == "aggregate" else "")
+        + (" merge=tree" if merge == "tree" else "")
+    )
 
 
 class GsTraces:
@@ -840,7 +855,8 @@ def judge_fig4(
 ) -> Claim | None:
     """Fig. 4's claims at one beta: FAB-top-k against the baselines present (the authors'
     code's U_top_K is a top-k downlink of the union: our fubtopk), against FedAvg, and FUB-top-k
-    similar to it; the horizon is FAB-top-k's rounds within the budget.
+    similar to it (the authors' code's FUB_top_K: our fubtopk with merge: tree); the horizon is
+    FAB-top-k's rounds within the budget.
 
     Parameters
     ----------
@@ -862,7 +878,7 @@ def judge_fig4(
     methods = set(best["method"])
     authors = claims.reading.kind == AUTHORS_CODE
     rivals = (FUB if authors else UTOPK, PERIODIC, FEDAVG, SENDALL)
-    baselines = [m for m in best["method"] if m.split(" ")[0] in rivals]
+    baselines = [m for m in best["method"] if m.split(" ")[0] in rivals and m != FUB_TREE]
     rounds = rounds_at_budget(at, _runs_of(best, FAB))
     row = None
     if baselines:
@@ -887,19 +903,21 @@ def judge_fig4(
         interval = margin_interval(_values(at, best, FAB, "loss"), others)
         claims.judge(CLAIMS["fig4_fedavg"], text, where, anchor, ran, interval)
     claim = CLAIMS["fub_similar"]
-    if authors:
+    fub_method = FUB_TREE if authors else FUB
+    if authors and FUB_TREE not in methods:
         claims.judge(
             claim,
             "the authors' code's FUB_top_K merges the offers pairwise up a tree, a top-k at "
-            f"each merge; not run here ({FUB} plays the code's U_top_K in this reading)",
+            f"each merge; not run here ({FUB} with merge: tree; {FUB} plays the code's U_top_K "
+            "in this reading)",
             where,
             anchor,
             _ran(at, best, [FAB], claims, rounds, claim),
             None,
         )
-    elif FUB in methods:
-        ran = _ran(at, best, [FAB, FUB], claims, rounds, claim)
-        fub, fab = _values(at, best, FUB, "loss"), _values(at, best, FAB, "loss")
+    elif fub_method in methods:
+        ran = _ran(at, best, [FAB, fub_method], claims, rounds, claim)
+        fub, fab = _values(at, best, fub_method, "loss"), _values(at, best, FAB, "loss")
         ratio = ratio_interval(fub, fab)
         ours = f"FUB/FAB loss ratio {np.nanmean(fub) / np.nanmean(fab):.3f}"
         claims.judge(claim, ours, where, anchor, ran, ratio)
@@ -927,7 +945,10 @@ def judge_fairness(
         anchor on the page.
     """
     several = per_run.groupby("method")["k"].nunique().max() > 1  # a claim per k when swept
-    for method, key in ((FAB, "fab_fair"), (FUB, "fub_idle")):
+    authors = claims.reading.kind == AUTHORS_CODE
+    # the authors' code's FUB-top-k is fubtopk's tree merge, when it ran
+    fub = FUB_TREE if authors and (per_run["method"] == FUB_TREE).any() else FUB
+    for method, key in ((FAB, "fab_fair"), (fub, "fub_idle")):
         for k, runs in per_run[per_run["method"] == method].groupby("k"):
             at_k = f"{where} (k = {k:g})" if several else where
             floor = int(k) // n_clients if n_clients else 0
@@ -941,11 +962,12 @@ def judge_fairness(
                 ours = f"up to {idle.max():.0f} idle clients in a round"
             labels = list(dict.fromkeys(runs["method_label"]))
             ran = ran_of(runs, claims.reading.kind, labels, None, CLAIMS[key])
-            if method == FUB and claims.reading.kind == AUTHORS_CODE:
+            if method == FUB and authors:
                 # the code's FUB-top-k is another algorithm: what fubtopk shows is U_top_K's
                 ours = (
                     "the authors' code's FUB_top_K merges the offers pairwise up a tree, a top-k "
-                    f"at each merge; not run here ({FUB}, the code's U_top_K: {ours})"
+                    f"at each merge; not run here ({FUB} with merge: tree; {FUB}, the code's "
+                    f"U_top_K: {ours})"
                 )
                 claims.judge(CLAIMS[key], ours, at_k, anchor, ran, None)
                 continue

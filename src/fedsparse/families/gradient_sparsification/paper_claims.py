@@ -376,10 +376,13 @@ FACTS = ("data", "clients", "partition", "aggregation weights")
 
 def method_label(method: str, authors: bool = False) -> str:
     """The paper's name of a page method ('fabtopk', 'fabtopk online_extended', 'fedavg
-    (tau=2)'): in the authors' code's reading fubtopk plays its U_top_K, so it is U-top-k."""
+    (tau=2)', 'fubtopk merge=tree'): in the authors' code's reading fubtopk plays its U_top_K,
+    so it is U-top-k, and fubtopk's tree merge its FUB_top_K, so it is FUB-top-k."""
     algorithm, _, control = method.partition(" ")
     if algorithm == "fedavg":
         return METHOD_LABELS["fedavg"]
+    if algorithm == "fubtopk" and control == "merge=tree":
+        return METHOD_LABELS["fubtopk"] + ("" if authors else " (the code's tree merge)")
     if authors and algorithm == "fubtopk":
         return METHOD_LABELS["utopk"]
     name = METHOD_LABELS.get(algorithm, algorithm)
