@@ -175,8 +175,37 @@ def test_the_authors_reading_names_fubtopk_the_codes_u_top_k(folder, tmp_path, m
     # the code's FUB_top_K is not run: fubtopk's idle clients are its U_top_K's, not scored
     idle = row(claims, "fub_idle")
     assert idle.verdict == NOT_MEASURED and idle.interval == "" and "tree" in idle.ours
-    assert re.search(r"\(fubtopk, the code's U_top_K: up to \d+ idle clients", idle.ours)
-    assert "FUB-top-k missing" in idle.unmet
+    assert re.search(r"; fubtopk, the code's U_top_K: up to \d+ idle clients", idle.ours)
+    assert "merge: tree" in idle.ours and "FUB-top-k missing" in idle.unmet
+
+
+@pytest.fixture(scope="module")
+def with_tree(tmp_path_factory):
+    """FAB-top-k, fubtopk (the code's U_top_K) and fubtopk's tree merge (its FUB_top_K)."""
+    root = tmp_path_factory.mktemp("tree")
+    methods = [("fabtopk", base()), ("fubtopk", base()), ("fubtopk", base(merge="tree"))]
+    write_folder(root, [config(a, p, 10.0, seed=s) for s in SEEDS for a, p in methods])
+    return root
+
+
+def test_the_authors_reading_scores_fub_top_k_on_the_tree_merge(with_tree, tmp_path, monkeypatch):
+    """With fubtopk's tree merge in the results, the authors' reading scores FUB-top-k's
+    claims on it, and the code's U_top_K (fubtopk) stays Fig. 4's U-top-k."""
+    authors = Reading("the authors' code", AUTHORS_CODE, "everything here", lambda c: True)
+    monkeypatch.setattr(gs_analysis, "READINGS", (authors,))
+    monkeypatch.setattr(gs_analysis, "setting_of", toy_setting(rounds=1))
+    claims = build(with_tree, tmp_path)
+    fub = row(claims, "fub_similar")
+    assert fub.verdict in SCORED and fub.ours.startswith("FUB/FAB loss ratio") and fub.interval
+    assert "methods FAB-top-k, FUB-top-k" in fub.needs and not fub.unmet
+    idle = row(claims, "fub_idle")
+    assert idle.verdict in SCORED and re.fullmatch(r"up to \d+ idle clients in a round", idle.ours)
+    fig4 = row(claims, "fig4_loss")
+    assert "(fubtopk: the code's U_top_K)" in fig4.ours and "merge=tree" not in fig4.ours
+    runs = gs_analysis.gs_runs(with_tree)
+    labels = dict(zip(runs["method"], runs["method_label"], strict=False))
+    want = {"fabtopk": "FAB-top-k", "fubtopk": "U-top-k", "fubtopk merge=tree": "FUB-top-k"}
+    assert labels == want
 
 
 CONFIG_FACTS = [
