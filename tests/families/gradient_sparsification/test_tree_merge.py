@@ -93,11 +93,16 @@ def test_merge_tree_is_the_codes_global_top_k(N, k):
     sizes = rng.integers(5, 50, N).astype(float)
     p = sizes / sizes.sum()
     idx, val = offers(A, k)
-    mark = np.zeros(D, bool)
-    J, b, survived = GS.merge_tree(idx, val, p, k, mark)
+    mark, acc = np.zeros(D, bool), np.zeros(D)
+    J, b, survived = GS.merge_tree(idx, val, p, k, (mark, acc))
     g, mask, local_mask = np_global_top_k(A, k, p)
     local_mask[:, mask == 0] = 0
-    assert not mark.any() and np.all(np.diff(J) > 0) and J.size == min(k, np.unique(idx).size)
+    assert (
+        not mark.any()
+        and not acc.any()
+        and np.all(np.diff(J) > 0)
+        and J.size == min(k, np.unique(idx).size)
+    )
     np.testing.assert_array_equal(np.flatnonzero(g), J)
     np.testing.assert_allclose(b, g[J], rtol=RTOL, atol=1e-15)
     np.testing.assert_array_equal(survived, np.take_along_axis(local_mask, idx, 1) == 1)
@@ -111,7 +116,7 @@ def test_merge_tree_drops_elements_a_flat_top_k_keeps():
     first merge, though aggregated over all four clients element 0 is the largest."""
     A = np.array([[3.0, 0, 0], [0, 4.0, 0], [5.0, 0, 0], [5.0, 0, 0]])
     idx, val = offers(A, 1)
-    J, b, survived = GS.merge_tree(idx, val, np.full(4, 0.25), 1, np.zeros(3, bool))
+    J, b, survived = GS.merge_tree(idx, val, np.full(4, 0.25), 1, (np.zeros(3, bool), np.zeros(3)))
     assert J.tolist() == [0] and b.tolist() == [2.5]  # clients 2 and 3 only: (5 + 5) / 4
     assert survived.ravel().tolist() == [False, False, True, True]
 

@@ -439,6 +439,7 @@ class _GradientSparsification(Algorithm):
             self.periodic = PeriodicIndices(self.seed, D)
             self.periodic_charge = 2 if self.param("charge") == "authors_code" else 1
         self.tree = self.selection == "fub" and self.param("merge") == "tree"
+        self.tree_acc = np.zeros(D) if self.tree else None  # merge_tree's sums
         self.work = problem.step_work()
         # k_rules authors_code: |J| and |J'| of the round before (the code's times lag one)
         self.last_down: tuple[int, int] | None = None
@@ -506,7 +507,8 @@ class _GradientSparsification(Algorithm):
         """The authors' code's FUB_top_K: J and b_J from :func:`kernels.merge_tree`, marked in
         ``in_J``; each client's residual is reset, and counted as applied, where its offered
         element survived every merge above it."""
-        J, b, survived = sparsification.merge_tree(idx, val, self.problem.p, k, self.in_J)
+        scratch = (self.in_J, self.tree_acc)
+        J, b, survived = sparsification.merge_tree(idx, val, self.problem.p, k, scratch)
         self.agg[J] = b
         self.in_J[J] = True
         self.shared[:] = survived.sum(axis=1)

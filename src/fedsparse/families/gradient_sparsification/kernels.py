@@ -319,58 +319,60 @@ def count_shared(idx, in_J, out):
         out[i] = c
 
 
-def merge_tree(idx, val, p, k, mark):
+def merge_tree(idx, val, p, k, scratch):
     """The authors' code's FUB_top_K (``global_top_k``): the clients' offers averaged pairwise
     up a binary tree, the ``k`` largest |values| kept at every merge.
 
     Level by level, clients (then nodes) 2m and 2m + 1 merge into node m: their sparse vectors
     averaged with weights the sum of their clients' p_i, then, when more than ``k`` indices
-    are nonzero, only the ``k`` largest magnitudes kept (the lower index first among equal
+    are present, only the ``k`` largest magnitudes kept (the lower index first among equal
     ones); an odd node out moves up unchanged. So the root's value at j is the sum of
     p_i a_ij over the clients i whose element j survived every merge above them, and those are
-    the elements whose residual is reset. Plain NumPy: 2N - 1 merges of at most 2k elements
-    each a round. Exact zeros aside, this is the code's arithmetic: its top-k also picks
-    zero-valued indices when fewer than k are nonzero, which changes nothing.
+    the elements whose residual is reset. Plain NumPy, 2N - 1 merges of at most 2k elements a
+    round; the code's arithmetic for finite values but for exact zeros (its top-k also picks
+    zero-valued indices when fewer than k are nonzero, which changes no value).
 
     Parameters
     ----------
     idx, val
-        The offers, shape (N, k') each: client i's offered indices and their a_ij.
+        The offers, shape (N, k') each: client i's offered indices (distinct) and its a_ij.
     p
         The aggregation weights, shape (N,).
     k
         Elements kept at every merge.
-    mark
-        Scratch, a length-D boolean array all False; so it is on return.
+    scratch
+        ``(mark, acc)``: a length-D boolean array all False and a length-D float array all
+        zero; so they are on return.
 
     Returns
     -------
     J : ndarray of int64
-        The root's indices, ascending (at most k).
+        The root's indices, ascending (min(k, |union of the offers|) of them).
     b : ndarray of float64
         The root's values at J.
     survived : ndarray of bool, shape (N, k')
         Whether client i's offered element r survived every merge above it.
     """
+    mark, acc = scratch
     n = idx.shape[0]
-    order = np.argsort(idx, axis=1, kind="stable")
-    nodes = [
-        (i_row, v_row, float(w))
-        for i_row, v_row, w in zip(
-            np.take_along_axis(idx, order, 1), np.take_along_axis(val, order, 1), p, strict=True
-        )
-    ]
+    order = np.argsort(idx, axis=1)
+    rows = np.take_along_axis(idx, order, 1), np.take_along_axis(val, order, 1), p
+    nodes = [(i_row, v_row, float(w)) for i_row, v_row, w in zip(*rows, strict=True)]
     survived = np.ones(idx.shape, np.bool_)
     span = 1  # clients per node at this level: node m holds clients [m span, (m + 1) span)
     while len(nodes) > 1:
         merged = []
         for m in range(0, len(nodes) - 1, 2):
             (ia, va, wa), (ib, vb, wb) = nodes[m], nodes[m + 1]
-            J, pos = np.unique(np.concatenate((ia, ib)), return_inverse=True)
-            b = np.bincount(pos, np.concatenate((va * wa, vb * wb)), J.size) / (wa + wb)
+            acc[ia] = va * wa
+            acc[ib] += vb * wb
+            J = np.concatenate((ia, ib))
+            J.sort()
+            J = J[np.concatenate(([True], J[1:] != J[:-1]))]
+            b = acc[J] / (wa + wb)
+            acc[J] = 0.0
             if J.size > k:
-                keep = np.sort(np.argsort(-np.abs(b), kind="stable")[:k])
-                J, b = J[keep], b[keep]
+                J, b = _largest(J, b, k)
                 lo, hi = m * span, min((m + 2) * span, n)
                 mark[J] = True
                 survived[lo:hi] &= mark[idx[lo:hi]]
@@ -381,3 +383,14 @@ def merge_tree(idx, val, p, k, mark):
         nodes, span = merged, 2 * span
     J, b, _ = nodes[0]
     return J.astype(np.int64), b, survived
+
+
+def _largest(J, b, k):
+    """The k entries of (J ascending, b) of largest |b|, the lower index first among equal
+    magnitudes, in J's order: those above the k-th largest magnitude and the first of those
+    equal to it."""
+    a = np.abs(b)
+    kth = np.partition(a, a.size - k)[a.size - k]
+    keep = a > kth
+    keep[np.flatnonzero(a == kth)[: k - np.count_nonzero(keep)]] = True
+    return J[keep], b[keep]
