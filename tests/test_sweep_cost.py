@@ -102,7 +102,7 @@ def test_sweep_cost_prices_only_the_runs_asked_for():
     ids = [r.run_id for r in plan.runs]
     one = sweep_cost(plan, NOMINAL, only={ids[0]})
     two = sweep_cost(plan, NOMINAL, only=set(ids[:2]))
-    assert whole.runs == len(ids) == 25 and (one.runs, two.runs) == (1, 2)
+    assert whole.runs == len(ids) == 30 and (one.runs, two.runs) == (1, 2)
     assert 0 < one.core_seconds < two.core_seconds < whole.core_seconds
     assert sweep_cost(plan, NOMINAL, only=set()).core_seconds == 0
 
