@@ -110,7 +110,7 @@ def _papers_setting(config: dict, kinds: tuple[str, ...] = ("dirichlet", "one_cl
         or params.get("merge") == "tree"
     )
     if code and "writer_mix" not in kinds:
-        return False  # periodic-k charged, or k chosen, as the code does: not the text's
+        return False  # periodic-k charged, k chosen or FUB merged as the code does: not the text's
     part = config.get("partition")
     part = part if isinstance(part, dict) else {"kind": part}
     # FEMNIST's writers, Dirichlet clients standing in for them, or CIFAR-10's one-class clients

@@ -328,9 +328,10 @@ def merge_tree(idx, val, p, k, scratch):
     are present, only the ``k`` largest magnitudes kept (the lower index first among equal
     ones); an odd node out moves up unchanged. So the root's value at j is the sum of
     p_i a_ij over the clients i whose element j survived every merge above them, and those are
-    the elements whose residual is reset. Plain NumPy, 2N - 1 merges of at most 2k elements a
+    the elements whose residual is reset. Plain NumPy, N - 1 merges of at most 2k elements a
     round; the code's arithmetic for finite values but for exact zeros (its top-k also picks
-    zero-valued indices when fewer than k are nonzero, which changes no value).
+    zero-valued indices when fewer than k are nonzero, which changes no value). A merge with a
+    NaN (a diverged run's) keeps fewer than k, never the NaN.
 
     Parameters
     ----------
