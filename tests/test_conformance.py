@@ -37,6 +37,7 @@ CHECKPOINT_CASES = [
     ("fabtopk", [{**GS, "k_control": "value_ogd"}], None),
     ("utopk", [GS], None),
     ("fubtopk", [GS], None),
+    ("fubtopk", [{**GS, "merge": "tree"}], None),
     ("periodick", [GS], None),
     ("sendall", [{"stepsize": 0.5}], None),
     ("ssca", [{}], MLP),
@@ -53,7 +54,7 @@ def required(algorithm: str) -> dict:
 
 def case_id(case) -> str:
     algorithm, members, model = case
-    extra = members[0].get("k_control", "")
+    extra = members[0].get("k_control", "") or members[0].get("merge", "")
     return "-".join(p for p in (algorithm, extra, f"x{len(members)}", model and "mlp") if p)
 
 

@@ -3,8 +3,10 @@ module of the family's tests, not a test module)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
+from fedsparse.algorithms import ALGORITHMS
 from fedsparse.pipeline.shard_runner import run_summary
 from fedsparse.results.aggregate import write_traces_dataset
 from fedsparse.results.schema import RUNS_SCHEMA, rows_table, write_parquet_atomic
@@ -96,3 +98,25 @@ FIXED = (
     ("sendall", {"stepsize": 0.5, "batch_size": 10}),
     ("fedavg", {"stepsize": 0.5, "batch_size": 10, "local_steps": 2}),
 )
+
+
+def blocks_of(data):
+    """Each client's (X, y) rows, X dense."""
+    ptr = data.client_ptr
+    X = data.X.toarray() if hasattr(data.X, "toarray") else np.asarray(data.X)
+    return [(X[ptr[i] : ptr[i + 1]], data.y[ptr[i] : ptr[i + 1]]) for i in range(data.n_clients)]
+
+
+def drive(problem, name, params, rounds, seed=0):
+    """Run ``rounds`` rounds of algorithm ``name``: the models w(0..rounds), the residuals
+    after each round, the rounds' costs and the algorithm."""
+    cls = ALGORITHMS[name]
+    algo = cls(problem, cls.validate_params(params), seed)
+    algo.check_problem()
+    algo.setup()
+    models, residuals, costs = [algo.model.copy()], [], []
+    for t in range(rounds):
+        costs.append(algo.round(t))
+        models.append(algo.model.copy())
+        residuals.append(algo.residuals.copy())
+    return models, residuals, costs, algo

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import make_data, np_grad, np_loss
-from gs_helpers import params_for, run_cfg
+from gs_helpers import blocks_of, drive, params_for, run_cfg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from network_oracle import np_loss_grad
@@ -264,12 +264,6 @@ def test_periodic_indices_cover_every_coordinate_once_per_cycle():
 # ---- traces against a transcription of the pseudo-code -------------------------------------
 
 
-def blocks_of(data):
-    ptr = data.client_ptr
-    X = data.X.toarray() if hasattr(data.X, "toarray") else np.asarray(data.X)
-    return [(X[ptr[i] : ptr[i + 1]], data.y[ptr[i] : ptr[i + 1]]) for i in range(data.n_clients)]
-
-
 def oracle_gs(name, grad, w0, p, *, k, stepsize, rounds, fill="client", seed=0):
     """Full-batch Algorithm 1 (and the section 4.1 baselines): the models w(0..rounds), the
     residuals after each round and the values (up, down) one client sends each round."""
@@ -310,19 +304,6 @@ def oracle_gs(name, grad, w0, p, *, k, stepsize, rounds, fill="client", seed=0):
         models.append(w.copy())
         residuals.append(A.copy())
     return models, residuals, values
-
-
-def drive(problem, name, params, rounds, seed=0):
-    cls = ALGORITHMS[name]
-    algo = cls(problem, cls.validate_params(params), seed)
-    algo.check_problem()
-    algo.setup()
-    models, residuals, costs = [algo.model.copy()], [], []
-    for t in range(rounds):
-        costs.append(algo.round(t))
-        models.append(algo.model.copy())
-        residuals.append(algo.residuals.copy())
-    return models, residuals, costs, algo
 
 
 @pytest.mark.parametrize("name", GS_NAMES)

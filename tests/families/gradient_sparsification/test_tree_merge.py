@@ -12,9 +12,10 @@ import math
 import numpy as np
 import pytest
 from conftest import make_data, np_grad
-from gs_helpers import run_cfg
+from gs_helpers import blocks_of, drive, run_cfg
 from network_oracle import np_loss_grad
 
+from fedsparse import testing
 from fedsparse.algorithms import ALGORITHMS
 from fedsparse.errors import ConfigError
 from fedsparse.families.gradient_sparsification import kernels as GS
@@ -121,18 +122,6 @@ def test_merge_tree_drops_elements_a_flat_top_k_keeps():
     assert survived.ravel().tolist() == [False, False, True, True]
 
 
-def drive(pb, params, rounds, seed=0):
-    cls = ALGORITHMS["fubtopk"]
-    algo = cls(pb, cls.validate_params(params), seed)
-    algo.setup()
-    models, residuals, costs = [algo.model.copy()], [], []
-    for t in range(rounds):
-        costs.append(algo.round(t))
-        models.append(algo.model.copy())
-        residuals.append(algo.residuals.copy())
-    return models, residuals, costs
-
-
 @pytest.mark.parametrize("weights", ["uniform", "samples"])
 @pytest.mark.parametrize(
     "case", [("softmax", False, 9), ("logistic", True, 4), ("softmax", False, 1)]
@@ -141,16 +130,14 @@ def test_linear_full_batch_traces_equal_the_codes_rounds(weights, case):
     loss, sparse, k = case
     data = make_data(loss, sparse=sparse)
     pb = Problem(data, loss, 1e-2, weights)
-    ptr = data.client_ptr
-    X = data.X.toarray() if hasattr(data.X, "toarray") else np.asarray(data.X)
-    blocks = [(X[ptr[i] : ptr[i + 1]], data.y[ptr[i] : ptr[i + 1]]) for i in range(len(pb.p))]
+    blocks = blocks_of(data)
 
     def grad(i, w):
         Xi, yi = blocks[i]
         return np_grad(Xi, yi, w.reshape(pb.shape), loss, 1e-2).ravel()
 
     params = {"stepsize": 0.3, "batch_size": "full", "k": k, "merge": "tree"}
-    models, residuals, costs = drive(pb, params, 6)
+    models, residuals, costs, _ = drive(pb, "fubtopk", params, 6)
     w_o, a_o = np_tree_rounds(grad, np.zeros(pb.shape).ravel(), pb.p, k, 0.3, 6)
     for m in range(7):
         np.testing.assert_allclose(models[m].ravel(), w_o[m], rtol=RTOL, atol=1e-12)
@@ -168,15 +155,13 @@ def test_mlp_full_batch_traces_equal_the_codes_rounds():
     }
     data = make_data("softmax")
     pb = Problem(data, "softmax", 1e-3, "samples", mlp)
-    ptr = data.client_ptr
-    X = np.asarray(data.X)
-    blocks = [(X[ptr[i] : ptr[i + 1]], data.y[ptr[i] : ptr[i + 1]]) for i in range(len(pb.p))]
+    blocks = blocks_of(data)
 
     def grad(i, w):
         return np_loss_grad(pb.network, w, *blocks[i], "softmax", 1e-3)[1]
 
     params = {"stepsize": 0.2, "batch_size": "full", "k": 17, "merge": "tree"}
-    models, residuals, _ = drive(pb, params, 5)
+    models, residuals, _, _ = drive(pb, "fubtopk", params, 5)
     w_o, a_o = np_tree_rounds(grad, pb.initial_model().ravel(), pb.p, 17, 0.2, 5)
     for m in range(6):
         np.testing.assert_allclose(models[m].ravel(), w_o[m], rtol=RTOL, atol=1e-12)
@@ -236,3 +221,10 @@ def test_bad_merge_is_one_line(name, params, message):
     base = run_cfg(name)["params"]
     with pytest.raises(ConfigError, match=message):
         normalize_run_config(run_cfg(name, params={**base, **params}))
+
+
+def test_a_tree_run_is_the_same_bits_alone_and_in_a_cohort():
+    """(Resumed from a checkpoint: tests/test_conformance.py's fubtopk-tree case.)"""
+    testing.check_cohort_bits(
+        "fubtopk", {"stepsize": 0.5, "batch_size": 10, "k": 8, "merge": "tree"}
+    )
