@@ -471,6 +471,100 @@ def test_numba_cache_key_covers_the_builtin_families_kernels(tmp_path):
     assert numba_cache_dir(env) != before
 
 
+KERNELS = {  # a kernel of each module below, and what its module imports of the package
+    "dense_steps": "fedsparse.kernels.dense_steps.descend_members",  # simd, losses -> rows
+    "rows": "fedsparse.kernels.rows.prefetch_csr_row",  # nothing
+    "rounds": "fedsparse.kernels.rounds.local_sgd_cohort_round",  # dense_steps
+    "prox": "fedsparse.kernels.prox.prox_steps",  # network -> mlp, cnn -> layers -> losses
+    "sfedhp": "fedsparse.families.sfedhp.kernels.sfedhp_round",  # prox
+    "ssca": "fedsparse.families.ssca.kernels.weighted_rows",  # network
+}
+
+
+def kernel_cache_paths(env: dict) -> dict[str, str]:
+    """Each of KERNELS' cache directory as numba's dispatcher holds it, in a fresh process."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib, json, sys, fedsparse.kernels\n"
+        "out = {}\n"
+        "for key, name in json.loads(sys.argv[1]).items():\n"
+        "    module, _, fn = name.rpartition('.')\n"
+        "    out[key] = getattr(importlib.import_module(module), fn)._cache._cache_path\n"
+        "print(json.dumps(out))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(KERNELS)],
+        env={**clean, **env},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout)
+
+
+def test_an_edited_kernel_module_recompiles_itself_and_what_imports_it_only(tmp_path):
+    """Each kernel module caches under a key of its source and the sources it imports, so an
+    edit reaches every kernel whose machine code can hold the edited code, and no other."""
+    import shutil
+    from pathlib import Path
+
+    import fedsparse
+
+    package = Path(fedsparse.__file__).resolve().parent
+    copy = tmp_path / "src"
+    shutil.copytree(package, copy / "fedsparse", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"FEDSPARSE_NUMBA_CACHE": str(tmp_path / "c"), "PYTHONPATH": str(copy)}
+    before = kernel_cache_paths(env)
+    assert all(p.startswith(str(tmp_path / "c") + "/") for p in before.values())
+    assert len({p.split("/")[-2] for p in before.values()}) == len(KERNELS)  # a key per module
+
+    def changed_by(edited: str) -> set[str]:
+        path = copy / "fedsparse" / edited
+        path.write_text(path.read_text() + "\n# edited\n")
+        after = kernel_cache_paths(env)
+        return {k for k in KERNELS if after[k] != before[k]}
+
+    assert changed_by("families/ssca/kernels.py") == {"ssca"}
+    before = kernel_cache_paths(env)
+    assert changed_by("kernels/simd.py") == {"dense_steps", "rounds"}
+    before = kernel_cache_paths(env)
+    assert changed_by("kernels/layers.py") == {"prox", "sfedhp", "ssca"}
+    before = kernel_cache_paths(env)
+    assert changed_by("kernels/rows.py") == set(KERNELS)
+    before = kernel_cache_paths(env)
+    assert changed_by("cli.py") == set()  # not imported by any kernel module
+
+
+def test_import_closure_reads_relative_and_absolute_imports(tmp_path, monkeypatch):
+    from fedsparse.kernels import cache
+
+    root = tmp_path / "fedsparse"
+    for name in [
+        "kernels/__init__.py",
+        "kernels/a.py",
+        "kernels/b.py",
+        "kernels/c.py",
+        "families/f/__init__.py",
+        "families/f/kernels.py",
+        "other.py",
+    ]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("")
+    (root / "kernels/a.py").write_text("from .b import x\nfrom . import c\n")
+    (root / "kernels/b.py").write_text("def f():\n    import fedsparse.other\n")
+    (root / "families/f/kernels.py").write_text("from ...kernels.a import y\nimport numpy\n")
+    monkeypatch.setattr(cache, "PACKAGE_ROOT", root)
+    closure = cache.import_closure(root / "families/f/kernels.py")
+    expect = ["families/f/kernels.py", "kernels/a.py", "kernels/b.py", "kernels/c.py", "other.py"]
+    assert [str(p.relative_to(root)) for p in closure] == expect
+    assert cache.import_closure(root / "kernels/c.py") == [root / "kernels/c.py"]
+
+
 def test_prefetching_csr_rows_reads_nothing_out_of_place():
     """Prefetch hints past a row's end (even the array's) must not fault or write."""
     A = sp.random(30, 50, density=0.1, format="csr", random_state=np.random.default_rng(2))

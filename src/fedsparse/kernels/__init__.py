@@ -1,48 +1,20 @@
 """Numba kernels: pure functions on arrays, no I/O, no configuration.
 
-Compiled kernels are cached on disk under a directory keyed by a hash of the
-kernel sources: these shared kernels and the built-in families' own (found from the
-registry's entry points, :func:`fedsparse.plugins.builtin_kernel_sources`), because
-numba's own cache only notices edits to the file that defines a function, not to the
-helpers it inlines from other files (and a new package version with new kernels must
-never load old machine code). numba fixes a function's cache directory when the
-function is defined, so the key is computed here, before any kernel module loads.
-The base directory is ``FEDSPARSE_NUMBA_CACHE`` (or numba's ``NUMBA_CACHE_DIR``) if
-set; inside a SLURM job, node-local ``$TMPDIR`` (or /tmp), so jobs on many nodes do
-not write machine code to a shared home directory; else ~/.cache/fedsparse.
+Compiled kernels are cached on disk, each kernel module's in a directory keyed by its source
+and the sources it imports (:mod:`fedsparse.kernels.cache`), installed here before any kernel
+module loads.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
-
-import numba
 
 from ..plugins import builtin_kernel_sources
 from ..threads import configure_waiting
+from .cache import configure as _configure_cache
 
 configure_waiting()  # before numba loads OpenMP (at the first parallel kernel call)
-
-
-def _configure_cache() -> None:
-    here = Path(__file__).parent
-    digest = hashlib.sha256()
-    for source in [*sorted(here.glob("*.py")), *builtin_kernel_sources()]:
-        digest.update(source.read_bytes())
-    base = os.environ.get("FEDSPARSE_NUMBA_CACHE") or os.environ.get("NUMBA_CACHE_DIR")
-    if not base and "SLURM_JOB_ID" in os.environ:
-        local = os.environ.get("TMPDIR", "/tmp")
-        base = os.path.join(local, f"fedsparse-numba-{os.getuid()}")
-    if not base:
-        base = os.path.join(
-            os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fedsparse", "numba"
-        )
-    numba.config.CACHE_DIR = os.path.join(base, digest.hexdigest()[:16])
-
-
-_configure_cache()
+_configure_cache([*sorted(Path(__file__).parent.glob("*.py")), *builtin_kernel_sources()])
 
 from .evaluate import (  # noqa: E402
     client_losses_from_margins,
