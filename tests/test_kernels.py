@@ -481,12 +481,14 @@ KERNELS = {  # a kernel of each module below, and what its module imports of the
 }
 
 
-def kernel_cache_paths(env: dict) -> dict[str, str]:
-    """Each of KERNELS' cache directory as numba's dispatcher holds it, in a fresh process."""
+def test_each_kernel_module_caches_under_the_key_of_what_it_imports(tmp_path):
+    """numba's dispatchers (in a fresh process) hold ``<base>/<module_key(file)>/...``."""
     import json
     import os
     import subprocess
     import sys
+
+    from fedsparse.kernels.cache import PACKAGE_ROOT, module_key
 
     code = (
         "import importlib, json, sys, fedsparse.kernels\n"
@@ -499,45 +501,52 @@ def kernel_cache_paths(env: dict) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     out = subprocess.run(
         [sys.executable, "-c", code, json.dumps(KERNELS)],
-        env={**clean, **env},
+        env={**clean, "FEDSPARSE_NUMBA_CACHE": str(tmp_path / "c")},
         check=True,
         capture_output=True,
         text=True,
     )
-    return json.loads(out.stdout)
+    for key, path in json.loads(out.stdout).items():
+        module = KERNELS[key].rpartition(".")[0].split(".")[1:]
+        source = PACKAGE_ROOT.joinpath(*module).with_suffix(".py")
+        assert path.startswith(f"{tmp_path / 'c'}/{module_key(source)}/"), (key, path)
 
 
-def test_an_edited_kernel_module_recompiles_itself_and_what_imports_it_only(tmp_path):
-    """Each kernel module caches under a key of its source and the sources it imports, so an
-    edit reaches every kernel whose machine code can hold the edited code, and no other."""
+def test_an_edited_kernel_module_recompiles_itself_and_what_imports_it_only(tmp_path, monkeypatch):
+    """An edit reaches the key of every kernel module whose machine code can hold the edited
+    code (the edited module and those importing it, directly or not), and no other."""
     import shutil
-    from pathlib import Path
 
-    import fedsparse
+    from fedsparse.kernels import cache
 
-    package = Path(fedsparse.__file__).resolve().parent
-    copy = tmp_path / "src"
-    shutil.copytree(package, copy / "fedsparse", ignore=shutil.ignore_patterns("__pycache__"))
-    env = {"FEDSPARSE_NUMBA_CACHE": str(tmp_path / "c"), "PYTHONPATH": str(copy)}
-    before = kernel_cache_paths(env)
-    assert all(p.startswith(str(tmp_path / "c") + "/") for p in before.values())
-    assert len({p.split("/")[-2] for p in before.values()}) == len(KERNELS)  # a key per module
+    copy = tmp_path / "fedsparse"
+    shutil.copytree(cache.PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache, "PACKAGE_ROOT", copy)
+    files = {
+        k: copy.joinpath(*name.rpartition(".")[0].split(".")[1:]).with_suffix(".py")
+        for k, name in KERNELS.items()
+    }
+
+    def keys() -> dict[str, str]:
+        cache.module_key.cache_clear()
+        return {k: cache.module_key(f) for k, f in files.items()}
 
     def changed_by(edited: str) -> set[str]:
-        path = copy / "fedsparse" / edited
+        before = keys()
+        path = copy / edited
         path.write_text(path.read_text() + "\n# edited\n")
-        after = kernel_cache_paths(env)
+        after = keys()
         return {k for k in KERNELS if after[k] != before[k]}
 
-    assert changed_by("families/ssca/kernels.py") == {"ssca"}
-    before = kernel_cache_paths(env)
-    assert changed_by("kernels/simd.py") == {"dense_steps", "rounds"}
-    before = kernel_cache_paths(env)
-    assert changed_by("kernels/layers.py") == {"prox", "sfedhp", "ssca"}
-    before = kernel_cache_paths(env)
-    assert changed_by("kernels/rows.py") == set(KERNELS)
-    before = kernel_cache_paths(env)
-    assert changed_by("cli.py") == set()  # not imported by any kernel module
+    try:
+        assert len(set(keys().values())) == len(KERNELS)  # a key per module
+        assert changed_by("families/ssca/kernels.py") == {"ssca"}
+        assert changed_by("kernels/simd.py") == {"dense_steps", "rounds"}
+        assert changed_by("kernels/layers.py") == {"prox", "sfedhp", "ssca"}
+        assert changed_by("kernels/rows.py") == set(KERNELS)
+        assert changed_by("cli.py") == set()  # not imported by any kernel module
+    finally:
+        cache.module_key.cache_clear()
 
 
 def test_import_closure_reads_relative_and_absolute_imports(tmp_path, monkeypatch):
