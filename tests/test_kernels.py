@@ -564,7 +564,9 @@ def test_import_closure_reads_relative_and_absolute_imports(tmp_path, monkeypatc
     ]:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("")
-    (root / "kernels/a.py").write_text("from .b import x\nfrom . import c\n")
+    (root / "kernels/a.py").write_text(
+        "from .b import x\nfrom . import (  # the modules\n    c as cc,  # one\n    b,\n)\n"
+    )
     (root / "kernels/b.py").write_text("def f():\n    import fedsparse.other\n")
     (root / "families/f/kernels.py").write_text("from ...kernels.a import y\nimport numpy\n")
     monkeypatch.setattr(cache, "PACKAGE_ROOT", root)
@@ -572,6 +574,11 @@ def test_import_closure_reads_relative_and_absolute_imports(tmp_path, monkeypatc
     expect = ["families/f/kernels.py", "kernels/a.py", "kernels/b.py", "kernels/c.py", "other.py"]
     assert [str(p.relative_to(root)) for p in closure] == expect
     assert cache.import_closure(root / "kernels/c.py") == [root / "kernels/c.py"]
+    (root / "kernels/c.py").write_text("from . import helper\n")  # a name of the package
+    assert cache.import_closure(root / "kernels/c.py") == [
+        root / "kernels/__init__.py",
+        root / "kernels/c.py",
+    ]
 
 
 def test_prefetching_csr_rows_reads_nothing_out_of_place():

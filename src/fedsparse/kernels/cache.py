@@ -18,10 +18,10 @@ a shared home directory; else ~/.cache/fedsparse/numba.
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import numba
@@ -55,37 +55,66 @@ def _module_name(path: Path) -> str:
 
 
 def _module_file(name: str) -> Path | None:
+    return _module_file_in(PACKAGE_ROOT, name)
+
+
+@functools.cache
+def _module_file_in(root: Path, name: str) -> Path | None:
     parts = name.split(".")
-    if parts[0] != PACKAGE_ROOT.name:
+    if parts[0] != root.name:
         return None
-    base = PACKAGE_ROOT.parent.joinpath(*parts)
+    base = root.parent.joinpath(*parts)
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
     return None
 
 
-def direct_imports(path: Path) -> set[Path]:
+# A line that reads as an import statement, at any indentation (a parenthesised list may span
+# lines): a line of a docstring that reads as one counts too, which can only add a dependency.
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]+))",
+    re.M,
+)
+
+
+def _names(text: str) -> list[str]:
+    """The imported names of an import list: ``a as b, c  # comment`` -> ``[a, c]``."""
+    text = text.split("#")[0] if "(" not in text else re.sub(r"#[^\n]*", "", text)
+    names = (part.strip().split(" ")[0] for part in text.strip("() \t\\").split(","))
+    return [n for n in names if n]
+
+
+def direct_imports(path: Path) -> frozenset[Path]:
     """The package's module files that ``path`` (a file of the package) imports by name,
     relatively or absolutely, at any depth of its code: for ``from m import x``, the module
     ``m.x`` if there is one, else ``m``."""
+    st = path.stat()
+    return _scan(path, st.st_mtime_ns, st.st_size)[1]
+
+
+@functools.cache
+def _scan(path: Path, mtime_ns: int, size: int) -> tuple[bytes, frozenset[Path]]:
+    """A file's source digest and :func:`direct_imports`, read once per version of it."""
+    source = path.read_bytes()
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[Path | None] = set()
-    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(_module_file(alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                base = f"{anchor}.{node.module}" if node.module else anchor
-            else:
-                base = node.module or ""
-            for alias in node.names:  # a submodule, or a name of the module itself
-                found.add(_module_file(f"{base}.{alias.name}") or _module_file(base))
+    for module, names, plain in _IMPORT.findall(source.decode()):
+        if plain:
+            found.update(_module_file(n) for n in _names(plain))
+            continue
+        level = len(module) - len(module.lstrip("."))
+        if level:
+            anchor = package.rsplit(".", level - 1)[0] if level > 1 else package
+            base = f"{anchor}.{module[level:]}" if module[level:] else anchor
+        else:
+            base = module
+        for alias in _names(names):  # a submodule, or a name of the module itself
+            found.add(_module_file(f"{base}.{alias}") or _module_file(base))
     found.discard(None)
     found.discard(path)
-    return found  # type: ignore[return-value]
+    return hashlib.sha256(source).digest(), frozenset(found)  # type: ignore[arg-type]
 
 
 def import_closure(path: Path) -> list[Path]:
@@ -106,8 +135,9 @@ def module_key(path: Path) -> str:
     file of the package), each with its path in the package."""
     digest = hashlib.sha256()
     for source in import_closure(path):
+        st = source.stat()
         digest.update(str(source.relative_to(PACKAGE_ROOT)).encode() + b"\0")
-        digest.update(source.read_bytes() + b"\0")
+        digest.update(_scan(source, st.st_mtime_ns, st.st_size)[0])
     return digest.hexdigest()[:16]
 
 
