@@ -125,12 +125,20 @@ def margins(seconds: float, fma_GFLOPs: float) -> dict:
     M = np.empty((C, 1, n))
     dt = best_of(lambda: K.margins_columns(Xt, checks, Ws, M), 3, seconds)
     rate = 2 * n * support * C / dt / 1e9
+    by_size = {}  # where a cohort's time goes: the first tile reads the data, later ones add
+    for size in (1, 2, 3, 4, 8, 12, 13, 15):
+        M = np.empty((size, 1, n))
+        by_size[size] = best_of(
+            lambda W=Ws[:size], M=M: K.margins_columns(Xt, checks, W, M), 3, seconds / 2
+        )
     return {
         "kernel": "margins, cohort of 15",
         "time": f"{dt / C * 1e3:.2f} ms a model",
         "rate": f"{rate:.1f} GFLOP/s",
         "of_limit": rate / fma_GFLOPs,
         "limit": "FMA",
+        "by_cohort_size_ms": {k: v * 1e3 for k, v in by_size.items()},
+        "data_MB": d * n * 8 / 1e6 * support / d,
     }
 
 
@@ -245,6 +253,13 @@ def _run(seconds: float) -> dict:
             r["limit"] if r["of_limit"] is None else f"{100 * r['of_limit']:5.0f} % of {r['limit']}"
         )
         print(f"  {r['kernel']:40s} {r['time']:>22s} {r['rate']:>22s}  {share}", flush=True)
+    sizes = rows[0]["by_cohort_size_ms"]
+    print(
+        f"  margins by cohort size (ms a call; the support's columns are "
+        f"{rows[0]['data_MB']:.0f} MB, {rows[0]['data_MB'] / sizes[1]:.1f} GB/s read alone): "
+        + ", ".join(f"{k}: {v:.1f}" for k, v in sizes.items()),
+        flush=True,
+    )
     return {"machine": rates, "kernels": rows}
 
 
