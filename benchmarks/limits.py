@@ -138,7 +138,7 @@ def margins(seconds: float, fma_GFLOPs: float) -> dict:
         "of_limit": rate / fma_GFLOPs,
         "limit": "FMA",
         "by_cohort_size_ms": {k: v * 1e3 for k, v in by_size.items()},
-        "data_MB": d * n * 8 / 1e6 * support / d,
+        "data_MB": n * support * 8 / 1e6,
     }
 
 

@@ -481,6 +481,11 @@ KERNELS = {  # a kernel of each module below, and what its module imports of the
 }
 
 
+def kernel_source(key: str, root):
+    """The file under the package folder ``root`` that defines ``KERNELS[key]``."""
+    return root.joinpath(*KERNELS[key].rpartition(".")[0].split(".")[1:]).with_suffix(".py")
+
+
 def test_each_kernel_module_caches_under_the_key_of_what_it_imports(tmp_path):
     """numba's dispatchers (in a fresh process) hold ``<base>/<module_key(file)>/...``."""
     import json
@@ -507,8 +512,7 @@ def test_each_kernel_module_caches_under_the_key_of_what_it_imports(tmp_path):
         text=True,
     )
     for key, path in json.loads(out.stdout).items():
-        module = KERNELS[key].rpartition(".")[0].split(".")[1:]
-        source = PACKAGE_ROOT.joinpath(*module).with_suffix(".py")
+        source = kernel_source(key, PACKAGE_ROOT)
         assert path.startswith(f"{tmp_path / 'c'}/{module_key(source)}/"), (key, path)
 
 
@@ -522,10 +526,7 @@ def test_an_edited_kernel_module_recompiles_itself_and_what_imports_it_only(tmp_
     copy = tmp_path / "fedsparse"
     shutil.copytree(cache.PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(cache, "PACKAGE_ROOT", copy)
-    files = {
-        k: copy.joinpath(*name.rpartition(".")[0].split(".")[1:]).with_suffix(".py")
-        for k, name in KERNELS.items()
-    }
+    files = {k: kernel_source(k, copy) for k in KERNELS}
 
     def keys() -> dict[str, str]:
         cache.module_key.cache_clear()

@@ -89,13 +89,17 @@ def direct_imports(path: Path) -> frozenset[Path]:
     """The package's module files that ``path`` (a file of the package) imports by name,
     relatively or absolutely, at any depth of its code: for ``from m import x``, the module
     ``m.x`` if there is one, else ``m``."""
+    return _scan(path)[1]
+
+
+def _scan(path: Path) -> tuple[bytes, frozenset[Path]]:
+    """A file's source digest and its :func:`direct_imports`, read once per version of it."""
     st = path.stat()
-    return _scan(path, st.st_mtime_ns, st.st_size)[1]
+    return _scan_version(path, st.st_mtime_ns, st.st_size)
 
 
 @functools.cache
-def _scan(path: Path, mtime_ns: int, size: int) -> tuple[bytes, frozenset[Path]]:
-    """A file's source digest and :func:`direct_imports`, read once per version of it."""
+def _scan_version(path: Path, mtime_ns: int, size: int) -> tuple[bytes, frozenset[Path]]:
     source = path.read_bytes()
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -135,9 +139,8 @@ def module_key(path: Path) -> str:
     file of the package), each with its path in the package."""
     digest = hashlib.sha256()
     for source in import_closure(path):
-        st = source.stat()
         digest.update(str(source.relative_to(PACKAGE_ROOT)).encode() + b"\0")
-        digest.update(_scan(source, st.st_mtime_ns, st.st_size)[0])
+        digest.update(_scan(source)[0])
     return digest.hexdigest()[:16]
 
 
@@ -165,8 +168,8 @@ def configure(all_kernel_sources: list[Path]) -> None:
     Call before any kernel module is imported: numba fixes a function's cache directory when
     the function is defined."""
     digest = hashlib.sha256()
-    for source in all_kernel_sources:
-        digest.update(source.read_bytes())
+    for source in all_kernel_sources:  # each file read once: the module keys reuse the scan
+        digest.update(_scan(source.resolve())[0])
     numba.config.CACHE_DIR = os.path.join(cache_base(), digest.hexdigest()[:16])
     if KernelModuleLocator not in _CacheImpl._locator_classes:
         _CacheImpl._locator_classes = [KernelModuleLocator, *_CacheImpl._locator_classes]
