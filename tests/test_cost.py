@@ -63,28 +63,49 @@ def test_a_linear_run_is_charged_its_minibatch_rows_its_support_and_its_evaluati
     params = {"stepsize": 0.1, "sparsity": 20, "local_steps": 3, "batch_size": 5}
     model = {"loss": "least_squares"}
     config = {"algorithm": "fedht", "params": params, "rounds": 4, "eval_every": 2, "model": model}
-    step = 5 * 200 * 8 / 1e9  # batch rows x row bytes
+    # batch rows x row bytes, picked at random: at a share of the bandwidth
+    step = 5 * 200 * 8 / (1e9 * cost.GATHER_SHARE)
     mean = 200 * 8 / 1e9  # a client's share of the server's average of the models
     losses = 1000 * cost.SAMPLE_LOSS_S
-    evaluation = cost.EVAL_READ_SHARE * 1000 * 20 * 8 / 1e9 + losses  # the tau columns
+    # the union of 16 models' tau columns read once (16 margins of 1,000 rows fit in 32 MB),
+    # then each model's products
+    union = cost.SUPPORT_UNION * 20 * 1000 * 8 / 16 / 1e9
+    products = 2 * 1000 * 20 / (cost.MARGIN_EFFICIENCY * 1e15)
+    evaluation = union + products + losses
     rounds = 4 * 10 * (3 * step + mean)  # rounds x clients
     expected = rounds + 3 * evaluation + cost.RUN_OVERHEAD_S  # evaluated: rounds 0, 2, 4
     assert cost.run_seconds(config, shape, rates=SIMPLE) == pytest.approx(expected)
     dense = {**config, "algorithm": "fedavg"}  # a dense model: every column
-    evaluation_dense = cost.EVAL_READ_SHARE * 1000 * 200 * 8 / 1e9 + losses
+    # every column read once for the 16, then each model's products
+    columns = 1000 * 200 * 8 / 16 / 1e9
+    evaluation_dense = columns + 2 * 1000 * 200 / (cost.MARGIN_EFFICIENCY * 1e15) + losses
     assert cost.run_seconds(dense, shape, rates=SIMPLE) == pytest.approx(
         rounds + 3 * evaluation_dense + cost.RUN_OVERHEAD_S
     )
     full = {**config, "params": {**params, "batch_size": None}}  # a client's 100 rows a step
+    streamed = 100 * 200 * 8 / 1e9  # all of a client's rows, in order: at the bandwidth
     assert cost.run_seconds(full, shape, rates=SIMPLE) == pytest.approx(
-        4 * 10 * (3 * 20 * step + mean) + 3 * evaluation + cost.RUN_OVERHEAD_S
+        4 * 10 * (3 * streamed + mean) + 3 * evaluation + cost.RUN_OVERHEAD_S
     )
     csr = cost.DataShape(1000, 200, 5000, True, 10, 0, 0)  # 5 values a row, 12 bytes each
     assert cost.run_seconds(config, csr, rates=SIMPLE) == pytest.approx(
-        4 * 10 * (3 * 5 * 5 * 12 / 1e9 + mean)
+        4 * 10 * (3 * 5 * 5 * 12 / (1e9 * cost.GATHER_SHARE) + mean)
         + 3 * (5000 * 12 / 1e9 + losses)
         + cost.RUN_OVERHEAD_S
     )
+
+
+def test_fediterht_is_charged_a_selection_of_the_model_after_every_local_step():
+    shape = cost.DataShape(1000, 200, 200_000, False, 10, 0, 0)
+    params = {"stepsize": 0.1, "sparsity": 20, "local_steps": 3, "batch_size": 5}
+    config = {"algorithm": "fedht", "params": params, "rounds": 4, "eval_every": 2}
+    config["model"] = {"loss": "least_squares"}
+    fedht = cost.run_terms(config, shape, rates=SIMPLE)
+    fediterht = cost.run_terms({**config, "algorithm": "fediterht"}, shape, rates=SIMPLE)
+    assert fedht["selections"] == 0
+    # rounds x clients x local steps, each over the 200 weights
+    assert fediterht.pop("selections") == pytest.approx(4 * 10 * 3 * 200 * cost.SELECT_S)
+    assert fediterht == {name: s for name, s in fedht.items() if name != "selections"}
 
 
 def test_a_network_step_is_each_layers_products_at_the_slower_of_flops_and_bytes():
@@ -219,20 +240,20 @@ def shard_minutes_of(plan) -> dict[str, float]:
 def test_shard_minutes_groups_a_data_sets_runs_by_estimated_cost():
     grid = {"stepsize": [0.1, 0.01, 0.001], "local_steps": [1, 5, 20], "sparsity": [5, 10]}
     base = sweep(grid=grid, rounds=3000, seeds=list(range(5)), shard_size=4)
-    by_count, by_cost = plan_sweep(base), plan_sweep({**base, "shard_minutes": 0.04})
+    by_count, by_cost = plan_sweep(base), plan_sweep({**base, "shard_minutes": 0.065})
     # the same runs in the same order, only cut elsewhere
     assert [r.run_id for r in by_cost.runs] == [r.run_id for r in by_count.runs]
     minutes = shard_minutes_of(by_cost)
     total = sum(minutes.values())
-    assert len(by_cost.shards) == -(-total // 0.04) == 7  # ceil(total / target), ~0.27 min
+    assert len(by_cost.shards) == -(-total // 0.065) == 7  # ceil(total / target), ~0.42 min
     assert len({len(runs) for runs in by_cost.shards.values()}) > 2  # runs differ in cost
     # near-equal shares: none above the target or far below it, the runs' costs differing
     share = total / len(minutes)
     one_run = max(cost.run_seconds(r.config, cost.known_shape(LIN, None)) for r in by_cost.runs)
     assert all(abs(m - share) <= one_run / 60 for m in minutes.values())
-    assert all(m <= 0.04 + one_run / 60 for m in minutes.values())
+    assert all(m <= 0.065 + one_run / 60 for m in minutes.values())
     # a larger target: fewer, longer shards; max_shards still caps the count
-    assert len(plan_sweep({**base, "shard_minutes": 0.1}).shards) == -(-total // 0.1) == 3
+    assert len(plan_sweep({**base, "shard_minutes": 0.15}).shards) == -(-total // 0.15) == 3
     assert len(plan_sweep({**base, "shard_minutes": 0.01, "max_shards": 4}).shards) == 4
 
 

@@ -1,4 +1,5 @@
-"""What an algorithm's round does, as the cost model (:mod:`fedsparse.sweep.cost`) counts it.
+"""What an algorithm's round does, and how a run batches its evaluations, as the cost model
+(:mod:`fedsparse.sweep.cost`) counts them.
 
 Light at import: the algorithms declare it (their ``work`` hook), the plan file records it,
 and a cluster job's own Snakemake reads it back without the algorithms.
@@ -23,3 +24,15 @@ class RunWork(NamedTuple):
     offered_share: float = 0.0  # elements a client offers a round, as a share of the parameters
     selections: float = 0.0  # top-k selections over the model's parameters a client makes a round
     tanh_passes: float = 0.0  # passes a client makes a round taking tanh of every parameter
+
+
+def models_scored_together(n_outputs: int, n_samples: int, n_features: int, batched: bool) -> int:
+    """How many of a run's models are scored in one pass over the data
+    (:attr:`fedsparse.objective.evaluation.Evaluation.eval_batch`): where ``batched`` (a linear
+    model without intercept on dense data), up to 16 while their margins and copies stay within
+    32 MB each; otherwise 1 (sparse data: each model reads its own columns; a network: a
+    forward pass each)."""
+    if not batched:
+        return 1
+    per_model = n_outputs * max(n_samples, n_features) * 8
+    return max(1, min(16, (32 << 20) // per_model))

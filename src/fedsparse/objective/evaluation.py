@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import kernels
 from ..data import FederatedData
+from ..work import models_scored_together
 from .model import Network
 
 EVAL_BLOCK = 256  # rows per forward block: a 256 x width activation stays in cache
@@ -76,10 +77,9 @@ class Evaluation:
         Sparse data: 1, as each model reads its own CSC columns (nothing is shared).
         Other models than the fast linear one: 1 (a forward pass each).
         """
-        if self.data.is_sparse or not self.is_linear:
-            return 1
-        per_model = self.n_outputs * max(self.data.n_samples, self.data.n_features) * 8
-        return max(1, min(16, (32 << 20) // per_model))
+        d = self.data
+        batched = self.is_linear and not d.is_sparse
+        return models_scored_together(self.n_outputs, d.n_samples, d.n_features, batched)
 
     @property
     def eval_models_per_pass(self) -> int:

@@ -49,7 +49,7 @@ import numpy as np
 
 from ..data.kinds import facts, kind_of
 from ..defaults import sweep_default
-from ..work import RunWork
+from ..work import RunWork, models_scored_together
 from .machine import NOMINAL, Rates
 
 RUN_OVERHEAD_S = 0.05  # trace assembly, Parquet write, summary
@@ -65,10 +65,19 @@ LINEAR_FLOP_EFFICIENCY = 0.2
 NETWORK_EFFICIENCY = 0.8  # dense layers' products in a local step
 EVAL_EFFICIENCY = 0.7  # an evaluation's products over blocks of 256 rows, activations between
 CONV_EFFICIENCY = 0.45  # a convolution's products (im2col, narrow channels)
-# A linear model's evaluations are scored several rounds at a time and consecutive models
-# share most of their support: the support's columns come from memory about once per two.
-EVAL_READ_SHARE = 0.5
-SAMPLE_LOSS_S = 5e-9  # a loss (exp, log1p) per sample and output of an evaluation
+# A linear model on dense data is scored with up to 15 others (work.models_scored_together):
+# the columns they use (a model of tau non-zeros a class: their supports' union, about twice
+# one support) are read once for all of them, and their margins, in tiles of models from cache
+# after the first, run at about half the DGEMM rate (0.47-0.50 on two hosts: benchmarks/
+# limits.py, "margins, cohort of 15"; a softmax model's 31 evaluations in
+# benchmarks/cost_model.py): the read and the products add up.
+SUPPORT_UNION = 2.0
+MARGIN_EFFICIENCY = 0.45
+# Minibatch rows are picked at random: each starts a new stream from memory, which one core
+# reads at about half its streaming rate (10 random rows of 8 KB from 800 MB: 17.5 us at a
+# streaming rate of 10.9 GB/s, the development VM)
+GATHER_SHARE = 0.5
+SAMPLE_LOSS_S = 8e-9  # a loss (exp, log1p) per sample and output of an evaluation, summed
 NETWORK_STEP_S = 2e-6  # a network step's fixed cost per layer (kernel calls, buffers)
 PROBE_CALL_S = 2e-5  # a one-row gradient called from Python (an online controller's probe)
 OFFER_S = 5e-8  # an offered element: selected, sent, scattered into the aggregate, chosen
@@ -284,10 +293,12 @@ def _product_seconds(
 
 
 def step_seconds(config: dict[str, Any], shape: DataShape, rows: float, rates: Rates) -> float:
-    """One local step of one client on ``rows`` minibatch rows."""
+    """One local step of one client on ``rows`` minibatch rows (fewer than a client's rows:
+    picked at random, read at :data:`GATHER_SHARE` of the bandwidth)."""
     outputs = n_outputs(config, shape)
     if config["model"].get("kind", "linear") == "linear":
-        read = rows * shape.row_bytes / rates.bandwidth
+        gathered = rows < shape.rows / max(shape.clients, 1)
+        read = rows * shape.row_bytes / (rates.bandwidth * (GATHER_SHARE if gathered else 1.0))
         flops = 4.0 * rows * shape.row_values * outputs
         return max(read, flops / (LINEAR_FLOP_EFFICIENCY * rates.dgemm))
     net = layers(config["model"], shape.cols, outputs)
@@ -306,15 +317,18 @@ def evaluation_seconds(
     rows = shape.rows + shape.test_rows
     losses = rows * outputs * SAMPLE_LOSS_S
     if config["model"].get("kind", "linear") == "linear":
-        if shape.sparse:  # every stored value, once a class
-            read, values = rows * shape.row_bytes * outputs, rows * shape.row_values
-        else:  # the support's columns, once for every class
+        if shape.sparse:  # every stored value, once a class, from the model's columns
+            read = rows * shape.row_bytes * outputs / rates.bandwidth
+            rate = NETWORK_EFFICIENCY if work.support is None else LINEAR_FLOP_EFFICIENCY
+            flops = 2.0 * rows * shape.row_values * outputs / (rate * rates.dgemm)
+            forward = max(read, flops)
+        else:  # the columns the models scored together use, read once; then each one's margins
             tau = shape.cols if work.support is None else min(work.support, shape.cols)
-            read, values = EVAL_READ_SHARE * rows * tau * 8.0, rows * tau
-        # a dense model's margins are one matrix product; a support's, gathered columns
-        rate = NETWORK_EFFICIENCY if work.support is None else LINEAR_FLOP_EFFICIENCY
-        flops = 2.0 * values * outputs / (rate * rates.dgemm)
-        forward = max(read / rates.bandwidth, flops)
+            columns = tau if work.support is None else min(SUPPORT_UNION * tau, shape.cols)
+            batched = not config["model"].get("bias", False)
+            together = models_scored_together(outputs, shape.rows, shape.cols, batched)
+            read = rows * columns * 8.0 / together / rates.bandwidth
+            forward = read + 2.0 * rows * tau * outputs / (MARGIN_EFFICIENCY * rates.dgemm)
     else:
         net = layers(config["model"], shape.cols, outputs)
         block = 256.0  # the evaluation's rows per forward block

@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...algorithms.base import Algorithm, Hyperparameter, RoundCost, dense_bytes, sparse_bytes
+from ...algorithms.base import (
+    Algorithm,
+    Hyperparameter,
+    RoundCost,
+    RunWork,
+    dense_bytes,
+    sparse_bytes,
+)
 from ...algorithms.common import LOCAL_STEP_BATCH_SIZE, LocalSGDStack, stepsize
 from ...errors import ConfigError
 from ...lazy import LazyModule
@@ -223,6 +230,12 @@ class _LocalSGDHardThreshold(Algorithm):
                 tau_local=tau_local,
                 layer_bounds=bounds[0] if bounds else None,
             )
+
+    @classmethod
+    def work(cls, params: dict[str, Any]) -> RunWork:
+        """FedIter-HT's clients also select the τ largest weights after every local step."""
+        work = super().work(params)
+        return work._replace(selections=float(work.steps)) if cls.threshold_locally else work
 
     @property
     def tau_local(self) -> int:
