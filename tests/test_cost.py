@@ -89,7 +89,7 @@ def test_a_linear_run_is_charged_its_minibatch_rows_its_support_and_its_evaluati
     )
     csr = cost.DataShape(1000, 200, 5000, True, 10, 0, 0)  # 5 values a row, 12 bytes each
     assert cost.run_seconds(config, csr, rates=SIMPLE) == pytest.approx(
-        4 * 10 * (3 * 5 * 5 * 12 / (1e9 * cost.GATHER_SHARE) + mean)
+        4 * 10 * (3 * 5 * (5 * 12 / (1e9 * cost.GATHER_SHARE) + 3 * 5 * cost.SCATTERED_S) + mean)
         + 3 * (5000 * 12 / 1e9 + losses)
         + cost.RUN_OVERHEAD_S
     )
@@ -106,6 +106,33 @@ def test_fediterht_is_charged_a_selection_of_the_model_after_every_local_step():
     # rounds x clients x local steps, each over the 200 weights
     assert fediterht.pop("selections") == pytest.approx(4 * 10 * 3 * 200 * cost.SELECT_S)
     assert fediterht == {name: s for name, s in fedht.items() if name != "selections"}
+
+
+def test_a_sparse_datas_hard_thresholding_client_works_on_its_active_coordinates():
+    # 20 values a row: 3 steps of 5 rows touch 100 features each; on average over the round a
+    # step works on the support and two steps' features (features assumed distinct)
+    csr = cost.DataShape(1000, 5000, 20_000, True, 10, 0, 0)
+    params = {"stepsize": 0.1, "sparsity": 20, "local_steps": 3, "batch_size": 5}
+    config = {"algorithm": "fedht", "params": params, "rounds": 4, "eval_every": 2}
+    config["model"] = {"loss": "least_squares", "l2": 0.0}
+    active = 20 + 2 * 5 * 20
+    plain = cost.run_terms(config, csr, rates=SIMPLE)
+    # its rows' 5 x 20 values at scattered weights: read for the score, gradient, moved
+    rows = 5 * 20 * 12 / (1e9 * cost.GATHER_SHARE) + 3 * 5 * 20 * cost.SCATTERED_S
+    assert plain["steps"] == pytest.approx(4 * 10 * 3 * rows)
+    ridge = cost.run_terms({**config, "model": {**config["model"], "l2": 1e-3}}, csr, rates=SIMPLE)
+    # without ridge a step moves its rows' weights only; with it, every active one
+    assert ridge["steps"] - plain["steps"] == pytest.approx(4 * 10 * 3 * active * cost.SCATTERED_S)
+    # FedIter-HT's selection keeps tau of them after every step: the support and a step's rows
+    kept = 20 + 5 * 20
+    fediterht = cost.run_terms({**config, "algorithm": "fediterht"}, csr, rates=SIMPLE)
+    assert fediterht["selections"] == pytest.approx(4 * 10 * 3 * kept * cost.SELECT_S)
+    moved = 4 * 10 * 3 * kept * cost.SCATTERED_S
+    assert fediterht["steps"] - plain["steps"] == pytest.approx(moved)
+    # an algorithm without the active-set kernel selects over the whole model
+    work = cost.run_work({**config, "algorithm": "fediterht"})._replace(active_set=False)
+    whole = cost.run_terms({**config, "algorithm": "fediterht"}, csr, work, rates=SIMPLE)
+    assert whole["selections"] == pytest.approx(4 * 10 * 3 * 5000 * cost.SELECT_S)
 
 
 def test_a_network_step_is_each_layers_products_at_the_slower_of_flops_and_bytes():

@@ -24,6 +24,9 @@ class RunWork(NamedTuple):
     offered_share: float = 0.0  # elements a client offers a round, as a share of the parameters
     selections: float = 0.0  # top-k selections over the model's parameters a client makes a round
     tanh_passes: float = 0.0  # passes a client makes a round taking tanh of every parameter
+    # on sparse data, a client of a linear model works on its active coordinates only (the
+    # broadcast support and the features its rows touched: kernels.sparse_rounds)
+    active_set: bool = False
 
 
 def models_scored_together(n_outputs: int, n_samples: int, n_features: int, batched: bool) -> int:

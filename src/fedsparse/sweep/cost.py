@@ -87,6 +87,12 @@ OFFER_S = 5e-8  # an offered element: selected, sent, scattered into the aggrega
 # then compared with the k-th's bin), about 2.2 ns a parameter where the bandwidth would
 # charge 0.5; a smooth-l1 prox step takes a tanh of every parameter, about 10 ns each.
 SELECT_S = 2.5e-9  # a parameter's share of a client's top-k selection
+# A weight read or moved at a scattered coordinate of the model: a step on sparse data reads
+# each stored value's weight for the score, writes its gradient and moves the weight; with
+# ridge or a selection, a client on its active coordinates (work.RunWork.active_set) moves
+# each of them every step. Fitted on benchmarks/cost_model.py's sparse case, one thread
+# (Fed-HT with and without ridge, FedIter-HT): 6.5 ns each.
+SCATTERED_S = 6.5e-9
 TANH_S = 1.0e-8  # a parameter's tanh (sFedHP's smooth-l1 term, every proximal step)
 # a network step writes its gradient, a model-sized vector, and applies it (to the model, the
 # residual or the proximal step): two passes over the parameters at the memory bandwidth
@@ -300,7 +306,10 @@ def step_seconds(config: dict[str, Any], shape: DataShape, rows: float, rates: R
         gathered = rows < shape.rows / max(shape.clients, 1)
         read = rows * shape.row_bytes / (rates.bandwidth * (GATHER_SHARE if gathered else 1.0))
         flops = 4.0 * rows * shape.row_values * outputs
-        return max(read, flops / (LINEAR_FLOP_EFFICIENCY * rates.dgemm))
+        seconds = max(read, flops / (LINEAR_FLOP_EFFICIENCY * rates.dgemm))
+        if shape.sparse:  # each stored value's weight read, gradient written, weight moved
+            seconds += 3 * rows * shape.row_values * SCATTERED_S
+        return seconds
     net = layers(config["model"], shape.cols, outputs)
     seconds = NETWORK_STEP_PASSES * net.n_params * net.itemsize / rates.bandwidth
     for n, (positions, out, fan_in) in enumerate(net.products):
@@ -346,6 +355,20 @@ def n_params(config: dict[str, Any], shape: DataShape) -> int:
     if model.get("kind", "linear") == "linear":  # the common case, without building it
         return n_outputs(config, shape) * (shape.cols + bool(model.get("bias", False)))
     return layers(model, shape.cols, n_outputs(config, shape)).n_params
+
+
+def active_coordinates(
+    config: dict[str, Any], shape: DataShape, work: RunWork, rows_per_step: float
+) -> float:
+    """The weights a client of a linear model on sparse data works on in a step, on average
+    over its round (``RunWork.active_set``, :mod:`fedsparse.kernels.sparse_rounds`): its
+    broadcast support and the features of the rows it has drawn so far, each class's, at
+    most the model; a client that selects after every step keeps its support and the features
+    of the step's rows."""
+    support = shape.cols if work.support is None else min(work.support, shape.cols)
+    steps_touched = 1.0 if work.selections else (work.steps + 1) / 2
+    touched = steps_touched * rows_per_step * shape.row_values
+    return n_outputs(config, shape) * min(shape.cols, support + touched)
 
 
 TERMS = ("steps", "passes", "selections", "tanh", "offers", "probes", "evaluations", "overhead")
@@ -395,11 +418,17 @@ def run_terms(
     clients = shape.clients if work.clients is None else min(work.clients, shape.clients)
     parameters = n_params(config, shape)
     model_bytes = 8.0 * parameters
+    step = step_seconds(config, shape, rows_per_step, rates)
+    selected = parameters  # the weights a selection goes over
+    if work.active_set and shape.sparse:
+        selected = active_coordinates(config, shape, work, rows_per_step)
+        if config["model"].get("l2") or work.selections:
+            step += selected * SCATTERED_S  # each step moves all of them
     per_client = {
-        "steps": work.steps * step_seconds(config, shape, rows_per_step, rates),
+        "steps": work.steps * step,
         # its passes and its share of the mean
         "passes": (work.passes + 1) * model_bytes / rates.bandwidth,
-        "selections": work.selections * parameters * SELECT_S,
+        "selections": work.selections * selected * SELECT_S,
         "tanh": work.tanh_passes * parameters * TANH_S,
         "offers": work.offered_share * parameters * OFFER_S,
         "probes": 0.0,

@@ -28,7 +28,8 @@ from .plan import Plan, Run
 # each run's sibling flag; 5: each run's model support (cost.RunWork), beside its steps
 # 6: each shard's digest (Plan.shard_digest), for a job's Snakemake
 # 7: each run's cohort flag (fedsparse.training.cohorts); 8: the rest of its cost.RunWork
-PLAN_FILE_VERSION = "9"
+# 10: its active_set flag
+PLAN_FILE_VERSION = "10"
 WORK_COLUMNS = [  # cost.RunWork's fields, as the plan file keeps them
     ("steps", "int32"),
     ("support", "int32"),  # null: a dense model
@@ -40,6 +41,7 @@ WORK_COLUMNS = [  # cost.RunWork's fields, as the plan file keeps them
     ("offered_share", "float32"),
     ("selections", "float32"),
     ("tanh_passes", "float32"),
+    ("active_set", "bool"),
 ]
 
 

@@ -233,8 +233,9 @@ class _LocalSGDHardThreshold(Algorithm):
 
     @classmethod
     def work(cls, params: dict[str, Any]) -> RunWork:
-        """FedIter-HT's clients also select the τ largest weights after every local step."""
-        work = super().work(params)
+        """A client on sparse data works on its active coordinates; FedIter-HT's clients also
+        select the τ largest weights after every local step."""
+        work = super().work(params)._replace(active_set=True)
         return work._replace(selections=float(work.steps)) if cls.threshold_locally else work
 
     @property
