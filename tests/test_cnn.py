@@ -167,6 +167,8 @@ def kernel_value_grad(net, theta, X, y, rows, act, loss, l2, max_batch=None):
     for buf in work:
         buf[:] = np.nan  # stale work space must not leak into results
     G = np.full(theta.size, 7.0)
+    if not isinstance(X, tuple):  # read-only, as a run passes its data (one signature)
+        X = K.as_kernel_matrix(X)
     value = K.mlp_batch_grad(
         X, y, rows, theta, spec, net.bias, K.ACTIVATIONS[act], K.LOSS_CODES[loss], l2, G, work
     )

@@ -259,7 +259,8 @@ def test_margins_in_tiles_of_models_are_each_models_own_sums(n_models, outputs):
     bad[3, 700], bad[11, 5] = np.inf, np.nan
     # block edges (512 samples), the bad values' samples, and others
     samples = np.unique(np.r_[0, 1, 5, 511, 512, 700, 1023, 1024, n - 1, rng.integers(0, n, 12)])
-    for data in (Xt, bad):
+    for raw in (Xt, bad):
+        data = K.as_kernel_matrix(raw)  # read-only, as a data set's columns (one signature)
         M = np.full((n_models, outputs, n), np.nan)
         checks = K.column_checks(data)
         K.margins_columns(data, checks, Ws, M)
@@ -274,11 +275,11 @@ def test_margins_in_tiles_of_models_are_each_models_own_sums(n_models, outputs):
         # the tiles' columns are recorded as they are read, a bad value's block as such
         # (samples 700 and 5: the second and first blocks of 512)
         want = np.where(checks != 0, 1, 0)
-        if data is bad:
+        if raw is bad:
             want[1, 3], want[0, 11] = 2 * (checks[1, 3] != 0), 2 * (checks[0, 11] != 0)
         np.testing.assert_array_equal(checks, want)
         assert (checks != 0).any() == (n_models * outputs >= 4)  # no tile, no check
-        assert (2 in checks) == (data is bad and n_models * outputs >= 4)
+        assert (2 in checks) == (raw is bad and n_models * outputs >= 4)
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -393,10 +394,9 @@ def test_logistic_huge_margins_are_finite(sparse_X):
     np.testing.assert_allclose(G[0], [0.0, 125.0, 200.0, 0.0], rtol=RTOL, atol=1e-300)
     M = np.empty((1, 1, 4))
     if sparse_X:
-        C = sp.csc_matrix(A)
-        K.margins_csc((C.data, C.indices.astype(np.int32), C.indptr.astype(np.int64)), W[None], M)
+        K.margins_csc(K.as_kernel_matrix(sp.csr_matrix(A).T), W[None], M)  # as kernel_csc
     else:
-        At = np.ascontiguousarray(A.T)
+        At = K.as_kernel_matrix(A.T)  # read-only, as FederatedData.columns
         K.margins_columns(At, K.column_checks(At), W[None], M)
     M = M[0]
     ptr = np.array([0, 2, 4], dtype=np.int64)

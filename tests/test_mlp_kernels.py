@@ -117,6 +117,8 @@ def kernel_grad(X, y, rows, theta, sizes, bias, act, loss, l2, max_batch=10, den
     work = K.mlp_work(sizes, max_batch, dense=dense)
     for buf in work:
         buf[:] = np.nan  # stale work space must not leak into results
+    if not isinstance(X, tuple):  # read-only, as a run passes its data (one signature)
+        X = K.as_kernel_matrix(X)
     value = K.mlp_batch_grad(
         X, y, rows, theta, sizes, bias, K.ACTIVATIONS[act], K.LOSS_CODES[loss], l2, G, work
     )
@@ -326,7 +328,7 @@ def test_eval_global_and_personalised(loss):
 
 def test_eval_softmax_ties_go_to_lowest_index():
     d = 4
-    X = np.ones((3, d))
+    X = K.as_kernel_matrix(np.ones((3, d)))
     y = np.array([0.0, 1.0, 2.0])
     sizes = np.array([d, 3], dtype=np.int64)
     theta = np.zeros(K.n_params(sizes, False))  # all scores equal

@@ -97,13 +97,16 @@ class FederatedData:
     def columns(self) -> np.ndarray:
         """Dense data transposed, C-contiguous (n_features, n_samples), built once.
 
-        Lets evaluation of a sparse model read only its support's columns.
+        Lets evaluation of a sparse model read only its support's columns. Read-only, as when
+        loaded from a data folder: the kernels compile one signature for both.
         """
         if self.is_sparse:
             raise ValueError("columns() is for dense data")
         if self.Xt is None:
-            self.Xt = np.empty((self.X.shape[1], self.X.shape[0]), self.X.dtype)
-            transpose(self.X, self.Xt)
+            Xt = np.empty((self.X.shape[1], self.X.shape[0]), self.X.dtype)
+            transpose(self.X, Xt)
+            Xt.flags.writeable = False
+            self.Xt = Xt
         return self.Xt
 
     @property
