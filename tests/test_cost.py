@@ -133,6 +133,10 @@ def test_a_sparse_datas_hard_thresholding_client_works_on_its_active_coordinates
     work = cost.run_work({**config, "algorithm": "fediterht"})._replace(active_set=False)
     whole = cost.run_terms({**config, "algorithm": "fediterht"}, csr, work, rates=SIMPLE)
     assert whole["selections"] == pytest.approx(4 * 10 * 3 * 5000 * cost.SELECT_S)
+    # nor does a model with an intercept (the network kernels): the 5,000 weights and its bias
+    biased = {**config, "algorithm": "fediterht", "model": {**config["model"], "bias": True}}
+    selections = cost.run_terms(biased, csr, rates=SIMPLE)["selections"]
+    assert selections == pytest.approx(4 * 10 * 3 * 5001 * cost.SELECT_S)
 
 
 def test_a_network_step_is_each_layers_products_at_the_slower_of_flops_and_bytes():

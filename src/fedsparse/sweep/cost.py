@@ -420,9 +420,11 @@ def run_terms(
     model_bytes = 8.0 * parameters
     step = step_seconds(config, shape, rows_per_step, rates)
     selected = parameters  # the weights a selection goes over
-    if work.active_set and shape.sparse:
+    model = config["model"]
+    fast_linear = model.get("kind", "linear") == "linear" and not model.get("bias", False)
+    if work.active_set and shape.sparse and fast_linear:  # kernels.sparse_rounds
         selected = active_coordinates(config, shape, work, rows_per_step)
-        if config["model"].get("l2") or work.selections:
+        if model.get("l2") or work.selections:
             step += selected * SCATTERED_S  # each step moves all of them
     per_client = {
         "steps": work.steps * step,
