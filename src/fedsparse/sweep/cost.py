@@ -49,6 +49,7 @@ import numpy as np
 
 from ..data.kinds import facts, kind_of
 from ..defaults import sweep_default
+from ..results.numerics import model_path
 from ..work import RunWork, models_scored_together
 from .machine import NOMINAL, Rates
 
@@ -67,15 +68,13 @@ EVAL_EFFICIENCY = 0.7  # an evaluation's products over blocks of 256 rows, activ
 CONV_EFFICIENCY = 0.45  # a convolution's products (im2col, narrow channels)
 # A linear model on dense data is scored with up to 15 others (work.models_scored_together):
 # the columns they use (a model of tau non-zeros a class: their supports' union, about twice
-# one support) are read once for all of them, and their margins, in tiles of models from cache
-# after the first, run at about half the DGEMM rate (0.47-0.50 on two hosts: benchmarks/
-# limits.py, "margins, cohort of 15"; a softmax model's 31 evaluations in
-# benchmarks/cost_model.py): the read and the products add up.
+# one support) are read once for all of them, then their margins, in tiles of models from
+# cache, run at about half the DGEMM rate: the read and the products add up (fitted in
+# docs/performance.md, the cost model).
 SUPPORT_UNION = 2.0
 MARGIN_EFFICIENCY = 0.45
 # Minibatch rows are picked at random: each starts a new stream from memory, which one core
-# reads at about half its streaming rate (10 random rows of 8 KB from 800 MB: 17.5 us at a
-# streaming rate of 10.9 GB/s, the development VM)
+# reads at about half its streaming rate
 GATHER_SHARE = 0.5
 SAMPLE_LOSS_S = 8e-9  # a loss (exp, log1p) per sample and output of an evaluation, summed
 NETWORK_STEP_S = 2e-6  # a network step's fixed cost per layer (kernel calls, buffers)
@@ -90,8 +89,7 @@ SELECT_S = 2.5e-9  # a parameter's share of a client's top-k selection
 # A weight read or moved at a scattered coordinate of the model: a step on sparse data reads
 # each stored value's weight for the score, writes its gradient and moves the weight; with
 # ridge or a selection, a client on its active coordinates (work.RunWork.active_set) moves
-# each of them every step. Fitted on benchmarks/cost_model.py's sparse case, one thread
-# (Fed-HT with and without ridge, FedIter-HT): 6.5 ns each.
+# each of them every step (fitted on benchmarks/cost_model.py's sparse case).
 SCATTERED_S = 6.5e-9
 TANH_S = 1.0e-8  # a parameter's tanh (sFedHP's smooth-l1 term, every proximal step)
 # a network step writes its gradient, a model-sized vector, and applies it (to the model, the
@@ -334,7 +332,7 @@ def evaluation_seconds(
         else:  # the columns the models scored together use, read once; then each one's margins
             tau = shape.cols if work.support is None else min(work.support, shape.cols)
             columns = tau if work.support is None else min(SUPPORT_UNION * tau, shape.cols)
-            batched = not config["model"].get("bias", False)
+            batched = model_path(config["model"]) == "linear"
             together = models_scored_together(outputs, shape.rows, shape.cols, batched)
             read = rows * columns * 8.0 / together / rates.bandwidth
             forward = read + 2.0 * rows * tau * outputs / (MARGIN_EFFICIENCY * rates.dgemm)
@@ -420,11 +418,10 @@ def run_terms(
     model_bytes = 8.0 * parameters
     step = step_seconds(config, shape, rows_per_step, rates)
     selected = parameters  # the weights a selection goes over
-    model = config["model"]
-    fast_linear = model.get("kind", "linear") == "linear" and not model.get("bias", False)
-    if work.active_set and shape.sparse and fast_linear:  # kernels.sparse_rounds
+    linear_kernels = model_path(config["model"]) == "linear"
+    if work.active_set and shape.sparse and linear_kernels:  # kernels.sparse_rounds
         selected = active_coordinates(config, shape, work, rows_per_step)
-        if model.get("l2") or work.selections:
+        if config["model"].get("l2") or work.selections:
             step += selected * SCATTERED_S  # each step moves all of them
     per_client = {
         "steps": work.steps * step,
