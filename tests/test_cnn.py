@@ -592,10 +592,10 @@ def test_every_algorithm_runs_on_a_cnn(name):
     """Each algorithm as it is, its defaults and the required keys only: a flat parameter
     vector is all it sees.
 
-    In the integration tier: a float64 cnn compiles every family's kernels for one more
-    model type (the slowest part of the fast tier's first run). The fast tier runs every
-    algorithm on a float32 cnn (``test_every_algorithm_runs_on_a_float32_network``), and the
-    float64 cnn's own kernels against NumPy (above)."""
+    In the integration tier, as the float32 cnn's
+    (``test_every_algorithm_runs_on_a_float32_network``): a float64 cnn compiles every
+    family's kernels for one more model type. The fast tier runs the float64 cnn's own
+    kernels against NumPy (above)."""
     cls = ALGORITHMS[name]
     params = {h.name: REQUIRED[h.name] for h in cls.hyperparameters if h.required}
     problem = Problem(

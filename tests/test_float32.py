@@ -291,8 +291,16 @@ def test_bad_dtypes_fail_at_config_time_naming_the_key(model, message):
 REQUIRED = {"stepsize": 0.05, "sparsity": 40, "k": 40, "cost_limit": 10.0}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_every_algorithm_runs_on_a_float32_network(name):
+    """Each algorithm on a float32 cnn, its defaults and the required keys only.
+
+    In the integration tier, as the float64 cnn's (``test_every_algorithm_runs_on_a_cnn``):
+    a layer table compiles every family's kernels for one more model type, the largest
+    share of the fast tier's first run. The fast tier runs the float32 network kernels
+    against float64 (above), and each family's network kernels on a float64 MLP against
+    its pseudo-code (``tests/families/``)."""
     cls = ALGORITHMS[name]
     params = {h.name: REQUIRED[h.name] for h in cls.hyperparameters if h.required}
     data = image_data(np.random.default_rng(5))
