@@ -63,7 +63,7 @@ def value_grad(net, theta, X, y, rows, loss="softmax", l2=1e-3):
     work = K.mlp_work(spec, len(rows))
     G = np.full(theta.size, 7.0)
     value = K.mlp_batch_grad(
-        K.as_kernel_matrix(X),
+        K.as_kernel_matrix(X, net.dtype),  # a run's rows: float32 for a float32 network
         y,
         rows,
         theta,
@@ -82,7 +82,7 @@ def local_round(net, theta, X, y, ptr, tau=0, steps=3, batch=5):
     spec = net.kernel_sizes()
     local = np.empty((ptr.shape[0] - 1, theta.size))
     K.mlp_local_sgd_round(
-        K.as_kernel_matrix(X),
+        K.as_kernel_matrix(X, net.dtype),  # a run's rows: float32 for a float32 network
         y,
         ptr,
         theta,
@@ -104,7 +104,7 @@ def evaluate(net, thetas, X, y, ptr, block=7):
     loss_sum, correct = np.empty(groups), np.empty(groups, np.int64)
     which = np.arange(groups, dtype=np.int64) % thetas.shape[0]
     K.mlp_eval(
-        K.as_kernel_matrix(X),
+        K.as_kernel_matrix(X, net.dtype),  # a run's rows: float32 for a float32 network
         y,
         ptr,
         thetas,

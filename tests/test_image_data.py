@@ -495,6 +495,51 @@ def test_preprocess_scales_and_standardizes_with_training_statistics_only():
     assert not np.allclose(B.mean(axis=0), 0)  # test rows do not set the statistics
 
 
+@pytest.mark.parametrize("standardize", [False, True])
+def test_float32_rows_are_the_float64_values_rounded_once(standardize, monkeypatch):
+    """A float32 network's rows: float32(x) of each float64 value (the bits its kernels
+    converted each gathered row to), scaled a few rows at a time without a float64 copy."""
+    monkeypatch.setattr("fedsparse.data.preprocess._CHUNK_ROWS", 7)  # chunks and a remainder
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 256, (50, 6)).astype(np.uint8)
+    T = rng.integers(0, 256, (20, 6)).astype(np.uint8)
+    spec = {"scale": 255.0, "standardize": standardize}
+    A64, B64 = preprocess(X, T, spec)
+    A32, B32 = preprocess(X, T, spec, np.float32)
+    assert A32.dtype == B32.dtype == np.float32 and A32.flags.c_contiguous
+    assert np.array_equal(A32.view(np.uint32), A64.astype(np.float32).view(np.uint32))
+    assert np.array_equal(B32.view(np.uint32), B64.astype(np.float32).view(np.uint32))
+    assert preprocess(X, None, spec, np.float32)[1] is None
+
+
+def test_a_float32_network_reads_float32_rows_of_the_same_values(tmp_path):
+    """load_dataset(dtype=float32) and FederatedData.in_dtype give the same rows; a problem
+    holds the rows in its network's dtype and a linear model's in float64."""
+    from fedsparse.objective.problem import Problem
+    from fedsparse.training.experiment import load_dataset
+
+    folder = write_idx_dir(tmp_path / "d", image_set(60, 20))
+    cfg = norm({"kind": "idx", "path": str(folder)}, {"kind": "iid", "clients": 3})
+    d64 = load_dataset(cfg["dataset"], "softmax", cfg["partition"])
+    d32 = load_dataset(cfg["dataset"], "softmax", cfg["partition"], dtype="float32")
+    assert d64.X.dtype == np.float64 and d32.X.dtype == d32.X_test.dtype == np.float32
+    assert np.array_equal(d32.X, d64.X.astype(np.float32))
+    assert np.array_equal(d32.X_test, d64.X_test.astype(np.float32))
+    cast = d64.in_dtype(np.float32)
+    assert cast is d64.in_dtype("float32")  # built once
+    assert np.array_equal(cast.X, d32.X) and not cast.X.flags.writeable
+    assert cast.in_dtype(np.float32) is cast and d64.in_dtype(np.float64) is d64
+    assert np.array_equal(cast.in_dtype(np.float64).X, d32.X.astype(np.float64))
+    mlp = {"kind": "mlp", "hidden": [4], "activation": "relu", "init": {"kind": "glorot"}}
+    for data in (d64, d32):
+        p32 = Problem(data, "softmax", 0.0, model={**mlp, "dtype": "float32"})
+        assert p32.data.kernel_X.dtype == p32.data.kernel_X_test.dtype == np.float32
+        assert Problem(data, "softmax", 0.0).data.kernel_X.dtype == np.float64
+        assert Problem(data, "softmax", 0.0, model=mlp).data.kernel_X.dtype == np.float64
+    with pytest.raises(ValueError, match="float64 or float32, not float16"):
+        d64.in_dtype(np.float16)
+
+
 def test_standardize_in_a_prepared_idx_set_uses_the_training_rows(tmp_path):
     folder = write_idx_dir(tmp_path / "d", image_set(200, 50))
     ds = {"kind": "idx", "path": str(folder), "preprocess": {"standardize": True}}

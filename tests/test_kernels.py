@@ -42,6 +42,12 @@ def test_as_kernel_matrix_forms():
     assert (data.dtype, indices.dtype, indptr.dtype) == (np.float64, np.int32, np.int64)
     rebuilt = sp.csr_matrix((data, indices, indptr), shape=A.shape).toarray()
     np.testing.assert_array_equal(rebuilt, A)
+    # a float32 network's rows stay float32; sparse rows are float64 whatever is asked
+    X32 = K.as_kernel_matrix(np.asfortranarray(A), np.float32)
+    assert X32.dtype == np.float32 and X32.flags.c_contiguous and not X32.flags.writeable
+    assert K.as_kernel_matrix(sp.csr_matrix(A), np.float32)[0].dtype == np.float64
+    with pytest.raises(ValueError, match="float64 or float32, not int64"):
+        K.as_kernel_matrix(A, np.int64)
 
 
 @pytest.mark.parametrize("loss", LOSSES)

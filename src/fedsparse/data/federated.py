@@ -49,6 +49,7 @@ class FederatedData:
     X_test: np.ndarray | sp.csr_matrix | None = field(default=None, repr=False)
     y_test: np.ndarray | None = field(default=None, repr=False)
     test_ptr: np.ndarray | None = field(default=None, repr=False)
+    _in_dtype: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.y = np.ascontiguousarray(self.y, dtype=np.float64)
@@ -94,6 +95,42 @@ class FederatedData:
         return sp.issparse(self.X)
 
     @property
+    def rows_dtype(self) -> np.dtype:
+        """The dtype of the kernels' dense rows (:attr:`kernel_X`): float32 for rows stored
+        in float32 (:meth:`in_dtype`), float64 otherwise (sparse rows: always float64)."""
+        if not self.is_sparse and self.X.dtype == np.float32:
+            return np.dtype(np.float32)
+        return np.dtype(np.float64)
+
+    def in_dtype(self, dtype) -> FederatedData:
+        """This data set with its dense rows (``X``, ``X_test``) in ``dtype`` (float64 or
+        float32), built once and kept with this object; itself if they already are, or sparse.
+
+        A float32 network reads its rows in float32 (:mod:`fedsparse.kernels.network`): its
+        kernels convert each float64 value to float32 as they gather a batch, so rows stored
+        as ``float32(x)`` give the same bits at half the memory and no per-batch conversion.
+        """
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float64, np.float32):
+            raise ValueError(f"rows are float64 or float32, not {dtype}")
+        if self.is_sparse or dtype == self.rows_dtype:
+            return self
+        if dtype not in self._in_dtype:
+            self._in_dtype[dtype] = FederatedData(
+                name=self.name,
+                task=self.task,
+                X=_read_only(self.X.astype(dtype)),
+                y=self.y,
+                client_ptr=self.client_ptr,
+                x_true=self.x_true,
+                n_classes=self.n_classes,
+                X_test=None if self.X_test is None else _read_only(self.X_test.astype(dtype)),
+                y_test=self.y_test,
+                test_ptr=self.test_ptr,
+            )
+        return self._in_dtype[dtype]
+
+    @property
     def columns(self) -> np.ndarray:
         """Dense data transposed, C-contiguous (n_features, n_samples), built once.
 
@@ -133,7 +170,7 @@ class FederatedData:
     def kernel_X(self):
         """``X`` in the form the kernels take (dense array or CSR triple), built once."""
         if self._kernel_X is None:
-            self._kernel_X = as_kernel_matrix(self.X)
+            self._kernel_X = as_kernel_matrix(self.X, self.rows_dtype)
         return self._kernel_X
 
     @property
@@ -142,5 +179,10 @@ class FederatedData:
         if self.X_test is None:
             return None
         if self._kernel_X_test is None:
-            self._kernel_X_test = as_kernel_matrix(self.X_test)
+            self._kernel_X_test = as_kernel_matrix(self.X_test, self.rows_dtype)
         return self._kernel_X_test
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a

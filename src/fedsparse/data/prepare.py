@@ -54,6 +54,7 @@ def apply_partition(
     X_test=None,
     y_test: np.ndarray | None = None,
     preprocessing: dict[str, Any] | None = None,
+    dtype: type = np.float64,
 ) -> Prepared:
     """Partition rows ``(X, y)`` into clients and stack them by client, the test split kept apart.
 
@@ -83,6 +84,8 @@ def apply_partition(
     preprocessing
         ``{scale, standardize}`` applied to the selected rows (:func:`preprocess`), its
         statistics taken from the training rows; None: none.
+    dtype
+        The preprocessed rows' dtype (float32 for a float32 network; :func:`preprocess`).
 
     Returns
     -------
@@ -123,7 +126,7 @@ def apply_partition(
     test = result.test_order
     X_train, X_held = X[order], test_X[test] if test.size else None
     if preprocessing is not None:
-        X_train, X_held = preprocess(X_train, X_held, preprocessing)
+        X_train, X_held = preprocess(X_train, X_held, preprocessing, dtype)
     data = FederatedData(
         name=name,
         task=task,
@@ -145,6 +148,7 @@ def prepare(
     cache: str | Path | None = None,
     embedding_sample: int = 0,
     download_options: dict[str, Any] | None = None,
+    dtype: type = np.float64,
 ) -> Prepared:
     """The federated data of a normalised data set config read from files (a kind whose
     ``prepared`` is true: svmlight, idx, leaf) and its partition.
@@ -163,6 +167,9 @@ def prepare(
     download_options
         Options of :func:`fedsparse.data.download.download`; None: its defaults (not used for
         leaf data).
+    dtype
+        The dtype of preprocessed image rows (float32 for a float32 network; others stay
+        as read).
 
     Returns
     -------
@@ -190,16 +197,17 @@ def prepare(
             X_test=rows.X_test,
             y_test=rows.y_test,
             preprocessing=rows.preprocessing,
+            dtype=dtype,
         )
         out.source = rows.source
         return out
-    return Prepared(_own_clients(ds["name"], rows), source=rows.source)
+    return Prepared(_own_clients(ds["name"], rows, dtype), source=rows.source)
 
 
-def _own_clients(name: str, rows: Rows) -> FederatedData:
+def _own_clients(name: str, rows: Rows, dtype: type) -> FederatedData:
     """The rows of a data set with its own clients (``client_ptr``, ``test_ptr``), each
     client's rows together, preprocessed."""
-    X, X_test = preprocess(rows.X, rows.X_test, rows.preprocessing)
+    X, X_test = preprocess(rows.X, rows.X_test, rows.preprocessing, dtype)
     tested = rows.y_test is not None and rows.y_test.size > 0
     top = max(rows.y.max(), rows.y_test.max()) if tested else rows.y.max()
     return FederatedData(

@@ -6,14 +6,19 @@ from typing import Any
 
 import numpy as np
 
+_CHUNK_ROWS = 4096  # rows scaled in float64 at a time on the way to float32
+
 
 def preprocess(
-    X: np.ndarray, X_test: np.ndarray | None, spec: dict[str, Any]
+    X: np.ndarray, X_test: np.ndarray | None, spec: dict[str, Any], dtype: type = np.float64
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Scale image rows and, if asked, standardise each feature on the training rows.
 
     Nothing about the test rows leaks into training: the statistics are the training rows'.
-    Float64 inputs are changed in place (callers pass fresh row selections).
+    Float64 inputs are changed in place (callers pass fresh row selections). The values are
+    computed in float64 whatever ``dtype``; float32 results are those values rounded once
+    (``float32(x)``), scaled a few thousand rows at a time without a whole float64 copy
+    (unless standardising, whose statistics need every row).
 
     Parameters
     ----------
@@ -25,12 +30,18 @@ def preprocess(
         ``{scale, standardize}``: every value is divided by ``scale``; with ``standardize``,
         each feature is centred and divided by its standard deviation over ``X`` (a constant
         feature is only centred: std 1).
+    dtype
+        float64, or float32 (the rows of a float32 network).
 
     Returns
     -------
     tuple
-        ``(X, X_test)`` as C-contiguous float64 (``X_test`` None if it was).
+        ``(X, X_test)`` as C-contiguous ``dtype`` (``X_test`` None if it was).
     """
+    if np.dtype(dtype) == np.float32 and not spec["standardize"]:
+        return _scaled_float32(X, spec["scale"]), (
+            _scaled_float32(X_test, spec["scale"]) if X_test is not None else None
+        )
     X = _scaled(X, spec["scale"])
     X_test = _scaled(X_test, spec["scale"]) if X_test is not None else None
     if spec["standardize"]:
@@ -43,6 +54,8 @@ def preprocess(
             if A is not None:
                 A -= mean
                 A /= std
+    if np.dtype(dtype) == np.float32:
+        return X.astype(np.float32), None if X_test is None else X_test.astype(np.float32)
     return X, X_test
 
 
@@ -51,3 +64,10 @@ def _scaled(A: np.ndarray, scale: float) -> np.ndarray:
     if scale != 1.0:
         A /= scale
     return A
+
+
+def _scaled_float32(A: np.ndarray, scale: float) -> np.ndarray:
+    out = np.empty(A.shape, np.float32)
+    for lo in range(0, A.shape[0], _CHUNK_ROWS):
+        out[lo : lo + _CHUNK_ROWS] = _scaled(A[lo : lo + _CHUNK_ROWS].astype(np.float64), scale)
+    return out

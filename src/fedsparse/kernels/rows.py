@@ -178,12 +178,15 @@ def prefetch_csr_row(X, i):
         _prefetch(indices, p)
 
 
-def as_kernel_matrix(X) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
+def as_kernel_matrix(
+    X, dtype: type = np.float64
+) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Canonical kernel form of a dense array or scipy CSR matrix, read-only.
 
-    Dense: C-contiguous float64. CSR: (float64 data, int32 indices, int64 indptr). One fixed
-    set of dtypes and read-only views (whether ``X`` came from memory or a memory-mapped
-    file), so that every data set reuses the same compiled kernels.
+    Dense: C-contiguous ``dtype`` (float64; float32 only for a float32 network's rows, which
+    its kernels convert to float32 anyway). CSR: (float64 data, int32 indices, int64 indptr).
+    One fixed set of dtypes and read-only views (whether ``X`` came from memory or a
+    memory-mapped file), so that every data set reuses the same compiled kernels.
     """
     if hasattr(X, "tocsr"):
         X = X.tocsr()
@@ -192,7 +195,9 @@ def as_kernel_matrix(X) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray
             _read_only(np.ascontiguousarray(X.indices, dtype=np.int32)),
             _read_only(np.ascontiguousarray(X.indptr, dtype=np.int64)),
         )
-    return _read_only(np.ascontiguousarray(X, dtype=np.float64))
+    if np.dtype(dtype) not in (np.float64, np.float32):
+        raise ValueError(f"kernel rows are float64 or float32, not {np.dtype(dtype)}")
+    return _read_only(np.ascontiguousarray(X, dtype=dtype))
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:

@@ -94,6 +94,8 @@ class Problem:
     Parameters
     ----------
     data : FederatedData
+        The rows; :attr:`data` holds them in the dtype the kernels compute in
+        (:meth:`FederatedData.in_dtype`: float32 for a float32 network).
     loss : {"least_squares", "logistic", "softmax"}
     l2 : float
         Ridge weight; every client's loss adds ``l2/2 * ||W||^2`` (every parameter).
@@ -117,7 +119,6 @@ class Problem:
                 f"model.loss: {loss} needs {LOSS_TASKS[loss]} data, "
                 f"but dataset {data.name} is {data.task}"
             )
-        self.data = data
         self.loss = loss
         self.weights = weights
         sizes = data.client_sizes.astype(np.float64)
@@ -128,6 +129,8 @@ class Problem:
         )
         self.n_outputs = max(data.n_classes, 2) if loss == "softmax" else 1
         self.network = Network.from_config(model or {}, data.n_features, self.n_outputs)
+        # the rows in the dtype the kernels compute in: float32 for a float32 network
+        self.data = data = data.in_dtype(self.network.dtype)
         self.kernel_model = KernelModel(
             self.network.kernel_sizes(),
             self.network.bias,
