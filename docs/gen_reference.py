@@ -269,8 +269,8 @@ def generate_configuration() -> str:
     from fedsparse.data.registry import DATASETS, IMAGE_SETS
     from fedsparse.objective import model, problem
     from fedsparse.sweep import plan as sweep
+    from fedsparse.sweep import studies
     from fedsparse.training import config
-    from fedsparse.tune import studies
 
     schema = yaml.safe_load(SCHEMA.read_text())
     defs, props = schema.get("$defs", {}), schema["properties"]

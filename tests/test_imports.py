@@ -125,8 +125,7 @@ LAYERS = (
     ("results", "results"),
     ("reading results", "query"),
     ("one run", "training"),
-    # an Optuna study is planned with the sweep: tune.studies (and the package, which exports it)
-    ("the sweep", "sweep tune.__init__ tune.studies"),
+    ("the sweep", "sweep"),
     ("the workflow's jobs", "pipeline"),
     ("Optuna studies", "tune"),
     ("report", "report"),

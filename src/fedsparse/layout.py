@@ -180,7 +180,7 @@ class Layout:
         return self.studies / study
 
     def study_marker(self, study: str, digest: str | None = None) -> Path:
-        """Named by the study's digest (fedsparse.tune.studies.StudySpec.digest): an edited
+        """Named by the study's digest (fedsparse.sweep.studies.StudySpec.digest): an edited
         space, sampler or budget asks for a marker the folder lacks. Without one, the name of
         fedsparse before study digests."""
         return self.study(study) / ("study.json" if digest is None else f"study.{digest}.json")

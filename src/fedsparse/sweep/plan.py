@@ -268,7 +268,7 @@ def _plan_sweep(sweep: dict[str, Any]) -> Plan:
         for algo, entry in algorithms.items():
             if isinstance(entry, list):
                 raise ConfigError(f"algorithms.{algo}: a list of override sets is for method grid")
-        from ..tune.studies import plan_studies
+        from .studies import plan_studies
 
         plan = Plan(name=name, datasets=datasets)
         plan.studies = plan_studies(sweep, name, datasets, algorithms, seeds)

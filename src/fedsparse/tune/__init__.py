@@ -48,17 +48,16 @@ dead worker (same host and its process gone, or no heartbeat for
 failed and re-queued by the next worker that takes the lock, so an interrupted
 study resumes where it stopped.
 
-The package's own names are the plan of the studies (:mod:`.studies`, which
-:func:`fedsparse.sweep.plan_sweep` uses). The runners build on the sweep planner, so they
-are imported from their modules, not from here (that would make ``sweep`` and ``tune``
-import each other): :mod:`.storage` (``create_study``, ``open_storage``, ``load_study``),
-:mod:`.worker` (``run_worker``), :mod:`.export` (``export_study``, ``run_holdout``,
-``study_status``) and :mod:`.plan` (``study_spec``, ``TuneError``).
+The package's own names are the plan of the studies (:mod:`fedsparse.sweep.studies`, which
+:func:`fedsparse.sweep.plan_sweep` uses). The runners are imported from their modules:
+:mod:`.storage` (``create_study``, ``open_storage``, ``load_study``), :mod:`.worker`
+(``run_worker``), :mod:`.export` (``export_study``, ``run_holdout``, ``study_status``) and
+:mod:`.spec` (``study_spec``, ``TuneError``); importing this package loads none of them.
 """
 
 from __future__ import annotations
 
-from .studies import (
+from ..sweep.studies import (
     METRICS,
     SAMPLERS,
     SearchParam,

@@ -1,7 +1,7 @@
 """What the study runners share: their error, host name and markers, and a study's spec.
 
 The specs themselves (search spaces, settings) are planned with the sweep, in
-:mod:`fedsparse.tune.studies`.
+:mod:`fedsparse.sweep.studies`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from ..atomic import atomic_write
 from ..errors import ConfigError, FedsparseError
 from ..sweep.plan import plan_sweep
-from .studies import StudySpec
+from ..sweep.studies import StudySpec
 
 HOST = socket.gethostname()
 MAX_ERRORS = 3  # a trial whose objective raised this many times stops the study

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..layout import Layout
+from ..sweep.studies import StudySpec, check_url
 from .spec import study_spec, write_json
-from .studies import StudySpec, check_url
 
 log = logging.getLogger("fedsparse.tune")
 

@@ -24,10 +24,10 @@ from ..defaults import sweep_default
 from ..errors import ConfigError
 from ..layout import Layout
 from ..results.schema import TOTALS, TRACE_SCHEMA, write_parquet_atomic
+from ..sweep.studies import METRICS, StudySpec
 from ..training.config import run_id
 from .spec import HOST, MAX_ERRORS, TuneError, study_spec, write_json
 from .storage import check_identity, load_study, make_sampler, open_storage, study_lock
-from .studies import METRICS, StudySpec
 
 if TYPE_CHECKING:
     from ..results.checkpoint import Checkpoint
@@ -314,7 +314,7 @@ def _run_trial(
     from ..training.experiment import run_result
 
     params = trial.params
-    prune = spec.settings.pruner["name"] != "none"  # (never with objectives: tune/studies.py)
+    prune = spec.settings.pruner["name"] != "none"  # (never with objectives: sweep/studies.py)
     objectives = spec.settings.objectives
     tables, summaries, values, pruned, used = [], [], [], False, []
     for k, seed in enumerate(spec.seeds):

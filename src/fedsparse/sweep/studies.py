@@ -1,9 +1,8 @@
 """Search spaces, settings and study specifications of a sweep with ``method: optuna``.
 
 Planning only (no Optuna import): :func:`fedsparse.sweep.plan_sweep` calls
-:func:`plan_studies`, and the other modules of :mod:`fedsparse.tune` run the studies it
-plans. They build on ``sweep``, so the package's ``__init__`` imports this module only:
-``sweep`` uses it without importing the runners.
+:func:`plan_studies`, and the modules of :mod:`fedsparse.tune` (a layer above the sweep,
+whose package re-exports these names) run the studies it plans.
 """
 
 from __future__ import annotations
