@@ -210,6 +210,19 @@ def test_a_data_sets_shape_is_known_from_its_spec_before_it_is_built(tmp_path):
     assert cost.spec_shape(local, {"kind": "iid", "clients": 4}) is None
 
 
+def test_a_network_job_holds_rows_of_its_dtype_beside_the_mapped_data():
+    images = {"kind": "idx", "source": "fashion-mnist"}
+    shape = cost.spec_shape(images, {"kind": "iid", "clients": 10})
+    mlp = {"kind": "mlp", "loss": "softmax", "hidden": [100]}
+    f64, f32, linear = (
+        cost.data_memory_bytes({"model": model}, shape)
+        for model in (mlp, {**mlp, "dtype": "float32"}, {"loss": "softmax"})
+    )
+    assert linear == shape.disk_bytes
+    values = (shape.rows + shape.test_rows) * shape.cols
+    assert (f64 - linear, f32 - linear) == (8 * values, 4 * values)
+
+
 def test_shard_resources_grow_with_the_runs_and_the_data(tmp_path):
     plan = plan_sweep(sweep(rounds=10_000_000, shard_size=2))
     first, *_ = plan.shards

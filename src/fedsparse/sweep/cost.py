@@ -534,10 +534,12 @@ def run_state_bytes(config: dict[str, Any], shape: DataShape, work: RunWork) -> 
 
 
 def data_memory_bytes(config: dict[str, Any], shape: DataShape) -> float:
-    """A data set in a job's memory: image rows become float64 for the network kernels;
-    linear models read the memory-mapped arrays (charged once their pages are touched)."""
+    """A data set in a job's memory: its memory-mapped arrays (charged once their pages are
+    touched) and, for a network on dense rows, rows of the network's dtype beside them (a
+    float32 network's are a float32 copy, :meth:`FederatedData.in_dtype`)."""
     if config["model"].get("kind", "linear") != "linear" and not shape.sparse:
-        return 8.0 * (shape.rows + shape.test_rows) * shape.cols + shape.disk_bytes
+        value_bytes = 4.0 if config["model"].get("dtype") == "float32" else 8.0
+        return value_bytes * (shape.rows + shape.test_rows) * shape.cols + shape.disk_bytes
     return float(shape.disk_bytes)
 
 
