@@ -157,6 +157,7 @@ def measure(dtype, X, y, rows, ptr, b, clients, steps, seconds):
     )
     spec = net.kernel_sizes()
     theta0 = net.initial().ravel()
+    X = K.as_kernel_matrix(X, net.dtype)  # a run's rows: float32 for a float32 network
     r = {}
     G = np.empty_like(theta0)
     work = K.mlp_work(spec, b)
@@ -339,7 +340,8 @@ def torch_times(torch, net, X, y, rows, ptr, b, clients, steps, threads, seconds
     spec = net.kernel_sizes()
     G, t64 = np.empty_like(theta), theta.astype(np.float64)
     relu, softmax = K.ACTIVATIONS["relu"], K.LOSS_CODES["softmax"]
-    K.mlp_batch_grad(X, y, rows, t64, spec, True, relu, softmax, 0.0, G, K.mlp_work(spec, b))
+    Xk = K.as_kernel_matrix(X, net.dtype)
+    K.mlp_batch_grad(Xk, y, rows, t64, spec, True, relu, softmax, 0.0, G, K.mlp_work(spec, b))
     assert np.allclose(g, G, rtol=1e-3, atol=1e-5 * np.abs(G).max()), "PyTorch's gradient differs"
     idx = torch.from_numpy(rows)
 
