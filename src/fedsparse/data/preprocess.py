@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-_CHUNK_ROWS = 4096  # rows scaled in float64 at a time on the way to float32
+_CHUNK_ROWS = 256  # rows scaled in float64 at a time on the way to float32 (in L2)
 
 
 def preprocess(
@@ -17,7 +17,7 @@ def preprocess(
     Nothing about the test rows leaks into training: the statistics are the training rows'.
     Float64 inputs are changed in place (callers pass fresh row selections). The values are
     computed in float64 whatever ``dtype``; float32 results are those values rounded once
-    (``float32(x)``), scaled a few thousand rows at a time without a whole float64 copy
+    (``float32(x)``), scaled a few hundred rows at a time without a whole float64 copy
     (unless standardising, whose statistics need every row).
 
     Parameters
@@ -68,6 +68,13 @@ def _scaled(A: np.ndarray, scale: float) -> np.ndarray:
 
 def _scaled_float32(A: np.ndarray, scale: float) -> np.ndarray:
     out = np.empty(A.shape, np.float32)
+    # one float64 buffer of a few rows, reused: a fresh temporary a chunk would cost the
+    # kernel's page faults for the whole float64 size again
+    buf = np.empty((min(_CHUNK_ROWS, A.shape[0]), *A.shape[1:]), np.float64)
     for lo in range(0, A.shape[0], _CHUNK_ROWS):
-        out[lo : lo + _CHUNK_ROWS] = _scaled(A[lo : lo + _CHUNK_ROWS].astype(np.float64), scale)
+        part = buf[: min(_CHUNK_ROWS, A.shape[0] - lo)]
+        part[...] = A[lo : lo + part.shape[0]]
+        if scale != 1.0:
+            part /= scale
+        out[lo : lo + part.shape[0]] = part
     return out
