@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..algorithms import ALGORITHMS
 from ..data import FederatedData
 from ..data.kinds import kind_of
-from ..objective.model import Network
+from ..objective.model import DTYPES, Network
 from ..objective.problem import LOSS_TASKS, Problem
 from ..results.schema import to_frame, trace_table
 from .cohorts import cohort_key
@@ -447,7 +447,7 @@ def _run_cohort(
     cfg = computations[0][0]
     model = cfg["model"]
     if data is None:
-        dtype = model.get("dtype", "float64")  # rows in the network's dtype from the start
+        dtype = model.get("dtype", DTYPES[0])  # rows in the network's dtype from the start
         data = load_dataset(cfg["dataset"], model["loss"], cfg["partition"], dtype=dtype)
     problem = Problem.from_config(data, model)
     cls = ALGORITHMS[cfg["algorithm"]]
